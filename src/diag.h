@@ -1,0 +1,52 @@
+/* diag: located error messages shared by every stage.
+ *
+ * A message names the source, line and columns (end column exclusive, as
+ * bpftrace prints them), shows the offending line and underlines the
+ * culprit with carets:
+ *
+ *   stdin:1:14-21: ERROR: Type mismatch for '+': int64 and string[2]
+ *   BEGIN { @a = 1 + "x"; }
+ *                ^^^^^^^
+ */
+#ifndef LOUPE_DIAG_H
+#define LOUPE_DIAG_H
+
+#include <stdarg.h>
+#include <stdio.h>
+
+/* A script's text and the name it is reported under ("stdin" for -e). */
+typedef struct Source {
+  const char *name;
+  const char *text;
+} Source;
+
+/* A region of the source: 1-based line, 1-based column, end column
+ * exclusive. A span with line 0 is "no location" (the message then has no
+ * file prefix and no source line). */
+typedef struct Span {
+  int line;
+  int col;
+  int end_col;
+} Span;
+
+typedef struct Diag {
+  const Source *src;
+  FILE *out;    /* stderr unless a test redirects it */
+  int errors;   /* number of errors reported so far */
+  int warnings;
+} Diag;
+
+void diag_init(Diag *d, const Source *src);
+void diag_error(Diag *d, Span at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+void diag_warning(Diag *d, Span at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+/* A follow-up line ("HINT: ...") printed after the last error. */
+void diag_hint(Diag *d, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+void diag_verror(Diag *d, Span at, const char *fmt, va_list ap);
+
+/* The smallest span covering both. */
+Span span_join(Span a, Span b);
+
+#endif
