@@ -51,7 +51,7 @@ typedef enum NodeKind {
   N_MAP,        /* name: "@x" or "@"; keys: list of key expressions or NULL */
   N_CALL,       /* name: function; args: list */
   N_BINOP,      /* op, lhs, rhs */
-  N_UNOP,       /* op ('-', '!', '~'), lhs */
+  N_UNOP,       /* op ('-', '!', '~', '*' for a dereference), lhs */
   N_FIELD,      /* lhs->name or lhs.name (lhs is normally `args`) */
   N_TERNARY,    /* cond ? then : els */
   /* statements */
@@ -62,6 +62,16 @@ typedef enum NodeKind {
                    prefix form */
   N_IF,         /* cond, then (N_BLOCK), els (N_BLOCK, N_IF or NULL) */
   N_BLOCK,      /* body: statement list */
+  /* added after the core set */
+  N_WHILE,      /* while (cond) then (N_BLOCK) */
+  N_UNROLL,     /* unroll (lhs) then (N_BLOCK); lhs is the count expression */
+  N_RETURN,     /* return [lhs] */
+  N_BREAK,      /* break */
+  N_CONTINUE,   /* continue */
+  N_INDEX,      /* lhs[rhs] on something other than a map (array, pointer) */
+  N_CAST,       /* (name) lhs; name is the type as written, normalised:
+                   "uint8", "struct sock *" */
+  N_TUPLE,      /* (a, b, ...); args: the elements */
 } NodeKind;
 
 /* Operators: single characters stand for themselves ('+', '<', '!', ...);
@@ -117,8 +127,10 @@ typedef struct Target {
   char *name;        /* full name as the `probe` builtin prints it,
                         e.g. "tracepoint:syscalls:sys_enter_openat" */
   char *category;    /* tracepoint: "syscalls" */
-  char *event;       /* tracepoint: "sys_enter_openat" */
-  uint64_t period;   /* interval: nanoseconds between firings */
+  char *event;       /* tracepoint: "sys_enter_openat"; software: the
+                        event's canonical name ("page-faults") */
+  uint64_t period;   /* interval, profile: nanoseconds between firings;
+                        software: events between firings */
   uint64_t freq;     /* interval hz: firings per second (0 if period used) */
   struct TpFormat *format;   /* tracepoint: fields (owned by the provider) */
 } Target;
@@ -145,12 +157,22 @@ typedef struct Probe {
   int index;         /* position in the script, from 0 */
   bool uses_args;    /* set by check: body or predicate reads `args` */
   bool uses_probe;   /* set by check: body or predicate reads `probe` */
+  struct VarSym *vars;  /* set by check: the probe's scratch variables */
 } Probe;
+
+/* One `KEY = value` of the script's `config = { ... }` block. */
+typedef struct ConfigItem {
+  struct ConfigItem *next;
+  Span span;
+  char *key;
+  Node *value;       /* N_INT, N_STR or N_BUILTIN (a bare word) */
+} ConfigItem;
 
 typedef struct Script {
   const Source *src;
   Probe *probes;
   int nprobes;
+  ConfigItem *config;  /* NULL without a config block */
 } Script;
 
 /* Allocation helpers used by parser and later stages; memory is never

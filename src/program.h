@@ -44,7 +44,13 @@ typedef struct MapSym {
   uint32_t bpf_type;               /* BPF_MAP_TYPE_HASH, _PERCPU_HASH */
   uint32_t max_entries;
   int fd;                          /* -1 until loaded */
+  bool internal;                   /* loupe's own (e.g. the elapsed base):
+                                      never printed */
 } MapSym;
+
+/* The internal map holding the time `elapsed` counts from (u64 ns of
+ * CLOCK_MONOTONIC, i.e. bpf_ktime_get_ns), written by main after load. */
+#define ELAPSED_MAP_NAME "@@elapsed_base"
 
 /* A scratch variable `$x`; its storage is decided by codegen per probe. */
 typedef struct VarSym {

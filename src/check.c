@@ -1,0 +1,868 @@
+/* check: gives every expression a type, creates the maps and printf record
+ * layouts, and reports every user mistake before anything touches the
+ * kernel.
+ *
+ * The script is walked twice. Maps are global and may be read in one probe
+ * before the probe that assigns them, so the first pass only learns map
+ * value types (quietly); the second pass checks everything and reports. */
+#include "check.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "print.h"
+#include "provider.h"
+
+typedef struct Checker {
+  Diag *d;
+  Compiled *out;
+  Script *script;
+  Probe *probe;        /* the probe being checked */
+  int pass;            /* 1: learn map types quietly; 2: check and report */
+  bool in_assign_rhs;  /* aggregation calls are only valid there */
+} Checker;
+
+static void check_expr(Checker *c, Node *n);
+static void check_block(Checker *c, Node *n);
+
+/* ---- types ---------------------------------------------------------- */
+
+static Type ty_int(int size, bool is_signed) {
+  Type t = {.kind = TY_INT, .size = size, .is_signed = is_signed};
+  return t;
+}
+
+static Type ty_str(int size) {
+  Type t = {.kind = TY_STR, .size = size};
+  return t;
+}
+
+static Type ty_void(void) {
+  Type t = {.kind = TY_VOID};
+  return t;
+}
+
+static Type ty_agg(AggKind agg) {
+  Type t = {.kind = TY_AGG, .size = 8, .is_signed = agg != AGG_COUNT,
+            .agg = agg};
+  return t;
+}
+
+static const char *agg_name(AggKind a) {
+  switch (a) {
+  case AGG_COUNT: return "count";
+  case AGG_SUM: return "sum";
+  case AGG_MIN: return "min";
+  case AGG_MAX: return "max";
+  case AGG_AVG: return "avg";
+  default: return "none";
+  }
+}
+
+/* The name bpftrace users know a type by: int64, uint32, string[16]. */
+static const char *type_name(Type t, char *buf, size_t len) {
+  switch (t.kind) {
+  case TY_INT:
+    snprintf(buf, len, "%sint%d", t.is_signed ? "" : "u", t.size * 8);
+    break;
+  case TY_STR: snprintf(buf, len, "string[%d]", t.size); break;
+  case TY_AGG: snprintf(buf, len, "%s_t", agg_name(t.agg)); break;
+  case TY_ARGS: snprintf(buf, len, "args"); break;
+  case TY_VOID: snprintf(buf, len, "void"); break;
+  default: snprintf(buf, len, "none"); break;
+  }
+  return buf;
+}
+
+#define TYPE_NAME(t) type_name((t), (char[40]){0}, 40)
+
+/* ---- reporting ------------------------------------------------------ */
+
+/* Errors are reported in the second pass only; the first is a dry run. */
+static void error_at(Checker *c, Span at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static void error_at(Checker *c, Span at, const char *fmt, ...) {
+  if (c->pass != 2) return;
+  va_list ap;
+  va_start(ap, fmt);
+  diag_verror(c->d, at, fmt, ap);
+  va_end(ap);
+}
+
+/* ---- symbols -------------------------------------------------------- */
+
+static MapSym *map_find(Compiled *out, const char *name) {
+  for (int i = 0; i < out->nmaps; i++)
+    if (strcmp(out->maps[i]->name, name) == 0) return out->maps[i];
+  return NULL;
+}
+
+static MapSym *map_get(Checker *c, Node *n) {
+  MapSym *m = map_find(c->out, n->name);
+  if (m) return m;
+  m = calloc(1, sizeof(*m));
+  m->name = strdup(n->name);
+  m->id = c->out->nmaps;
+  m->first_use = n->span;
+  m->nkeys = -1; /* not known until first used */
+  m->fd = -1;
+  m->max_entries = DEFAULT_MAP_KEYS;
+  c->out->maps = realloc(c->out->maps, sizeof(MapSym *) * (c->out->nmaps + 1));
+  c->out->maps[c->out->nmaps++] = m;
+  return m;
+}
+
+static VarSym *var_find(Checker *c, const char *name) {
+  for (VarSym *v = c->probe->vars; v; v = v->next)
+    if (strcmp(v->name, name) == 0) return v;
+  return NULL;
+}
+
+static VarSym *var_new(Checker *c, const char *name) {
+  VarSym *v = calloc(1, sizeof(*v));
+  v->name = strdup(name);
+  v->next = c->probe->vars;
+  c->probe->vars = v;
+  return v;
+}
+
+/* ---- probe context -------------------------------------------------- */
+
+static bool probe_is_tracepoint(Probe *p) {
+  for (AttachPoint *ap = p->aps; ap; ap = ap->next)
+    if (strcmp(ap->provider, "tracepoint") != 0) return false;
+  return true;
+}
+
+/* Longest `probe` name among the probe's targets, for the string size. */
+static int probe_name_size(Probe *p) {
+  int size = 1;
+  for (AttachPoint *ap = p->aps; ap; ap = ap->next) {
+    int len = (int)strlen(ap->text) + 1;
+    if (len > size) size = len;
+    for (Target *t = ap->targets; t; t = t->next) {
+      len = (int)strlen(t->name) + 1;
+      if (len > size) size = len;
+    }
+  }
+  return size;
+}
+
+static Type field_type(const TpField *f, const char *category) {
+  if (f->is_string)
+    return ty_str(f->data_loc ? DEFAULT_STRLEN : f->size);
+  if (f->is_pointer) {
+    Type t = ty_int(8, false);
+    t.is_pointer = true;
+    /* Syscall arguments are user addresses; other tracepoints record
+     * kernel ones. */
+    t.as = strcmp(category, "syscalls") == 0 ? AS_USER : AS_KERNEL;
+    return t;
+  }
+  return ty_int(f->size, f->is_signed);
+}
+
+/* args->name: the field must exist, with one type, in every target. */
+static void check_field(Checker *c, Node *n) {
+  check_expr(c, n->lhs);
+  if (n->lhs->type.kind != TY_ARGS) {
+    if (n->lhs->type.kind != TY_NONE)
+      error_at(c, n->span, "Can not access field '%s' on type '%s'", n->name,
+               TYPE_NAME(n->lhs->type));
+    return;
+  }
+  bool first = true;
+  for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next) {
+    for (Target *t = ap->targets; t; t = t->next) {
+      const TpField *f = t->format ? tp_field(t->format, n->name) : NULL;
+      if (!f) {
+        error_at(c, n->span, "tracepoint %s:%s has no field named '%s'",
+                 t->category, t->event, n->name);
+        return;
+      }
+      if (f->is_array && !f->is_string) {
+        error_at(c, n->span,
+                 "field '%s' of tracepoint %s:%s is an array (%s); loupe "
+                 "cannot read array fields yet",
+                 n->name, t->category, t->event, f->type_text);
+        return;
+      }
+      Type ft = field_type(f, t->category);
+      if (first) {
+        n->type = ft;
+        n->field_offset = f->offset;
+        n->field_data_loc = f->data_loc;
+        first = false;
+      } else if (ft.kind != n->type.kind) {
+        error_at(c, n->span,
+                 "field '%s' has different types in the probe's tracepoints",
+                 n->name);
+        return;
+      } else if (ft.kind == TY_STR && ft.size > n->type.size) {
+        n->type.size = ft.size;
+      }
+    }
+  }
+}
+
+/* ---- builtins ------------------------------------------------------- */
+
+static void check_builtin(Checker *c, Node *n) {
+  const char *s = n->name;
+  if (!strcmp(s, "pid") || !strcmp(s, "tid") || !strcmp(s, "uid") ||
+      !strcmp(s, "gid") || !strcmp(s, "cpu")) {
+    n->type = ty_int(4, false);
+  } else if (!strcmp(s, "nsecs") || !strcmp(s, "elapsed")) {
+    n->type = ty_int(8, false);
+  } else if (!strcmp(s, "comm")) {
+    n->type = ty_str(COMM_SIZE);
+  } else if (!strcmp(s, "probe")) {
+    c->probe->uses_probe = true;
+    n->type = ty_str(probe_name_size(c->probe));
+  } else if (!strcmp(s, "args")) {
+    if (!probe_is_tracepoint(c->probe)) {
+      error_at(c, n->span,
+               "The args builtin can only be used with tracepoint probes");
+      return;
+    }
+    c->probe->uses_args = true;
+    n->type.kind = TY_ARGS;
+  } else if (!strcmp(s, "kstack") || !strcmp(s, "ustack") ||
+             !strcmp(s, "retval") || !strcmp(s, "func") ||
+             !strcmp(s, "curtask") || !strcmp(s, "cgroup") ||
+             !strcmp(s, "rand") || !strncmp(s, "arg", 3) ||
+             !strcmp(s, "username") || !strcmp(s, "sarg0")) {
+    error_at(c, n->span, "loupe does not support the builtin '%s' yet", s);
+  } else {
+    error_at(c, n->span, "Unknown identifier: '%s'", s);
+  }
+}
+
+/* ---- maps ----------------------------------------------------------- */
+
+static const char *key_list_name(Type *types, int n, char *buf, size_t len) {
+  size_t used = 0;
+  buf[0] = 0;
+  used += snprintf(buf + used, len - used, "[");
+  for (int i = 0; i < n && used < len; i++)
+    used += snprintf(buf + used, len - used, "%s%s", i ? ", " : "",
+                     TYPE_NAME(types[i]));
+  if (used < len) snprintf(buf + used, len - used, "]");
+  return buf;
+}
+
+/* Checks the keys of @m[k...] and unifies them with earlier uses. */
+static void check_map_keys(Checker *c, Node *n) {
+  MapSym *m = map_get(c, n);
+  n->map = m;
+  Type keys[MAX_MAP_KEYS];
+  int nkeys = 0;
+  for (Node *k = n->args; k; k = k->next) {
+    check_expr(c, k);
+    if (nkeys == MAX_MAP_KEYS) {
+      error_at(c, k->span, "a map key can have at most %d parts",
+               MAX_MAP_KEYS);
+      return;
+    }
+    if (k->type.kind != TY_INT && k->type.kind != TY_STR) {
+      if (k->type.kind != TY_NONE)
+        error_at(c, k->span, "%s can not be used as a map key",
+                 TYPE_NAME(k->type));
+      return;
+    }
+    keys[nkeys++] = k->type;
+  }
+  if (m->nkeys < 0) {
+    m->nkeys = nkeys;
+    memcpy(m->key_types, keys, sizeof(Type) * nkeys);
+    for (int i = 0; i < nkeys; i++)
+      if (keys[i].kind == TY_INT) m->key_types[i] = ty_int(8, keys[i].is_signed);
+    return;
+  }
+  bool same = m->nkeys == nkeys;
+  for (int i = 0; same && i < nkeys; i++)
+    same = m->key_types[i].kind == keys[i].kind;
+  if (!same) {
+    char want[200], got[200];
+    error_at(c, n->span,
+             "Argument mismatch for %s: trying to access with arguments: %s "
+             "when map expects arguments: %s",
+             m->name, key_list_name(keys, nkeys, got, sizeof(got)),
+             key_list_name(m->key_types, m->nkeys, want, sizeof(want)));
+    return;
+  }
+  for (int i = 0; i < nkeys; i++)
+    if (keys[i].kind == TY_STR && keys[i].size > m->key_types[i].size)
+      m->key_types[i].size = keys[i].size;
+}
+
+/* Records that m holds values of type t (from an assignment at `at`). */
+static void map_set_value(Checker *c, MapSym *m, Type t, Span at) {
+  if (t.kind == TY_NONE) return;
+  if (t.kind != TY_INT && t.kind != TY_STR && t.kind != TY_AGG) {
+    error_at(c, at, "%s can not be stored in a map", TYPE_NAME(t));
+    return;
+  }
+  if (t.kind == TY_INT) t = ty_int(8, t.is_signed);
+  Type *v = &m->value_type;
+  if (v->kind == TY_NONE) {
+    *v = t;
+    return;
+  }
+  bool same = v->kind == t.kind && (t.kind != TY_AGG || v->agg == t.agg);
+  if (!same) {
+    error_at(c, at, "Type mismatch for %s: trying to assign value of type "
+             "'%s' when map already contains a value of type '%s'",
+             m->name, TYPE_NAME(t), TYPE_NAME(*v));
+    return;
+  }
+  if (t.kind == TY_STR && t.size > v->size) v->size = t.size;
+  if (t.kind == TY_INT && !t.is_signed) v->is_signed = false;
+}
+
+static void check_map_read(Checker *c, Node *n) {
+  check_map_keys(c, n);
+  MapSym *m = n->map;
+  if (m->value_type.kind == TY_NONE) {
+    error_at(c, n->span, "Undefined map: %s", m->name);
+    return;
+  }
+  n->type = m->value_type;
+  if (n->type.kind == TY_AGG) {
+    /* Reading an aggregation gives this CPU's share as an integer. */
+    n->type = ty_int(8, n->type.agg != AGG_COUNT);
+  }
+}
+
+/* ---- calls ---------------------------------------------------------- */
+
+static int count_args(Node *n) {
+  int k = 0;
+  for (Node *a = n->args; a; a = a->next) k++;
+  return k;
+}
+
+static bool want_args(Checker *c, Node *n, int min, int max) {
+  int k = count_args(n);
+  if (k >= min && k <= max) return true;
+  if (min == max)
+    error_at(c, n->span, "%s() requires %d argument%s (%d provided)", n->name,
+             min, min == 1 ? "" : "s", k);
+  else
+    error_at(c, n->span, "%s() requires %d to %d arguments (%d provided)",
+             n->name, min, max, k);
+  return false;
+}
+
+static bool want_int(Checker *c, Node *arg, const char *fn, int pos) {
+  if (arg->type.kind == TY_INT || arg->type.kind == TY_NONE) return true;
+  error_at(c, arg->span, "%s() expects an integer as argument %d, got %s", fn,
+           pos, TYPE_NAME(arg->type));
+  return false;
+}
+
+static bool want_map(Checker *c, Node *call, Node *arg, bool keys_allowed) {
+  if (!arg || arg->kind != N_MAP) {
+    error_at(c, arg ? arg->span : call->span, "%s() expects a map argument",
+             call->name);
+    return false;
+  }
+  if (!keys_allowed && arg->args) {
+    error_at(c, arg->span, "%s() expects a whole map, not a map element",
+             call->name);
+    return false;
+  }
+  return true;
+}
+
+static int align8(int n) { return (n + 7) & ~7; }
+
+static void check_printf(Checker *c, Node *n) {
+  Node *fmt = n->args;
+  if (!fmt) {
+    error_at(c, n->span, "printf() requires at least 1 argument (0 provided)");
+    return;
+  }
+  if (fmt->kind != N_STR) {
+    error_at(c, fmt->span, "printf() expects a string literal as format");
+    return;
+  }
+  for (Node *a = fmt->next; a; a = a->next) check_expr(c, a);
+  char conv[MAX_PRINTF_ARGS + 1];
+  char err[200];
+  int nconv = printf_parse(fmt->sval, conv, MAX_PRINTF_ARGS, err, sizeof(err));
+  if (nconv < 0) {
+    error_at(c, fmt->span, "%s", err);
+    return;
+  }
+  int nargs = count_args(n) - 1;
+  if (nargs != nconv) {
+    error_at(c, n->span,
+             "printf: Expected %d argument%s for the format, got %d", nconv,
+             nconv == 1 ? "" : "s", nargs);
+    return;
+  }
+  if (c->pass != 2) return;
+  PrintfDef def = {.fmt = fmt->sval, .nargs = nargs, .span = n->span};
+  int off = 0, i = 0;
+  for (Node *a = fmt->next; a; a = a->next, i++) {
+    bool wants_str = conv[i] == 's';
+    if (a->type.kind == TY_NONE) return;
+    if (wants_str && a->type.kind != TY_STR) {
+      error_at(c, a->span, "printf: %%s specifier expects a string, got %s",
+               TYPE_NAME(a->type));
+      return;
+    }
+    if (!wants_str && a->type.kind != TY_INT) {
+      error_at(c, a->span, "printf: %%%c specifier expects an integer, got %s",
+               conv[i], TYPE_NAME(a->type));
+      return;
+    }
+    def.args[i].type = a->type.kind == TY_INT
+                           ? ty_int(8, a->type.is_signed) : a->type;
+    def.args[i].offset = off;
+    off += a->type.kind == TY_STR ? align8(a->type.size) : 8;
+  }
+  def.size = off;
+  n->printf_id = c->out->nprintfs;
+  c->out->printfs = realloc(c->out->printfs,
+                            sizeof(PrintfDef) * (c->out->nprintfs + 1));
+  c->out->printfs[c->out->nprintfs++] = def;
+}
+
+static AggKind agg_of(const char *name) {
+  if (!strcmp(name, "count")) return AGG_COUNT;
+  if (!strcmp(name, "sum")) return AGG_SUM;
+  if (!strcmp(name, "min")) return AGG_MIN;
+  if (!strcmp(name, "max")) return AGG_MAX;
+  if (!strcmp(name, "avg")) return AGG_AVG;
+  return AGG_NONE;
+}
+
+static void check_call(Checker *c, Node *n) {
+  const char *f = n->name;
+  AggKind agg = agg_of(f);
+  n->type = ty_void();
+  if (agg != AGG_NONE) {
+    if (!c->in_assign_rhs) {
+      error_at(c, n->span, "%s() should be directly assigned to a map", f);
+      return;
+    }
+    if (agg == AGG_COUNT) {
+      want_args(c, n, 0, 0);
+    } else if (want_args(c, n, 1, 1)) {
+      check_expr(c, n->args);
+      want_int(c, n->args, f, 1);
+    }
+    n->type = ty_agg(agg);
+    return;
+  }
+  if (!strcmp(f, "printf")) {
+    check_printf(c, n);
+  } else if (!strcmp(f, "str")) {
+    if (!want_args(c, n, 1, 2)) return;
+    Node *p = n->args;
+    check_expr(c, p);
+    int size = DEFAULT_STRLEN;
+    if (p->next) {
+      Node *len = p->next;
+      check_expr(c, len);
+      if (len->kind != N_INT || len->ival < 1) {
+        error_at(c, len->span, "str(): the length must be a positive integer "
+                 "literal");
+        return;
+      }
+      if (len->ival < size) size = (int)len->ival + 1;
+    }
+    if (p->type.kind == TY_STR) {
+      n->type = ty_str(p->type.size < size ? p->type.size : size);
+    } else if (p->type.kind == TY_INT) {
+      n->type = ty_str(size);
+    } else if (p->type.kind != TY_NONE) {
+      error_at(c, p->span, "str() expects a pointer or a string, got %s",
+               TYPE_NAME(p->type));
+    }
+  } else if (!strcmp(f, "exit")) {
+    want_args(c, n, 0, 0);
+  } else if (!strcmp(f, "print") || !strcmp(f, "clear") ||
+             !strcmp(f, "zero")) {
+    if (!want_args(c, n, 1, 1) || !want_map(c, n, n->args, false)) return;
+    MapSym *m = map_get(c, n->args);
+    n->args->map = m;
+    if (m->value_type.kind == TY_NONE)
+      error_at(c, n->args->span, "Undefined map: %s", m->name);
+  } else if (!strcmp(f, "delete")) {
+    if (!want_args(c, n, 1, 1) || !want_map(c, n, n->args, true)) return;
+    check_map_keys(c, n->args);
+    if (n->args->map->value_type.kind == TY_NONE)
+      error_at(c, n->args->span, "Undefined map: %s", n->args->map->name);
+  } else if (!strcmp(f, "hist") || !strcmp(f, "lhist") ||
+             !strcmp(f, "stats") || !strcmp(f, "kstack") ||
+             !strcmp(f, "ustack") || !strcmp(f, "ksym") ||
+             !strcmp(f, "usym") || !strcmp(f, "ntop") || !strcmp(f, "buf") ||
+             !strcmp(f, "join") || !strcmp(f, "time") ||
+             !strcmp(f, "system") || !strcmp(f, "cat") ||
+             !strcmp(f, "signal") || !strcmp(f, "strncmp") ||
+             !strcmp(f, "sizeof") || !strcmp(f, "reg") ||
+             !strcmp(f, "kaddr") || !strcmp(f, "uaddr") ||
+             !strcmp(f, "cgroupid") || !strcmp(f, "override") ||
+             !strcmp(f, "strftime") || !strcmp(f, "len") ||
+             !strcmp(f, "has_key") || !strcmp(f, "macaddr") ||
+             !strcmp(f, "path") || !strcmp(f, "strcontains")) {
+    error_at(c, n->span, "loupe does not support the function '%s' yet", f);
+  } else {
+    error_at(c, n->span, "Unknown function: '%s'", f);
+  }
+}
+
+/* ---- expressions ---------------------------------------------------- */
+
+static const char *op_text(int op) {
+  static char one[2];
+  switch (op) {
+  case OP_EQ: return "==";
+  case OP_NE: return "!=";
+  case OP_LE: return "<=";
+  case OP_GE: return ">=";
+  case OP_AND: return "&&";
+  case OP_OR: return "||";
+  case OP_SHL: return "<<";
+  case OP_SHR: return ">>";
+  default: one[0] = (char)op; one[1] = 0; return one;
+  }
+}
+
+static bool is_comparison(int op) {
+  return op == OP_EQ || op == OP_NE || op == '<' || op == '>' ||
+         op == OP_LE || op == OP_GE;
+}
+
+/* Integer results follow C's usual conversions on 64-bit values: the
+ * result is unsigned if either side is a 64-bit unsigned integer. */
+static bool result_signed(Type a, Type b) {
+  bool a_unsigned = !a.is_signed && a.size == 8;
+  bool b_unsigned = !b.is_signed && b.size == 8;
+  return !(a_unsigned || b_unsigned);
+}
+
+static void check_binop(Checker *c, Node *n) {
+  check_expr(c, n->lhs);
+  check_expr(c, n->rhs);
+  Type l = n->lhs->type, r = n->rhs->type;
+  if (l.kind == TY_NONE || r.kind == TY_NONE) return;
+  if (l.kind == TY_STR && r.kind == TY_STR &&
+      (n->op == OP_EQ || n->op == OP_NE)) {
+    n->type = ty_int(8, false);
+    return;
+  }
+  if (l.kind != TY_INT || r.kind != TY_INT) {
+    error_at(c, n->span, "Type mismatch for '%s': comparing '%s' with '%s'",
+             op_text(n->op), TYPE_NAME(l), TYPE_NAME(r));
+    return;
+  }
+  if (is_comparison(n->op) || n->op == OP_AND || n->op == OP_OR)
+    n->type = ty_int(8, false);
+  else
+    n->type = ty_int(8, result_signed(l, r));
+}
+
+static void check_unop(Checker *c, Node *n) {
+  check_expr(c, n->lhs);
+  Type t = n->lhs->type;
+  if (t.kind == TY_NONE) return;
+  if (t.kind != TY_INT) {
+    error_at(c, n->span, "Invalid operand to unary '%s': %s", op_text(n->op),
+             TYPE_NAME(t));
+    return;
+  }
+  if (n->op == '!')
+    n->type = ty_int(8, false);
+  else
+    n->type = ty_int(8, n->op == '-' ? true : t.is_signed);
+}
+
+static void check_expr(Checker *c, Node *n) {
+  switch (n->kind) {
+  case N_INT:
+    n->type = ty_int(8, true);
+    break;
+  case N_STR:
+    n->type = ty_str(n->slen + 1);
+    break;
+  case N_BUILTIN:
+    check_builtin(c, n);
+    break;
+  case N_VAR: {
+    VarSym *v = var_find(c, n->name);
+    if (!v || v->type.kind == TY_NONE) {
+      error_at(c, n->span, "Undefined or undeclared variable: %s", n->name);
+      return;
+    }
+    n->var = v;
+    n->type = v->type;
+    break;
+  }
+  case N_MAP:
+    check_map_read(c, n);
+    break;
+  case N_CALL:
+    check_call(c, n);
+    if (n->type.kind == TY_VOID && agg_of(n->name) == AGG_NONE &&
+        strcmp(n->name, "str") != 0) {
+      /* printf(), exit() ... have no value; fine only as statements. */
+    }
+    break;
+  case N_BINOP:
+    check_binop(c, n);
+    break;
+  case N_UNOP:
+    check_unop(c, n);
+    break;
+  case N_FIELD:
+    check_field(c, n);
+    break;
+  case N_TERNARY:
+    check_expr(c, n->cond);
+    check_expr(c, n->then);
+    check_expr(c, n->els);
+    if (n->cond->type.kind != TY_INT && n->cond->type.kind != TY_NONE)
+      error_at(c, n->cond->span, "a condition must be an integer, not %s",
+               TYPE_NAME(n->cond->type));
+    if (n->then->type.kind == TY_INT && n->els->type.kind == TY_INT) {
+      n->type = ty_int(8, result_signed(n->then->type, n->els->type));
+    } else if (n->then->type.kind == TY_STR && n->els->type.kind == TY_STR) {
+      int a = n->then->type.size, b = n->els->type.size;
+      n->type = ty_str(a > b ? a : b);
+    } else if (n->then->type.kind != TY_NONE && n->els->type.kind != TY_NONE) {
+      error_at(c, n->span, "Ternary operator branches have different types: "
+               "'%s' and '%s'", TYPE_NAME(n->then->type),
+               TYPE_NAME(n->els->type));
+    }
+    break;
+  case N_INCDEC:
+    /* as an expression: x++ yields an integer */
+    check_expr(c, n->lhs);
+    if (n->lhs->type.kind != TY_INT && n->lhs->type.kind != TY_NONE)
+      error_at(c, n->span, "%s needs an integer, got %s", op_text(n->op),
+               TYPE_NAME(n->lhs->type));
+    n->type = ty_int(8, true);
+    break;
+  default:
+    error_at(c, n->span, "this is not an expression");
+    break;
+  }
+}
+
+/* ---- statements ----------------------------------------------------- */
+
+static void check_assign(Checker *c, Node *n) {
+  Node *lhs = n->lhs;
+  c->in_assign_rhs = n->op == '=' && lhs->kind == N_MAP;
+  check_expr(c, n->rhs);
+  c->in_assign_rhs = false;
+  Type t = n->rhs->type;
+  if (t.kind == TY_VOID) {
+    error_at(c, n->rhs->span, "%s() has no value to assign", n->rhs->name);
+    return;
+  }
+  if (n->op != '=' && t.kind != TY_INT && t.kind != TY_NONE) {
+    error_at(c, n->rhs->span, "Type mismatch for '%s=': '%s' is not an "
+             "integer", op_text(n->op), TYPE_NAME(t));
+    return;
+  }
+  if (lhs->kind == N_VAR) {
+    VarSym *v = var_find(c, lhs->name);
+    if (n->op != '=') {
+      if (!v || v->type.kind == TY_NONE) {
+        error_at(c, lhs->span, "Undefined or undeclared variable: %s",
+                 lhs->name);
+        return;
+      }
+    } else if (!v) {
+      v = var_new(c, lhs->name);
+    }
+    lhs->var = v;
+    if (t.kind == TY_NONE) return;
+    if (t.kind == TY_INT) t = ty_int(8, t.is_signed);
+    if (v->type.kind == TY_NONE) {
+      v->type = t;
+    } else if (v->type.kind != t.kind) {
+      error_at(c, n->span, "Type mismatch for %s: trying to assign value of "
+               "type '%s' when variable already contains a value of type "
+               "'%s'", lhs->name, TYPE_NAME(t), TYPE_NAME(v->type));
+      return;
+    } else if (t.kind == TY_STR && t.size > v->type.size) {
+      v->type.size = t.size;
+    } else if (t.kind == TY_INT && !t.is_signed) {
+      v->type.is_signed = false;
+    }
+    lhs->type = v->type;
+    return;
+  }
+  if (lhs->kind != N_MAP) {
+    error_at(c, lhs->span, "can only assign to a $variable or a @map");
+    return;
+  }
+  check_map_keys(c, lhs);
+  if (n->op != '=') {
+    /* @m[k] op= v: the map holds plain integers (or already sums). */
+    MapSym *m = lhs->map;
+    if (m->value_type.kind == TY_AGG) {
+      error_at(c, n->span, "%s holds %s() values; it can not be changed "
+               "with '%s='", m->name, agg_name(m->value_type.agg),
+               op_text(n->op));
+      return;
+    }
+    map_set_value(c, m, ty_int(8, true), n->span);
+  } else {
+    map_set_value(c, lhs->map, t, n->span);
+  }
+  lhs->type = lhs->map->value_type;
+}
+
+static void check_incdec(Checker *c, Node *n) {
+  Node *lhs = n->lhs;
+  if (lhs->kind == N_VAR) {
+    check_expr(c, lhs);
+    if (lhs->type.kind != TY_INT && lhs->type.kind != TY_NONE)
+      error_at(c, n->span, "%s needs an integer variable, %s is %s",
+               op_text(n->op), lhs->name, TYPE_NAME(lhs->type));
+    return;
+  }
+  if (lhs->kind != N_MAP) {
+    error_at(c, lhs->span, "%s needs a $variable or a @map",
+             op_text(n->op));
+    return;
+  }
+  check_map_keys(c, lhs);
+  MapSym *m = lhs->map;
+  if (m->value_type.kind == TY_AGG || m->value_type.kind == TY_STR) {
+    error_at(c, n->span, "%s holds %s values; %s needs integers", m->name,
+             TYPE_NAME(m->value_type), op_text(n->op));
+    return;
+  }
+  map_set_value(c, m, ty_int(8, true), n->span);
+  lhs->type = m->value_type;
+}
+
+static void check_stmt(Checker *c, Node *n) {
+  switch (n->kind) {
+  case N_EXPR_STMT:
+    check_expr(c, n->lhs);
+    break;
+  case N_ASSIGN:
+    check_assign(c, n);
+    break;
+  case N_INCDEC:
+    check_incdec(c, n);
+    break;
+  case N_IF:
+    check_expr(c, n->cond);
+    if (n->cond->type.kind != TY_INT && n->cond->type.kind != TY_NONE)
+      error_at(c, n->cond->span, "an if condition must be an integer, not %s",
+               TYPE_NAME(n->cond->type));
+    check_block(c, n->then);
+    if (n->els) check_stmt(c, n->els);
+    break;
+  case N_BLOCK:
+    check_block(c, n);
+    break;
+  default:
+    error_at(c, n->span, "loupe does not support this statement yet");
+    break;
+  }
+}
+
+static void check_block(Checker *c, Node *n) {
+  for (Node *s = n->body; s; s = s->next) check_stmt(c, s);
+}
+
+static void check_probe(Checker *c, Probe *p) {
+  c->probe = p;
+  p->vars = NULL;
+  if (p->pred) {
+    check_expr(c, p->pred);
+    if (p->pred->type.kind != TY_INT && p->pred->type.kind != TY_NONE)
+      error_at(c, p->pred->span, "a predicate must be an integer, got %s",
+               TYPE_NAME(p->pred->type));
+  }
+  check_block(c, p->body);
+}
+
+/* Key offsets and value sizes, once every use has been seen. */
+static void map_layout(MapSym *m) {
+  if (m->nkeys <= 0) {
+    m->nkeys = 0;
+    m->key_size = 8;
+  } else {
+    int off = 0;
+    for (int i = 0; i < m->nkeys; i++) {
+      m->key_off[i] = off;
+      off += m->key_types[i].kind == TY_STR ? align8(m->key_types[i].size) : 8;
+    }
+    m->key_size = off;
+  }
+  Type v = m->value_type;
+  if (v.kind == TY_AGG) {
+    m->bpf_type = BPF_MAP_TYPE_PERCPU_HASH;
+    bool pair = v.agg == AGG_MIN || v.agg == AGG_MAX || v.agg == AGG_AVG;
+    m->value_size = pair ? 16 : 8;
+  } else {
+    m->bpf_type = BPF_MAP_TYPE_HASH;
+    m->value_size = v.kind == TY_STR ? align8(v.size) : 8;
+  }
+}
+
+/* `elapsed` counts from the time loupe started: user space writes that
+ * base into a one-slot array map before anything runs. */
+static void add_elapsed_base(Compiled *out) {
+  MapSym *m = calloc(1, sizeof(*m));
+  m->name = strdup(ELAPSED_MAP_NAME);
+  m->id = out->nmaps;
+  m->nkeys = 0;
+  m->key_size = 4;
+  m->value_type = ty_int(8, false);
+  m->value_size = 8;
+  m->bpf_type = BPF_MAP_TYPE_ARRAY;
+  m->max_entries = 1;
+  m->fd = -1;
+  m->internal = true;
+  out->maps = realloc(out->maps, sizeof(MapSym *) * (out->nmaps + 1));
+  out->maps[out->nmaps++] = m;
+}
+
+/* Whether any expression of the script reads `name`. */
+static bool uses_builtin(Node *n, const char *name) {
+  for (; n; n = n->next) {
+    if (n->kind == N_BUILTIN && strcmp(n->name, name) == 0) return true;
+    if (uses_builtin(n->lhs, name) || uses_builtin(n->rhs, name) ||
+        uses_builtin(n->cond, name) || uses_builtin(n->then, name) ||
+        uses_builtin(n->els, name) || uses_builtin(n->args, name) ||
+        uses_builtin(n->body, name))
+      return true;
+  }
+  return false;
+}
+
+int check_script(Script *s, Compiled *out, Diag *d) {
+  Checker c = {.d = d, .out = out, .script = s};
+  int errors_before = d->errors;
+  for (c.pass = 1; c.pass <= 2; c.pass++) {
+    for (Probe *p = s->probes; p; p = p->next) {
+      p->uses_args = p->uses_probe = false;
+      check_probe(&c, p);
+    }
+  }
+  for (int i = 0; i < out->nmaps; i++) {
+    MapSym *m = out->maps[i];
+    if (m->value_type.kind == TY_NONE && d->errors == errors_before)
+      diag_error(d, m->first_use, "Undefined map: %s", m->name);
+    map_layout(m);
+  }
+  for (Probe *p = s->probes; p; p = p->next)
+    if (uses_builtin(p->pred, "elapsed") || uses_builtin(p->body, "elapsed")) {
+      add_elapsed_base(out);
+      break;
+    }
+  return d->errors > errors_before ? -1 : 0;
+}

@@ -1,0 +1,1069 @@
+/* codegen: typed AST to eBPF.
+ *
+ * Where values live:
+ * - integers are computed in registers r6..r9 (callee-saved, so they
+ *   survive helper calls), handed out by a small allocator; a value that
+ *   must be kept while a sibling is computed goes to a stack slot only
+ *   when no register is free;
+ * - strings, map keys, map values and printf records live in a per-CPU
+ *   scratch area (one array map slot), at offsets fixed at compile time, so
+ *   the 512-byte stack only holds integers, spills and two saved pointers;
+ * - r0..r5 are used only inside short fixed sequences (helper calls).
+ * Stack slots and scratch space taken by a statement are given back when
+ * the statement ends, so long probes reuse them.
+ *
+ * Every buffer in the scratch area has a capacity rounded up to 8 bytes and
+ * is zero-padded after its string, so strings compare and hash by whole
+ * words. */
+#include "codegen.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "insn.h"
+#include "provider.h"
+
+#define STACK_LIMIT 512
+#define SLOT_CTX (-8)       /* the program's context pointer */
+#define SLOT_SCRATCH (-16)  /* the scratch area pointer */
+#define FIRST_TEMP_REG BPF_REG_6
+#define LAST_TEMP_REG BPF_REG_9
+
+typedef struct Gen {
+  Diag *d;
+  Compiled *c;
+  BpfProg *p;
+  Probe *probe;
+  Target *target;      /* the one target, for per-target programs */
+  Span span;           /* source of the instructions being emitted */
+  bool reg_used[11];
+  int stack_top;       /* bytes in use below the frame pointer */
+  int stack_max;
+  int scratch_top;     /* bytes in use in the scratch area */
+  int scratch_max;
+  int *exits;          /* jumps to the program's epilogue */
+  int nexits;
+  bool failed;
+} Gen;
+
+static int gen_int(Gen *g, Node *n);
+static void gen_str(Gen *g, Node *n, int dst, int cap);
+static void gen_block(Gen *g, Node *n);
+
+static int align8(int n) { return (n + 7) & ~7; }
+
+static int str_cap(Type t) { return align8(t.size); }
+
+/* ---- emission ------------------------------------------------------- */
+
+static int emit(Gen *g, struct bpf_insn i) {
+  BpfProg *p = g->p;
+  if (p->ninsns == p->cap) {
+    p->cap = p->cap ? p->cap * 2 : 256;
+    p->insns = realloc(p->insns, sizeof(*p->insns) * p->cap);
+    p->insn_span = realloc(p->insn_span, sizeof(*p->insn_span) * p->cap);
+  }
+  p->insns[p->ninsns] = i;
+  p->insn_span[p->ninsns] = g->span;
+  return p->ninsns++;
+}
+
+static void emit_imm64(Gen *g, int reg, int64_t v) {
+  if (v >= INT32_MIN && v <= INT32_MAX) {
+    emit(g, I_MOV64_IMM(reg, (int32_t)v));
+    return;
+  }
+  emit(g, I_LD_IMM64_LO(reg, 0, (int32_t)(uint32_t)v));
+  emit(g, I_LD_IMM64_HI((int32_t)(uint32_t)((uint64_t)v >> 32)));
+}
+
+/* reg = address of map `id` (an index into Compiled.maps, or one of the
+ * MAP_ID_* internal ids); load replaces the id with the map's fd. */
+static void emit_map(Gen *g, int reg, int id) {
+  emit(g, I_LD_IMM64_LO(reg, BPF_PSEUDO_MAP_FD, id));
+  emit(g, I_LD_IMM64_HI(0));
+}
+
+/* reg = scratch area + off */
+static void emit_scratch(Gen *g, int reg, int off) {
+  emit(g, I_LDX(BPF_DW, reg, BPF_REG_10, SLOT_SCRATCH));
+  if (off) emit(g, I_ALU64_IMM(BPF_ADD, reg, off));
+}
+
+static void emit_call(Gen *g, int helper) { emit(g, I_CALL(helper)); }
+
+/* A forward jump whose offset is filled in by patch_here. */
+static int emit_jump(Gen *g, struct bpf_insn j) { return emit(g, j); }
+
+static void patch_here(Gen *g, int at) {
+  g->p->insns[at].off = (int16_t)(g->p->ninsns - at - 1);
+}
+
+static void emit_exit_jump(Gen *g) {
+  g->exits = realloc(g->exits, sizeof(int) * (g->nexits + 1));
+  g->exits[g->nexits++] = emit_jump(g, I_JA(0));
+}
+
+static void fail(Gen *g, Span at, const char *fmt, const char *arg) {
+  if (!g->failed) diag_error(g->d, at, fmt, arg);
+  g->failed = true;
+}
+
+/* ---- registers, stack, scratch -------------------------------------- */
+
+static int free_regs(Gen *g) {
+  int n = 0;
+  for (int r = FIRST_TEMP_REG; r <= LAST_TEMP_REG; r++) n += !g->reg_used[r];
+  return n;
+}
+
+static int reg_alloc(Gen *g) {
+  for (int r = FIRST_TEMP_REG; r <= LAST_TEMP_REG; r++)
+    if (!g->reg_used[r]) {
+      g->reg_used[r] = true;
+      return r;
+    }
+  /* hold() keeps one register free for every expression; reaching here is
+   * a bug in the generator, not in the script. */
+  fail(g, g->span, "%s", "internal error: out of registers");
+  return FIRST_TEMP_REG;
+}
+
+static void reg_free(Gen *g, int r) {
+  if (r >= FIRST_TEMP_REG && r <= LAST_TEMP_REG) g->reg_used[r] = false;
+}
+
+static int stack_alloc(Gen *g, int size) {
+  g->stack_top += align8(size);
+  if (g->stack_top > g->stack_max) g->stack_max = g->stack_top;
+  if (g->stack_top > STACK_LIMIT)
+    fail(g, g->span, "%s", "this probe needs more than the 512 bytes of "
+         "BPF stack; split the expression or the probe");
+  return -g->stack_top;
+}
+
+static int scratch_alloc(Gen *g, int size) {
+  int off = g->scratch_top;
+  g->scratch_top += align8(size);
+  if (g->scratch_top > g->scratch_max) g->scratch_max = g->scratch_top;
+  return off;
+}
+
+/* A value kept in a register, or on the stack if registers ran out. */
+typedef struct Held {
+  int reg;   /* -1 if spilled */
+  int slot;
+} Held;
+
+/* Keeps reg's value while something else is generated, and guarantees that
+ * generation at least one free register. */
+static Held hold(Gen *g, int reg) {
+  Held h = {reg, 0};
+  if (free_regs(g) > 0) return h;
+  h.slot = stack_alloc(g, 8);
+  emit(g, I_STX(BPF_DW, BPF_REG_10, reg, h.slot));
+  reg_free(g, reg);
+  h.reg = -1;
+  return h;
+}
+
+/* The held value's register, loading a spilled one into `tmp`. */
+static int held_reg(Gen *g, Held h, int tmp) {
+  if (h.reg >= 0) return h.reg;
+  emit(g, I_LDX(BPF_DW, tmp, BPF_REG_10, h.slot));
+  return tmp;
+}
+
+static void held_free(Gen *g, Held h) {
+  if (h.reg >= 0) reg_free(g, h.reg);
+}
+
+/* ---- scratch buffers ------------------------------------------------ */
+
+static void emit_zero(Gen *g, int dst, int cap) {
+  emit_scratch(g, BPF_REG_1, dst);
+  for (int i = 0; i < cap; i += 8) emit(g, I_ST(BPF_DW, BPF_REG_1, i, 0));
+}
+
+/* Copies `n` bytes (a multiple of 8) between scratch buffers through r0,
+ * zero-filling the destination up to `cap`. base is a register holding the
+ * source's base address (r0 result of a lookup, or the scratch area). */
+static void emit_copy_from(Gen *g, int base, int src_off, int dst, int n,
+                           int cap) {
+  emit_scratch(g, BPF_REG_1, dst);
+  int i = 0;
+  for (; i < n && i < cap; i += 8) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_2, base, src_off + i));
+    emit(g, I_STX(BPF_DW, BPF_REG_1, BPF_REG_2, i));
+  }
+  for (; i < cap; i += 8) emit(g, I_ST(BPF_DW, BPF_REG_1, i, 0));
+}
+
+static void emit_copy(Gen *g, int src, int dst, int n, int cap) {
+  if (src == dst) return;
+  emit_scratch(g, BPF_REG_3, src);
+  emit_copy_from(g, BPF_REG_3, 0, dst, n, cap);
+}
+
+/* Stores literal bytes (zero-padded to cap) into a scratch buffer. */
+static void emit_literal(Gen *g, const char *s, int len, int dst, int cap) {
+  emit_scratch(g, BPF_REG_1, dst);
+  for (int i = 0; i < cap; i += 4) {
+    uint32_t word = 0;
+    for (int b = 0; b < 4; b++)
+      if (i + b < len) word |= (uint32_t)(unsigned char)s[i + b] << (8 * b);
+    emit(g, I_ST(BPF_W, BPF_REG_1, i, (int32_t)word));
+  }
+}
+
+/* ---- context -------------------------------------------------------- */
+
+/* reg = ctx */
+static void emit_ctx(Gen *g, int reg) {
+  emit(g, I_LDX(BPF_DW, reg, BPF_REG_10, SLOT_CTX));
+}
+
+/* The field's offset in this program's target (fields can sit at different
+ * offsets in different tracepoints). */
+static const TpField *target_field(Gen *g, Node *n) {
+  Target *t = g->target;
+  if (!t || !t->format) return NULL;
+  return tp_field(t->format, n->name);
+}
+
+static int gen_field_int(Gen *g, Node *n) {
+  const TpField *f = target_field(g, n);
+  int r = reg_alloc(g);
+  if (!f) {
+    fail(g, n->span, "internal error: no field '%s' here", n->name);
+    return r;
+  }
+  int size = f->is_pointer ? 8 : f->size;
+  if (size != 1 && size != 2 && size != 4 && size != 8) {
+    fail(g, n->span, "field '%s' has a size loupe cannot read", n->name);
+    return r;
+  }
+  emit_ctx(g, BPF_REG_1);
+  emit(g, I_LDX(insn_size_code(size), r, BPF_REG_1, f->offset));
+  if (n->type.is_signed && size < 8) {
+    emit(g, I_ALU64_IMM(BPF_LSH, r, 64 - size * 8));
+    emit(g, I_ALU64_IMM(BPF_ARSH, r, 64 - size * 8));
+  }
+  return r;
+}
+
+static int probe_read_str_helper(AddrSpace as) {
+  return as == AS_USER ? BPF_FUNC_probe_read_user_str
+                       : BPF_FUNC_probe_read_kernel_str;
+}
+
+/* A string field: a char array in the record, or a __data_loc string
+ * somewhere after it. */
+static void gen_field_str(Gen *g, Node *n, int dst, int cap) {
+  const TpField *f = target_field(g, n);
+  if (!f) {
+    fail(g, n->span, "internal error: no field '%s' here", n->name);
+    return;
+  }
+  emit_zero(g, dst, cap);
+  emit_ctx(g, BPF_REG_3);
+  int size = n->type.size;
+  if (f->data_loc) {
+    emit(g, I_LDX(BPF_W, BPF_REG_2, BPF_REG_3, f->offset));
+    emit(g, I_ALU64_IMM(BPF_AND, BPF_REG_2, 0xffff));
+    emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_3, BPF_REG_2));
+  } else {
+    emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, f->offset));
+    size = f->size + 1 < cap ? f->size + 1 : cap;
+  }
+  emit_scratch(g, BPF_REG_1, dst);
+  emit(g, I_MOV64_IMM(BPF_REG_2, size < cap ? size : cap));
+  emit_call(g, BPF_FUNC_probe_read_kernel_str);
+}
+
+/* ---- maps ----------------------------------------------------------- */
+
+/* Builds the key of @m[...] in a scratch buffer; returns its offset. */
+static int gen_key(Gen *g, Node *mapnode) {
+  MapSym *m = mapnode->map;
+  int key = scratch_alloc(g, m->key_size);
+  if (m->nkeys == 0) {
+    emit_scratch(g, BPF_REG_1, key);
+    emit(g, I_ST(BPF_DW, BPF_REG_1, 0, 0));
+    return key;
+  }
+  int i = 0;
+  for (Node *k = mapnode->args; k; k = k->next, i++) {
+    if (k->type.kind == TY_STR) {
+      gen_str(g, k, key + m->key_off[i], str_cap(m->key_types[i]));
+    } else {
+      int r = gen_int(g, k);
+      emit_scratch(g, BPF_REG_1, key + m->key_off[i]);
+      emit(g, I_STX(BPF_DW, BPF_REG_1, r, 0));
+      reg_free(g, r);
+    }
+  }
+  return key;
+}
+
+/* r0 = bpf_map_lookup_elem(m, scratch + key) */
+static void emit_lookup(Gen *g, MapSym *m, int key) {
+  emit_map(g, BPF_REG_1, m->id);
+  emit_scratch(g, BPF_REG_2, key);
+  emit_call(g, BPF_FUNC_map_lookup_elem);
+}
+
+/* bpf_map_update_elem(m, scratch + key, scratch + val, BPF_ANY) */
+static void emit_update(Gen *g, MapSym *m, int key, int val) {
+  emit_map(g, BPF_REG_1, m->id);
+  emit_scratch(g, BPF_REG_2, key);
+  emit_scratch(g, BPF_REG_3, val);
+  emit(g, I_MOV64_IMM(BPF_REG_4, BPF_ANY));
+  emit_call(g, BPF_FUNC_map_update_elem);
+}
+
+/* An integer read of @m[k]: 0 when the entry is missing. Aggregations give
+ * this CPU's share (avg: this CPU's average). */
+static int gen_map_int(Gen *g, Node *n) {
+  MapSym *m = n->map;
+  int key = gen_key(g, n);
+  emit_lookup(g, m, key);
+  int r = reg_alloc(g);
+  emit(g, I_MOV64_IMM(r, 0));
+  int miss = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  emit(g, I_LDX(BPF_DW, r, BPF_REG_0, 0));
+  if (m->value_type.kind == TY_AGG && m->value_type.agg == AGG_AVG) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 8));
+    emit(g, I_SDIV64_REG(r, BPF_REG_1));
+  }
+  patch_here(g, miss);
+  return r;
+}
+
+static void gen_map_str(Gen *g, Node *n, int dst, int cap) {
+  MapSym *m = n->map;
+  int key = gen_key(g, n);
+  emit_lookup(g, m, key);
+  int miss = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  emit_copy_from(g, BPF_REG_0, 0, dst, m->value_size, cap);
+  int done = emit_jump(g, I_JA(0));
+  patch_here(g, miss);
+  emit_zero(g, dst, cap);
+  patch_here(g, done);
+}
+
+/* The ALU opcode of an arithmetic operator, or -1 for comparisons. */
+static int alu_code(int op, bool is_signed) {
+  switch (op) {
+  case '+': return BPF_ADD;
+  case '-': return BPF_SUB;
+  case '*': return BPF_MUL;
+  case '/': return BPF_DIV;
+  case '%': return BPF_MOD;
+  case '&': return BPF_AND;
+  case '|': return BPF_OR;
+  case '^': return BPF_XOR;
+  case OP_SHL: return BPF_LSH;
+  case OP_SHR: return is_signed ? BPF_ARSH : BPF_RSH;
+  default: return -1;
+  }
+}
+
+static int jmp_code(int op, bool is_signed) {
+  switch (op) {
+  case OP_EQ: return BPF_JEQ;
+  case OP_NE: return BPF_JNE;
+  case '<': return is_signed ? BPF_JSLT : BPF_JLT;
+  case '>': return is_signed ? BPF_JSGT : BPF_JGT;
+  case OP_LE: return is_signed ? BPF_JSLE : BPF_JLE;
+  case OP_GE: return is_signed ? BPF_JSGE : BPF_JGE;
+  default: return -1;
+  }
+}
+
+/* Emits `dst = dst op src` (src a register, or the immediate imm when
+ * src < 0) for any integer operator but && and ||. Signed division and
+ * modulo use the signed forms (off = 1). */
+static void emit_op(Gen *g, int op, int dst, int src, int32_t imm,
+                    bool is_signed) {
+  int alu = alu_code(op, is_signed);
+  bool use_imm = src < 0;
+  if (alu >= 0) {
+    struct bpf_insn i = use_imm ? I_ALU64_IMM(alu, dst, imm)
+                                : I_ALU64_REG(alu, dst, src);
+    if (is_signed && (alu == BPF_DIV || alu == BPF_MOD)) i.off = 1;
+    emit(g, i);
+    return;
+  }
+  /* dst = (dst op src) ? 1 : 0 */
+  int jmp = jmp_code(op, is_signed);
+  emit(g, use_imm ? I_JMP_IMM(jmp, dst, imm, 2) : I_JMP_REG(jmp, dst, src, 2));
+  emit(g, I_MOV64_IMM(dst, 0));
+  emit(g, I_JA(1));
+  emit(g, I_MOV64_IMM(dst, 1));
+}
+
+/* @m[k] op= v, @m[k]++ ...: read (0 if missing), compute, write back.
+ * Returns a register with the value before (post) or after the change
+ * when want_value, else -1. */
+static int gen_map_update_int(Gen *g, Node *mapnode, int op, Node *rhs,
+                              int64_t delta, bool want_old) {
+  MapSym *m = mapnode->map;
+  Held v = {-1, 0};
+  if (rhs) v = hold(g, gen_int(g, rhs));
+  int key = gen_key(g, mapnode);
+  int val = scratch_alloc(g, 8);
+  emit_lookup(g, m, key);
+  int cur = reg_alloc(g);
+  emit(g, I_MOV64_IMM(cur, 0));
+  int miss = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  emit(g, I_LDX(BPF_DW, cur, BPF_REG_0, 0));
+  patch_here(g, miss);
+  Held old = {-1, 0};
+  int result = cur;
+  if (want_old) {
+    int o = reg_alloc(g);
+    emit(g, I_MOV64_REG(o, cur));
+    old = hold(g, o);
+  }
+  if (rhs) {
+    int r = held_reg(g, v, BPF_REG_1);
+    emit_op(g, op, cur, r, 0, m->value_type.is_signed);
+    held_free(g, v);
+  } else {
+    emit(g, I_ALU64_IMM(BPF_ADD, cur, (int32_t)delta));
+  }
+  emit_scratch(g, BPF_REG_1, val);
+  emit(g, I_STX(BPF_DW, BPF_REG_1, cur, 0));
+  emit_update(g, m, key, val);
+  if (want_old) {
+    reg_free(g, cur);
+    result = held_reg(g, old, BPF_REG_0);
+    if (result == BPF_REG_0) {
+      result = reg_alloc(g);
+      emit(g, I_MOV64_REG(result, BPF_REG_0));
+    }
+  }
+  return result;
+}
+
+/* @m[k] = count() / sum(v) / min(v) / max(v) / avg(v) on a per-CPU map:
+ * update this CPU's slot in place, or insert it. */
+static void gen_aggregate(Gen *g, Node *mapnode, Node *call) {
+  MapSym *m = mapnode->map;
+  AggKind agg = m->value_type.agg;
+  Held v = {-1, 0};
+  if (agg != AGG_COUNT) v = hold(g, gen_int(g, call->args));
+  int key = gen_key(g, mapnode);
+  int val = scratch_alloc(g, m->value_size);
+  emit_lookup(g, m, key);
+  int miss = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  int vr = agg == AGG_COUNT ? -1 : held_reg(g, v, BPF_REG_2);
+  int skip = -1;
+  switch (agg) {
+  case AGG_COUNT:
+    emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
+    emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_1, 1));
+    emit(g, I_STX(BPF_DW, BPF_REG_0, BPF_REG_1, 0));
+    break;
+  case AGG_SUM:
+    emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
+    emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_1, vr));
+    emit(g, I_STX(BPF_DW, BPF_REG_0, BPF_REG_1, 0));
+    break;
+  case AGG_AVG:
+    emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
+    emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_1, vr));
+    emit(g, I_STX(BPF_DW, BPF_REG_0, BPF_REG_1, 0));
+    emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 8));
+    emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_1, 1));
+    emit(g, I_STX(BPF_DW, BPF_REG_0, BPF_REG_1, 8));
+    break;
+  case AGG_MIN:
+  case AGG_MAX: {
+    /* store when this CPU has no value yet or v beats it */
+    emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 8));
+    int store = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_1, 0, 0));
+    emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
+    skip = emit_jump(g, I_JMP_REG(agg == AGG_MIN ? BPF_JSGE : BPF_JSLE, vr,
+                                  BPF_REG_1, 0));
+    patch_here(g, store);
+    emit(g, I_STX(BPF_DW, BPF_REG_0, vr, 0));
+    emit(g, I_ST(BPF_DW, BPF_REG_0, 8, 1));
+    break;
+  }
+  default:
+    break;
+  }
+  if (skip >= 0) patch_here(g, skip);
+  int done = emit_jump(g, I_JA(0));
+  patch_here(g, miss);
+  /* first value on this CPU */
+  emit_scratch(g, BPF_REG_1, val);
+  if (agg == AGG_COUNT) {
+    emit(g, I_ST(BPF_DW, BPF_REG_1, 0, 1));
+  } else {
+    vr = held_reg(g, v, BPF_REG_2);
+    emit(g, I_STX(BPF_DW, BPF_REG_1, vr, 0));
+    if (m->value_size > 8) emit(g, I_ST(BPF_DW, BPF_REG_1, 8, 1));
+  }
+  emit_update(g, m, key, val);
+  patch_here(g, done);
+  held_free(g, v);
+}
+
+/* ---- events --------------------------------------------------------- */
+
+/* Sends `size` bytes at scratch + rec to user space. */
+static void emit_output(Gen *g, int rec, int size) {
+  emit_map(g, BPF_REG_1, MAP_ID_RINGBUF);
+  emit_scratch(g, BPF_REG_2, rec);
+  emit(g, I_MOV64_IMM(BPF_REG_3, size));
+  emit(g, I_MOV64_IMM(BPF_REG_4, 0));
+  emit_call(g, BPF_FUNC_ringbuf_output);
+}
+
+static int emit_header(Gen *g, int payload, uint32_t kind, uint32_t index) {
+  int rec = scratch_alloc(g, (int)sizeof(EventHeader) + payload);
+  emit_scratch(g, BPF_REG_1, rec);
+  emit(g, I_ST(BPF_W, BPF_REG_1, 0, (int32_t)kind));
+  emit(g, I_ST(BPF_W, BPF_REG_1, 4, (int32_t)index));
+  return rec;
+}
+
+static void gen_printf(Gen *g, Node *n) {
+  PrintfDef *def = &g->c->printfs[n->printf_id];
+  int rec = emit_header(g, def->size, EV_PRINTF, (uint32_t)n->printf_id);
+  int base = rec + (int)sizeof(EventHeader);
+  int i = 0;
+  for (Node *a = n->args->next; a; a = a->next, i++) {
+    int at = base + def->args[i].offset;
+    if (a->type.kind == TY_STR) {
+      gen_str(g, a, at, str_cap(a->type));
+    } else {
+      int r = gen_int(g, a);
+      emit_scratch(g, BPF_REG_1, at);
+      emit(g, I_STX(BPF_DW, BPF_REG_1, r, 0));
+      reg_free(g, r);
+    }
+  }
+  emit_output(g, rec, (int)sizeof(EventHeader) + def->size);
+}
+
+static void gen_call_stmt(Gen *g, Node *n) {
+  const char *f = n->name;
+  if (!strcmp(f, "printf")) {
+    gen_printf(g, n);
+  } else if (!strcmp(f, "exit")) {
+    int rec = emit_header(g, 0, EV_EXIT, 0);
+    emit_output(g, rec, sizeof(EventHeader));
+    emit_exit_jump(g);
+  } else if (!strcmp(f, "print") || !strcmp(f, "clear") ||
+             !strcmp(f, "zero")) {
+    uint32_t kind = f[0] == 'p' ? EV_PRINT_MAP
+                    : f[0] == 'c' ? EV_CLEAR_MAP : EV_ZERO_MAP;
+    int rec = emit_header(g, 0, kind, (uint32_t)n->args->map->id);
+    emit_output(g, rec, sizeof(EventHeader));
+  } else if (!strcmp(f, "delete")) {
+    int key = gen_key(g, n->args);
+    emit_map(g, BPF_REG_1, n->args->map->id);
+    emit_scratch(g, BPF_REG_2, key);
+    emit_call(g, BPF_FUNC_map_delete_elem);
+  } else {
+    fail(g, n->span, "loupe cannot generate code for %s() yet", f);
+  }
+}
+
+/* ---- strings -------------------------------------------------------- */
+
+static void gen_str_call(Gen *g, Node *n, int dst, int cap) {
+  Node *arg = n->args;
+  if (arg->type.kind == TY_STR) {
+    gen_str(g, arg, dst, cap);
+    if (n->type.size < arg->type.size) {
+      /* str(s, n): cut the string after n - 1 bytes */
+      emit_scratch(g, BPF_REG_1, dst);
+      for (int i = n->type.size - 1; i < cap; i++)
+        emit(g, I_ST(BPF_B, BPF_REG_1, i, 0));
+    }
+    return;
+  }
+  int r = gen_int(g, arg);
+  emit_zero(g, dst, cap);
+  emit(g, I_MOV64_REG(BPF_REG_3, r));
+  reg_free(g, r);
+  emit_scratch(g, BPF_REG_1, dst);
+  emit(g, I_MOV64_IMM(BPF_REG_2, n->type.size));
+  emit_call(g, probe_read_str_helper(arg->type.as ? arg->type.as : AS_KERNEL));
+}
+
+/* Generates string expression n into the scratch buffer at dst (capacity
+ * cap >= the string's capacity), zero-padded. */
+static void gen_str(Gen *g, Node *n, int dst, int cap) {
+  switch (n->kind) {
+  case N_STR:
+    emit_literal(g, n->sval, n->slen, dst, cap);
+    return;
+  case N_BUILTIN:
+    if (!strcmp(n->name, "comm")) {
+      emit_scratch(g, BPF_REG_1, dst);
+      emit(g, I_MOV64_IMM(BPF_REG_2, COMM_SIZE));
+      emit_call(g, BPF_FUNC_get_current_comm);
+      if (cap > COMM_SIZE) {
+        emit_scratch(g, BPF_REG_1, dst);
+        for (int i = COMM_SIZE; i < cap; i += 8)
+          emit(g, I_ST(BPF_DW, BPF_REG_1, i, 0));
+      }
+    } else if (!strcmp(n->name, "probe")) {
+      const char *name = g->target ? g->target->name : g->p->ap->text;
+      emit_literal(g, name, (int)strlen(name), dst, cap);
+    } else {
+      fail(g, n->span, "loupe cannot generate code for '%s' yet", n->name);
+    }
+    return;
+  case N_CALL:
+    gen_str_call(g, n, dst, cap);
+    return;
+  case N_FIELD:
+    gen_field_str(g, n, dst, cap);
+    return;
+  case N_VAR:
+    emit_copy(g, n->var->stack_off, dst, str_cap(n->var->type), cap);
+    return;
+  case N_MAP:
+    gen_map_str(g, n, dst, cap);
+    return;
+  case N_TERNARY: {
+    int c = gen_int(g, n->cond);
+    int to_else = emit_jump(g, I_JMP_IMM(BPF_JEQ, c, 0, 0));
+    reg_free(g, c);
+    gen_str(g, n->then, dst, cap);
+    int done = emit_jump(g, I_JA(0));
+    patch_here(g, to_else);
+    gen_str(g, n->els, dst, cap);
+    patch_here(g, done);
+    return;
+  }
+  default:
+    fail(g, n->span, "%s", "loupe cannot generate this string expression yet");
+  }
+}
+
+/* The scratch offset of a string value: a variable's own buffer, or a new
+ * temporary holding it. */
+static int str_ref(Gen *g, Node *n) {
+  if (n->kind == N_VAR) return n->var->stack_off;
+  int at = scratch_alloc(g, str_cap(n->type));
+  gen_str(g, n, at, str_cap(n->type));
+  return at;
+}
+
+/* a == b / a != b on strings: whole words up to the shorter capacity. */
+static int gen_str_compare(Gen *g, Node *n) {
+  int a = str_ref(g, n->lhs);
+  int b = str_ref(g, n->rhs);
+  int len = str_cap(n->lhs->type) < str_cap(n->rhs->type)
+                ? str_cap(n->lhs->type) : str_cap(n->rhs->type);
+  int r = reg_alloc(g);
+  emit_scratch(g, BPF_REG_1, 0);
+  int nwords = len / 8;
+  int *differ = calloc(nwords, sizeof(int));
+  for (int i = 0; i < nwords; i++) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_2, BPF_REG_1, a + i * 8));
+    emit(g, I_LDX(BPF_DW, BPF_REG_3, BPF_REG_1, b + i * 8));
+    differ[i] = emit_jump(g, I_JMP_REG(BPF_JNE, BPF_REG_2, BPF_REG_3, 0));
+  }
+  bool eq = n->op == OP_EQ;
+  emit(g, I_MOV64_IMM(r, eq ? 1 : 0));
+  int done = emit_jump(g, I_JA(0));
+  for (int i = 0; i < nwords; i++) patch_here(g, differ[i]);
+  emit(g, I_MOV64_IMM(r, eq ? 0 : 1));
+  patch_here(g, done);
+  free(differ);
+  return r;
+}
+
+/* ---- integers ------------------------------------------------------- */
+
+static int gen_builtin_int(Gen *g, Node *n) {
+  const char *s = n->name;
+  int r = reg_alloc(g);
+  if (!strcmp(s, "pid") || !strcmp(s, "tid")) {
+    emit_call(g, BPF_FUNC_get_current_pid_tgid);
+    if (s[0] == 'p')
+      emit(g, I_ALU64_IMM(BPF_RSH, BPF_REG_0, 32));
+    emit(g, I_MOV32_REG(r, BPF_REG_0));
+  } else if (!strcmp(s, "uid") || !strcmp(s, "gid")) {
+    emit_call(g, BPF_FUNC_get_current_uid_gid);
+    if (s[0] == 'g')
+      emit(g, I_ALU64_IMM(BPF_RSH, BPF_REG_0, 32));
+    emit(g, I_MOV32_REG(r, BPF_REG_0));
+  } else if (!strcmp(s, "nsecs")) {
+    emit_call(g, BPF_FUNC_ktime_get_ns);
+    emit(g, I_MOV64_REG(r, BPF_REG_0));
+  } else if (!strcmp(s, "elapsed")) {
+    int base = -1;
+    for (int i = 0; i < g->c->nmaps; i++)
+      if (!strcmp(g->c->maps[i]->name, ELAPSED_MAP_NAME)) base = i;
+    emit_call(g, BPF_FUNC_ktime_get_ns);
+    emit(g, I_MOV64_REG(r, BPF_REG_0));
+    /* key 0 of the one-slot array: a zero word on the stack */
+    int slot = stack_alloc(g, 8);
+    emit(g, I_ST(BPF_DW, BPF_REG_10, slot, 0));
+    emit_map(g, BPF_REG_1, base);
+    emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
+    emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, slot));
+    emit_call(g, BPF_FUNC_map_lookup_elem);
+    int miss = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+    emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
+    emit(g, I_ALU64_REG(BPF_SUB, r, BPF_REG_1));
+    patch_here(g, miss);
+  } else if (!strcmp(s, "cpu")) {
+    emit_call(g, BPF_FUNC_get_smp_processor_id);
+    emit(g, I_MOV32_REG(r, BPF_REG_0));
+  } else {
+    fail(g, n->span, "loupe cannot generate code for '%s' yet", s);
+  }
+  return r;
+}
+
+static bool fits_imm(Node *n) {
+  return n->kind == N_INT && n->ival >= INT32_MIN && n->ival <= INT32_MAX;
+}
+
+static bool operands_signed(Node *n) {
+  return n->lhs->type.is_signed && n->rhs->type.is_signed;
+}
+
+/* && and ||, short-circuit, giving 0 or 1. */
+static int gen_logical(Gen *g, Node *n) {
+  bool is_and = n->op == OP_AND;
+  int a = gen_int(g, n->lhs);
+  int j1 = emit_jump(g, I_JMP_IMM(is_and ? BPF_JEQ : BPF_JNE, a, 0, 0));
+  reg_free(g, a);
+  int b = gen_int(g, n->rhs);
+  int j2 = emit_jump(g, I_JMP_IMM(is_and ? BPF_JEQ : BPF_JNE, b, 0, 0));
+  emit(g, I_MOV64_IMM(b, is_and ? 1 : 0));
+  int done = emit_jump(g, I_JA(0));
+  patch_here(g, j1);
+  patch_here(g, j2);
+  emit(g, I_MOV64_IMM(b, is_and ? 0 : 1));
+  patch_here(g, done);
+  return b;
+}
+
+static int gen_binop(Gen *g, Node *n) {
+  if (n->op == OP_AND || n->op == OP_OR) return gen_logical(g, n);
+  if (n->lhs->type.kind == TY_STR) return gen_str_compare(g, n);
+  bool is_signed = operands_signed(n);
+  int a = gen_int(g, n->lhs);
+  if (fits_imm(n->rhs) && !(n->rhs->ival == 0 && (n->op == '/' ||
+                                                  n->op == '%'))) {
+    /* a constant right operand: the immediate form, no register */
+    emit_op(g, n->op, a, -1, (int32_t)n->rhs->ival, is_signed);
+    return a;
+  }
+  Held h = hold(g, a);
+  int b = gen_int(g, n->rhs);
+  int ar = held_reg(g, h, BPF_REG_0);
+  emit_op(g, n->op, ar, b, 0, is_signed);
+  if (ar == BPF_REG_0) {
+    emit(g, I_MOV64_REG(b, BPF_REG_0));
+    return b;
+  }
+  reg_free(g, b);
+  return ar;
+}
+
+static int gen_unop(Gen *g, Node *n) {
+  int r = gen_int(g, n->lhs);
+  switch (n->op) {
+  case '-': emit(g, I_NEG64(r)); break;
+  case '~': emit(g, I_ALU64_IMM(BPF_XOR, r, -1)); break;
+  case '!':
+    emit(g, I_JMP_IMM(BPF_JEQ, r, 0, 2));
+    emit(g, I_MOV64_IMM(r, 0));
+    emit(g, I_JA(1));
+    emit(g, I_MOV64_IMM(r, 1));
+    break;
+  }
+  return r;
+}
+
+static int gen_ternary_int(Gen *g, Node *n) {
+  int c = gen_int(g, n->cond);
+  int to_else = emit_jump(g, I_JMP_IMM(BPF_JEQ, c, 0, 0));
+  reg_free(g, c);
+  int t = gen_int(g, n->then);
+  int done = emit_jump(g, I_JA(0));
+  patch_here(g, to_else);
+  reg_free(g, t);
+  int e = gen_int(g, n->els);
+  if (e != t) {
+    emit(g, I_MOV64_REG(t, e));
+    reg_free(g, e);
+  }
+  g->reg_used[t] = true;
+  patch_here(g, done);
+  return t;
+}
+
+/* $x++ / ++$x and the map forms. As a statement (value unused) the old
+ * value is not kept. */
+static int gen_incdec(Gen *g, Node *n, bool as_stmt) {
+  int64_t delta = n->op == OP_INC ? 1 : -1;
+  bool prefix = n->ival != 0 || as_stmt;
+  if (n->lhs->kind == N_MAP)
+    return gen_map_update_int(g, n->lhs, '+', NULL, delta, !prefix);
+  int slot = n->lhs->var->stack_off;
+  int r = reg_alloc(g);
+  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, slot));
+  emit(g, I_ALU64_IMM(BPF_ADD, r, (int32_t)delta));
+  emit(g, I_STX(BPF_DW, BPF_REG_10, r, slot));
+  if (!prefix) emit(g, I_ALU64_IMM(BPF_SUB, r, (int32_t)delta));
+  return r;
+}
+
+/* Generates integer expression n; returns the register holding it. */
+static int gen_int(Gen *g, Node *n) {
+  Span saved = g->span;
+  if (n->span.line) g->span = n->span;
+  int r;
+  switch (n->kind) {
+  case N_INT:
+    r = reg_alloc(g);
+    emit_imm64(g, r, n->ival);
+    break;
+  case N_BUILTIN:
+    r = gen_builtin_int(g, n);
+    break;
+  case N_VAR:
+    r = reg_alloc(g);
+    emit(g, I_LDX(BPF_DW, r, BPF_REG_10, n->var->stack_off));
+    break;
+  case N_MAP:
+    r = gen_map_int(g, n);
+    break;
+  case N_FIELD:
+    r = gen_field_int(g, n);
+    break;
+  case N_BINOP:
+    r = gen_binop(g, n);
+    break;
+  case N_UNOP:
+    r = gen_unop(g, n);
+    break;
+  case N_TERNARY:
+    r = gen_ternary_int(g, n);
+    break;
+  case N_INCDEC:
+    r = gen_incdec(g, n, false);
+    break;
+  default:
+    fail(g, n->span, "%s", "loupe cannot generate this expression yet");
+    r = reg_alloc(g);
+    break;
+  }
+  g->span = saved;
+  return r;
+}
+
+/* ---- statements ----------------------------------------------------- */
+
+static void gen_assign(Gen *g, Node *n) {
+  Node *lhs = n->lhs, *rhs = n->rhs;
+  if (lhs->kind == N_VAR) {
+    VarSym *v = lhs->var;
+    if (v->type.kind == TY_STR) {
+      gen_str(g, rhs, v->stack_off, str_cap(v->type));
+      return;
+    }
+    int r = gen_int(g, rhs);
+    if (n->op != '=') {
+      int cur = reg_alloc(g);
+      emit(g, I_LDX(BPF_DW, cur, BPF_REG_10, v->stack_off));
+      emit_op(g, n->op, cur, r, 0,
+              v->type.is_signed && rhs->type.is_signed);
+      reg_free(g, r);
+      r = cur;
+    }
+    emit(g, I_STX(BPF_DW, BPF_REG_10, r, v->stack_off));
+    reg_free(g, r);
+    return;
+  }
+  MapSym *m = lhs->map;
+  if (n->op != '=') {
+    reg_free(g, gen_map_update_int(g, lhs, n->op, rhs, 0, false));
+    return;
+  }
+  if (m->value_type.kind == TY_AGG) {
+    gen_aggregate(g, lhs, rhs);
+    return;
+  }
+  if (m->value_type.kind == TY_STR) {
+    int key = gen_key(g, lhs);
+    int val = scratch_alloc(g, m->value_size);
+    gen_str(g, rhs, val, m->value_size);
+    emit_update(g, m, key, val);
+    return;
+  }
+  Held v = hold(g, gen_int(g, rhs));
+  int key = gen_key(g, lhs);
+  int val = scratch_alloc(g, 8);
+  int r = held_reg(g, v, BPF_REG_2);
+  emit_scratch(g, BPF_REG_1, val);
+  emit(g, I_STX(BPF_DW, BPF_REG_1, r, 0));
+  held_free(g, v);
+  emit_update(g, m, key, val);
+}
+
+static void gen_stmt(Gen *g, Node *n) {
+  int stack_mark = g->stack_top, scratch_mark = g->scratch_top;
+  g->span = n->span;
+  switch (n->kind) {
+  case N_EXPR_STMT:
+    if (n->lhs->kind == N_CALL && n->lhs->type.kind == TY_VOID)
+      gen_call_stmt(g, n->lhs);
+    else if (n->lhs->type.kind == TY_STR)
+      str_ref(g, n->lhs);
+    else
+      reg_free(g, gen_int(g, n->lhs));
+    break;
+  case N_ASSIGN:
+    gen_assign(g, n);
+    break;
+  case N_INCDEC:
+    reg_free(g, gen_incdec(g, n, true));
+    break;
+  case N_IF: {
+    int c = gen_int(g, n->cond);
+    int to_else = emit_jump(g, I_JMP_IMM(BPF_JEQ, c, 0, 0));
+    reg_free(g, c);
+    gen_block(g, n->then);
+    if (n->els) {
+      int done = emit_jump(g, I_JA(0));
+      patch_here(g, to_else);
+      gen_stmt(g, n->els);
+      patch_here(g, done);
+    } else {
+      patch_here(g, to_else);
+    }
+    break;
+  }
+  case N_BLOCK:
+    gen_block(g, n);
+    break;
+  default:
+    fail(g, n->span, "%s", "loupe cannot generate this statement yet");
+  }
+  g->stack_top = stack_mark;
+  g->scratch_top = scratch_mark;
+}
+
+static void gen_block(Gen *g, Node *n) {
+  for (Node *s = n->body; s; s = s->next) gen_stmt(g, s);
+}
+
+/* ---- programs ------------------------------------------------------- */
+
+/* Variables get their homes before the body: integers on the stack,
+ * strings in the scratch area. */
+static void place_vars(Gen *g, Probe *p) {
+  for (VarSym *v = p->vars; v; v = v->next) {
+    if (v->type.kind == TY_STR)
+      v->stack_off = scratch_alloc(g, str_cap(v->type));
+    else
+      v->stack_off = stack_alloc(g, 8);
+  }
+}
+
+static void prog_name(BpfProg *p, AttachPoint *ap, Target *t) {
+  const char *base = t && t->event ? t->event
+                     : ap->nparts ? ap->parts[ap->nparts - 1] : ap->provider;
+  const char *prefix = !strcmp(ap->provider, "tracepoint") ? "tp_"
+                       : !strcmp(ap->provider, "interval") ? "iv_" : "";
+  snprintf(p->name, sizeof(p->name), "%s%s", prefix, base);
+  for (char *s = p->name; *s; s++)
+    if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
+          (*s >= '0' && *s <= '9') || *s == '_'))
+      *s = '_';
+}
+
+static BpfProg *new_prog(Compiled *c, Probe *probe, AttachPoint *ap,
+                         Target *t) {
+  c->progs = realloc(c->progs, sizeof(BpfProg) * (c->nprogs + 1));
+  BpfProg *p = &c->progs[c->nprogs++];
+  memset(p, 0, sizeof(*p));
+  p->probe = probe;
+  p->ap = ap;
+  p->target = t;
+  p->prog_type = ap->prov->prog_type;
+  p->fd = -1;
+  prog_name(p, ap, t);
+  return p;
+}
+
+static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t) {
+  BpfProg *p = new_prog(g->c, probe, ap, t);
+  g->p = p;
+  g->probe = probe;
+  g->target = t;
+  memset(g->reg_used, 0, sizeof(g->reg_used));
+  g->stack_top = g->stack_max = 16;
+  g->scratch_top = 0;
+  g->nexits = 0;
+  g->span = probe->span;
+
+  /* prologue: keep ctx, find the scratch area (key 0 as a zero word at
+   * SLOT_SCRATCH, which then holds the pointer) */
+  emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_1, SLOT_CTX));
+  emit(g, I_ST(BPF_DW, BPF_REG_10, SLOT_SCRATCH, 0));
+  emit_map(g, BPF_REG_1, MAP_ID_SCRATCH);
+  emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, SLOT_SCRATCH));
+  emit_call(g, BPF_FUNC_map_lookup_elem);
+  g->exits = realloc(g->exits, sizeof(int) * (g->nexits + 1));
+  g->exits[g->nexits++] = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, SLOT_SCRATCH));
+
+  place_vars(g, probe);
+  if (probe->pred) {
+    int stack_mark = g->stack_top, scratch_mark = g->scratch_top;
+    g->span = probe->pred->span;
+    int r = gen_int(g, probe->pred);
+    g->exits = realloc(g->exits, sizeof(int) * (g->nexits + 1));
+    g->exits[g->nexits++] = emit_jump(g, I_JMP_IMM(BPF_JEQ, r, 0, 0));
+    reg_free(g, r);
+    g->stack_top = stack_mark;
+    g->scratch_top = scratch_mark;
+  }
+  gen_block(g, probe->body);
+
+  g->span = probe->span;
+  for (int i = 0; i < g->nexits; i++) patch_here(g, g->exits[i]);
+  emit(g, I_MOV64_IMM(BPF_REG_0, 0));
+  emit(g, I_EXIT());
+  if ((uint32_t)g->scratch_max > g->c->scratch_size)
+    g->c->scratch_size = (uint32_t)g->scratch_max;
+  return g->failed ? -1 : 0;
+}
+
+int codegen_script(Script *s, Compiled *c, Diag *d) {
+  Gen g = {.d = d, .c = c};
+  for (Probe *probe = s->probes; probe; probe = probe->next) {
+    bool per_target = probe->uses_args || probe->uses_probe;
+    for (AttachPoint *ap = probe->aps; ap; ap = ap->next) {
+      if (!per_target) {
+        if (gen_prog(&g, probe, ap, ap->ntargets == 1 ? ap->targets : NULL))
+          goto out;
+        continue;
+      }
+      for (Target *t = ap->targets; t; t = t->next)
+        if (gen_prog(&g, probe, ap, t)) goto out;
+    }
+  }
+  if (c->scratch_size == 0) c->scratch_size = 8;
+out:
+  free(g.exits);
+  return g.failed ? -1 : 0;
+}
