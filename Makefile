@@ -3,6 +3,8 @@
 #   make static     build ./loupe as one static binary
 #   make check      unit tests, then the runtime and error tests (root)
 #   make asan       build with ASan/UBSan into ./loupe
+#   make deps       install the Debian packages to build and test (root)
+#   make demo       count system calls by process for 5 s under load (root)
 VERSION  := 0.1.0
 CC       ?= cc
 CFLAGS   ?= -O2 -g
@@ -50,5 +52,20 @@ check: loupe $(UNITBINS)
 clean:
 	rm -rf build loupe
 
-.PHONY: all static asan unit check clean
+# Build and test dependencies, from Debian 12 packages; apt only runs when
+# one is missing.
+DEB_PKGS := gcc make pkg-config libbpf-dev libelf-dev zlib1g-dev bpftool
+deps:
+	@dpkg -s $(DEB_PKGS) >/dev/null 2>&1 || { apt-get update && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y $(DEB_PKGS); }
+
+# The seed one-liner, for 5 seconds, while dd makes a lot of system calls.
+demo: loupe
+	@echo "Counting system calls by process name for 5 seconds..."
+	@timeout 5 dd if=/dev/zero of=/dev/null bs=1 status=none & \
+	timeout --preserve-status -s INT 5 \
+	  ./loupe -e 'tracepoint:raw_syscalls:sys_enter { @[comm] = count(); }'; \
+	  status=$$?; wait; exit $$status
+
+.PHONY: all static asan unit check clean deps demo
 -include $(OBJS:.o=.d)

@@ -69,5 +69,16 @@ const TpField *tp_field(const TpFormat *f, const char *name);
 
 /* Glob match with '*' and '?' as bpftrace's wildcards. */
 bool glob_match(const char *pattern, const char *s);
+/* Whether s contains a wildcard glob_match understands. */
+bool has_wildcard(const char *s);
+
+/* Shared by the providers built on perf events (tracepoint, interval,
+ * profile, software): opens the event described by attr (its size is
+ * filled in) for every process on `cpu`, runs prog_fd on it through a BPF
+ * link (or the older ioctl), and adds the fds to links. Returns 0, or -1
+ * with a message in err. */
+struct perf_event_attr;
+int perf_event_attach(struct perf_event_attr *attr, int cpu, int prog_fd,
+                      LinkSet *links, char *err, size_t errlen);
 
 #endif

@@ -2,6 +2,8 @@
 #ifndef LOUPE_RUN_H
 #define LOUPE_RUN_H
 
+#include <signal.h>
+
 #include "program.h"
 
 typedef struct RunOptions {
@@ -13,5 +15,11 @@ typedef struct RunOptions {
  * SIGTERM, then runs END programs, drains the remaining events and prints
  * every non-empty map. Returns the process exit status. */
 int run_script(Compiled *c, const RunOptions *opts);
+
+/* Set to 1 by main's SIGINT/SIGTERM handler, installed before loading, when
+ * a stop is asked for before run_script starts (e.g. during attach).
+ * run_script must treat it as if the signal had arrived while it ran, and
+ * its own handlers may set it too. Defined in main.c. */
+extern volatile sig_atomic_t loupe_stop_requested;
 
 #endif

@@ -1,0 +1,169 @@
+#!/usr/bin/env bash
+# Benchmarks loupe, side by side with bpftrace when it is installed.
+#
+#   sudo bench/run.sh [-n RUNS] [-t SECONDS]
+#
+# For each script below it prints
+#   - start-up: from exec until every probe is attached and BEGIN has
+#     printed (each script gets a `BEGIN { printf("go\n"); }`, and the clock
+#     stops when "go" arrives on stdout), median of RUNS runs;
+#   - peak memory: the process's maximum resident set (GNU time's %M);
+#   - per program, with kernel.bpf_stats_enabled=1 while a load generator
+#     runs for SECONDS: the xlated instruction count (bytes_xlated / 8) and
+#     the kernel's run_time_ns / run_cnt, summed over the script's programs
+#     (BEGIN and END left out).
+# The tracer under test is $LOUPE (default ./loupe), the reference $BPFTRACE
+# (default bpftrace). Figures are medians; ratios are bpftrace / loupe.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+
+RUNS=10
+SECONDS_UNDER_LOAD=3
+while getopts n:t: opt; do
+  case $opt in
+    n) RUNS=$OPTARG ;;
+    t) SECONDS_UNDER_LOAD=$OPTARG ;;
+    *) echo "usage: $0 [-n RUNS] [-t SECONDS]" >&2; exit 1 ;;
+  esac
+done
+
+LOUPE=${LOUPE:-./loupe}
+BPFTRACE=${BPFTRACE:-bpftrace}
+[ "$(id -u)" = 0 ] || { echo "bench/run.sh: needs root" >&2; exit 1; }
+[ -x "$LOUPE" ] || { echo "bench/run.sh: build loupe first (make)" >&2; exit 1; }
+TOOLS=("$LOUPE")
+command -v "$BPFTRACE" >/dev/null && TOOLS+=("$BPFTRACE")
+# GNU time measures peak memory; pgrep finds the tracer under it.
+if ! [ -x /usr/bin/time ] || ! command -v pgrep >/dev/null; then
+  apt-get install -y time procps >/dev/null 2>&1 || echo "(no GNU time: memory not measured)" >&2
+fi
+
+NAMES=(begin syscount execsnoop opensnoop readbytes)
+SCRIPTS=(
+  'BEGIN { printf("go\n"); exit(); }'
+  'tracepoint:raw_syscalls:sys_enter { @[comm] = count(); }'
+  'tracepoint:sched:sched_process_exec { printf("exec by %s\n", comm); }'
+  'tracepoint:syscalls:sys_enter_openat { printf("%s %s\n", comm, str(args->filename)); }'
+  'tracepoint:syscalls:sys_exit_read /args->ret > 0/ { @bytes[comm] = sum(args->ret); @max = max(args->ret); @avg = avg(args->ret); }'
+)
+
+WORK=$(mktemp -d /tmp/loupe-bench.XXXXXX)
+OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled)
+LOAD_PID=""
+cleanup() {
+  sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"
+  [ -n "$LOAD_PID" ] && kill "$LOAD_PID" 2>/dev/null
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'; }
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b != "-" && a != "-") printf "%.1fx", b / a; else print "-" }'; }
+
+# Starts TOOL with SCRIPT (plus a BEGIN printing "go") under GNU time and
+# waits for "go". Sets TRACER_PID (the tracer itself), TIME_PID and
+# STARTUP_MS; stdout keeps being drained so the tracer never blocks.
+start_tracer() {
+  local tool=$1 script=$2 line t0 t1
+  case $script in BEGIN*) ;; *) script="BEGIN { printf(\"go\\n\"); } $script" ;; esac
+  rm -f "$WORK/fifo" && mkfifo "$WORK/fifo"
+  local timer=()
+  [ -x /usr/bin/time ] && timer=(/usr/bin/time -f %M -o "$WORK/mem")
+  rm -f "$WORK/mem"
+  t0=$EPOCHREALTIME
+  "${timer[@]}" "$tool" -e "$script" >"$WORK/fifo" 2>"$WORK/stderr" &
+  TIME_PID=$!
+  exec 3<"$WORK/fifo"
+  while IFS= read -r -t 30 line <&3; do [ "$line" = go ] && break; done
+  t1=$EPOCHREALTIME
+  cat <&3 >/dev/null &
+  DRAIN_PID=$!
+  exec 3<&-
+  STARTUP_MS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", (b - a) * 1000 }')
+  TRACER_PID=$TIME_PID
+  if [ ${#timer[@]} -gt 0 ]; then
+    TRACER_PID=$(pgrep -P "$TIME_PID" | head -n 1)
+    TRACER_PID=${TRACER_PID:-$TIME_PID}
+  fi
+}
+
+# Stops the tracer (it may have exited already) and prints its peak RSS (KB).
+stop_tracer() {
+  kill -INT "$TRACER_PID" 2>/dev/null
+  wait "$TIME_PID" 2>/dev/null
+  wait "$DRAIN_PID" 2>/dev/null
+  if [ -s "$WORK/mem" ]; then tail -n 1 "$WORK/mem"; else echo -; fi
+}
+
+# Makes syscalls, execs, opens and reads until killed.
+start_load() {
+  ( while :; do cat /etc/hostname /etc/os-release >/dev/null; done ) &
+  LOAD_PID=$!
+}
+stop_load() { kill "$LOAD_PID" 2>/dev/null; wait "$LOAD_PID" 2>/dev/null; LOAD_PID=""; }
+
+# Prints "insns ns_per_run" for the non-BEGIN/END programs the tracer holds.
+program_figures() {
+  local pid=$1 ids id insns=0 ns=0 cnt=0 info
+  ids=$(sed -n 's/^prog_id:[[:space:]]*//p' /proc/"$pid"/fdinfo/* 2>/dev/null | sort -u)
+  for id in $ids; do
+    info=$(bpftool prog show id "$id" 2>/dev/null)
+    grep -qE '  name (BEGIN|END) ' <<<"$info" && continue
+    insns=$((insns + $(sed -nE 's/.*xlated ([0-9]+)B.*/\1/p' <<<"$info") / 8))
+    ns=$((ns + $(sed -nE 's/.*run_time_ns ([0-9]+).*/\1/p' <<<"$info" | grep . || echo 0)))
+    cnt=$((cnt + $(sed -nE 's/.*run_cnt ([0-9]+).*/\1/p' <<<"$info" | grep . || echo 0)))
+  done
+  awk -v i="$insns" -v n="$ns" -v c="$cnt" 'BEGIN { printf "%d %s\n", i, c ? sprintf("%.0f", n / c) : "-" }'
+}
+
+declare -A START MEM INSNS NSRUN
+for s in "${!NAMES[@]}"; do
+  for tool in "${TOOLS[@]}"; do
+    key="$s,$tool"
+    : >"$WORK/start"; : >"$WORK/rss"
+    for _ in $(seq "$RUNS"); do
+      start_tracer "$tool" "${SCRIPTS[$s]}"
+      echo "$STARTUP_MS" >>"$WORK/start"
+      stop_tracer >>"$WORK/rss"
+    done
+    START[$key]=$(median <"$WORK/start")
+    MEM[$key]=$(grep -vx -e - "$WORK/rss" | median)
+    INSNS[$key]=-; NSRUN[$key]=-
+    [ "${NAMES[$s]}" = begin ] && continue
+    sysctl -qw kernel.bpf_stats_enabled=1
+    start_tracer "$tool" "${SCRIPTS[$s]}"
+    start_load
+    sleep "$SECONDS_UNDER_LOAD"
+    read -r insns ns_per_run < <(program_figures "$TRACER_PID")
+    INSNS[$key]=$insns; NSRUN[$key]=$ns_per_run
+    stop_load
+    stop_tracer >/dev/null
+    sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"
+  done
+done
+
+L=${TOOLS[0]}
+B=${TOOLS[1]:-}
+bversion="not installed"
+[ -n "$B" ] && bversion=$("$B" --version)
+echo "$("$LOUPE" --version), $bversion, $(uname -r), $(nproc) CPUs"
+echo "start-up: exec until attached and BEGIN printed (median of $RUNS); peak RSS"
+printf '%-10s %10s %10s %7s %10s %10s %7s\n' script "loupe ms" "bpft ms" ratio \
+  "loupe KB" "bpft KB" ratio
+for s in "${!NAMES[@]}"; do
+  l=$(printf %s "${START[$s,$L]}"); b=${B:+${START[$s,$B]}}
+  lm=${MEM[$s,$L]}; bm=${B:+${MEM[$s,$B]}}
+  printf '%-10s %10s %10s %7s %10s %10s %7s\n' "${NAMES[$s]}" "$l" "${b:--}" \
+    "$(ratio "$l" "${b:--}")" "$lm" "${bm:--}" "$(ratio "$lm" "${bm:--}")"
+done
+echo
+echo "per program, under load for ${SECONDS_UNDER_LOAD}s: xlated instructions; ns per run"
+printf '%-10s %10s %10s %7s %10s %10s %7s\n' script "loupe ins" "bpft ins" ratio \
+  "loupe ns" "bpft ns" ratio
+for s in "${!NAMES[@]}"; do
+  [ "${NAMES[$s]}" = begin ] && continue
+  li=${INSNS[$s,$L]}; bi=${B:+${INSNS[$s,$B]}}
+  ln=${NSRUN[$s,$L]}; bn=${B:+${NSRUN[$s,$B]}}
+  printf '%-10s %10s %10s %7s %10s %10s %7s\n' "${NAMES[$s]}" "$li" "${bi:--}" \
+    "$(ratio "$li" "${bi:--}")" "$ln" "${bn:--}" "$(ratio "$ln" "${bn:--}")"
+done

@@ -1,0 +1,422 @@
+/* main: the loupe command line. Reads the options (bpftrace's, where loupe
+ * has the feature), then drives the pipeline
+ *
+ *   parse → expand → check → codegen → (-d: print, stop) → load → attach
+ *   → run → detach → unload
+ *
+ * and makes sure that whichever stage fails, everything created before it
+ * is closed again before exiting.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "check.h"
+#include "codegen.h"
+#include "expand.h"
+#include "load.h"
+#include "parse.h"
+#include "provider.h"
+#include "run.h"
+
+#ifndef LOUPE_VERSION
+#define LOUPE_VERSION "0.0.0"
+#endif
+
+/* Set by SIGINT/SIGTERM from just before loading until run_script installs
+ * its own handling; run_script treats it as a stop request (see run.h). */
+volatile sig_atomic_t loupe_stop_requested;
+
+static const char usage_text[] =
+    "USAGE:\n"
+    "    loupe [options] FILE [ARG...]\n"
+    "    loupe [options] - [ARG...]          (program read from stdin)\n"
+    "    loupe [options] -e 'PROGRAM' [ARG...]\n"
+    "    loupe -l [PATTERN]\n"
+    "\n"
+    "loupe compiles a bpftrace script to eBPF, attaches it to its probes\n"
+    "and prints what they report until the script calls exit() or it is\n"
+    "interrupted (Ctrl-C, SIGTERM); then it runs the END probes and prints\n"
+    "every non-empty map. Loading needs root; -d and -l do not.\n"
+    "\n"
+    "OPTIONS:\n"
+    "    -e 'PROGRAM'   run PROGRAM, given on the command line (messages\n"
+    "                   call it \"stdin\")\n"
+    "    -l [PATTERN]   list the probes whose names match PATTERN, a glob\n"
+    "                   with '*' and '?' ('tracepoint:sched:*', 't:sched:*',\n"
+    "                   '*sleep*'); a plain tracepoint event name matches\n"
+    "                   too; without PATTERN, list every probe\n"
+    "    -o FILE        write printf and map output to FILE, not stdout\n"
+    "    -B MODE        output buffering: 'line' (default), 'full', 'none'\n"
+    "    -q             quiet: do not print the \"Attached N probes\" line\n"
+    "    -d             dry run: print the generated BPF programs as\n"
+    "                   assembly, under the script lines they come from,\n"
+    "                   and exit without loading anything\n"
+    "    -v             verbose: print the programs as -d does, then run\n"
+    "    -h, --help     show this help and exit\n"
+    "    -V, --version  print loupe's version and exit\n"
+    "    --             end of options: every word after it is FILE or an\n"
+    "                   ARG, even if it starts with '-'\n"
+    "\n"
+    "ARGs after the program are kept as the script's positional\n"
+    "parameters ($1, $2, ...). Options may come before or after FILE.\n"
+    "\n"
+    "A script file that starts with the line '#!/usr/bin/env loupe' can be\n"
+    "made executable and run directly.\n"
+    "\n"
+    "EXIT STATUS:\n"
+    "    0 when the script ends normally (exit(), Ctrl-C, SIGTERM) or a\n"
+    "    listing or dry run succeeds; 1 on a bad command line, an error in\n"
+    "    the script, or a failure to load or attach a program.\n"
+    "\n"
+    "EXAMPLES:\n"
+    "loupe -l 'tracepoint:syscalls:sys_enter_open*'\n"
+    "    list the tracepoints of the open system calls\n"
+    "loupe -e 'tracepoint:raw_syscalls:sys_enter { @[comm] = count(); }'\n"
+    "    count system calls by process name until Ctrl-C\n"
+    "loupe -e 'tracepoint:syscalls:sys_enter_openat "
+    "{ printf(\"%s %s\\n\", comm, str(args.filename)); }'\n"
+    "    show which process opens which file\n"
+    "loupe -d script.bt\n"
+    "    show the BPF programs script.bt compiles to\n";
+
+static void usage_hint(void) {
+  fputs("Try 'loupe --help' for more information.\n", stderr);
+}
+
+/* ---- options -------------------------------------------------------- */
+
+typedef struct Options {
+  const char *program;     /* -e */
+  const char *script_path; /* FILE, or "-" for stdin */
+  char **script_args;      /* $1, $2, ...: the argv tail after the program */
+  int nscript_args;
+  const char *out_path;    /* -o */
+  int buffering;           /* _IOLBF, _IOFBF or _IONBF */
+  bool list;               /* -l */
+  const char *list_pattern;
+  bool quiet;
+  bool dry_run;            /* -d */
+  bool verbose;            /* -v */
+} Options;
+
+static int parse_buffering(const char *mode, int *out) {
+  if (!strcmp(mode, "line")) *out = _IOLBF;
+  else if (!strcmp(mode, "full")) *out = _IOFBF;
+  else if (!strcmp(mode, "none")) *out = _IONBF;
+  else return -1;
+  return 0;
+}
+
+/* Reports the option getopt stopped at: a long one is argv[optind - 1];
+ * a short one is optopt (it may sit inside a group like "-qe"). */
+static void report_bad_option(int c, char **argv) {
+  const char *arg = argv[optind - 1];
+  bool is_long = !strncmp(arg, "--", 2);
+  if (c == ':' && !is_long)
+    fprintf(stderr, "loupe: option '-%c' needs an argument\n", optopt);
+  else if (c == ':')
+    fprintf(stderr, "loupe: option '%s' needs an argument\n", arg);
+  else if (!is_long)
+    fprintf(stderr, "loupe: unknown option '-%c'\n", optopt);
+  else
+    fprintf(stderr, "loupe: unknown option '%s'\n", arg);
+  usage_hint();
+}
+
+/* Fills o from argv. Exits for --help, --version and bad usage. */
+static void parse_options(int argc, char **argv, Options *o) {
+  static const struct option long_opts[] = {
+      {"help", no_argument, NULL, 'h'},
+      {"version", no_argument, NULL, 'V'},
+      {NULL, 0, NULL, 0},
+  };
+  memset(o, 0, sizeof(*o));
+  o->buffering = _IOLBF;
+  opterr = 0;
+  /* Options may follow the script, as with bpftrace; script arguments
+   * that start with '-' go after "--". The leading ':' reports a missing
+   * argument as ':' rather than '?'. */
+  int c;
+  while ((c = getopt_long(argc, argv, ":e:o:B:lqdvhV", long_opts, NULL)) !=
+         -1) {
+    switch (c) {
+    case 'e': o->program = optarg; break;
+    case 'o': o->out_path = optarg; break;
+    case 'B':
+      if (parse_buffering(optarg, &o->buffering) < 0) {
+        fprintf(stderr,
+                "loupe: -B must be 'line', 'full' or 'none', not '%s'\n",
+                optarg);
+        exit(1);
+      }
+      break;
+    case 'l': o->list = true; break;
+    case 'q': o->quiet = true; break;
+    case 'd': o->dry_run = true; break;
+    case 'v': o->verbose = true; break;
+    case 'h': fputs(usage_text, stdout); exit(0);
+    case 'V': printf("loupe v%s\n", LOUPE_VERSION); exit(0);
+    default: report_bad_option(c, argv); exit(1);
+    }
+  }
+  char **rest = argv + optind;
+  int nrest = argc - optind;
+  if (o->list) {
+    if (o->program) {
+      fputs("loupe: -l cannot be combined with -e\n", stderr);
+      usage_hint();
+      exit(1);
+    }
+    if (nrest > 1) {
+      fputs("loupe: -l takes at most one PATTERN\n", stderr);
+      usage_hint();
+      exit(1);
+    }
+    o->list_pattern = nrest ? rest[0] : NULL;
+    return;
+  }
+  /* With -e every word left is an argument; otherwise the first is the
+   * script file. */
+  if (!o->program) {
+    if (nrest == 0) {
+      fputs(usage_text, stderr);
+      exit(1);
+    }
+    o->script_path = rest[0];
+    rest++;
+    nrest--;
+  }
+  o->script_args = rest;
+  o->nscript_args = nrest;
+}
+
+/* ---- -l ------------------------------------------------------------- */
+
+/* Lists the probes matching pattern, as bpftrace -l does: "provider:..."
+ * asks that provider (aliases allowed); a pattern without ':' is offered
+ * to every provider, which match it against their full probe names. */
+static int list_probes(const char *pattern, FILE *out) {
+  if (!pattern || !*pattern) {
+    for (int i = 0; providers[i]; i++)
+      if (providers[i]->list) providers[i]->list(NULL, out);
+    return 0;
+  }
+  const char *colon = strchr(pattern, ':');
+  size_t plen = colon ? (size_t)(colon - pattern) : strlen(pattern);
+  char *pname = strndup(pattern, plen);
+  const Provider *prov = provider_find(pname);
+  free(pname);
+
+  if (!colon) {
+    /* "loupe -l tracepoint" lists every tracepoint. */
+    if (prov) {
+      if (prov->list) prov->list(NULL, out);
+      return 0;
+    }
+    for (int i = 0; providers[i]; i++)
+      if (providers[i]->list) providers[i]->list(pattern, out);
+    return 0;
+  }
+  if (!prov) {
+    fprintf(stderr, "loupe: unknown probe type '%.*s' in '%s'\n", (int)plen,
+            pattern, pattern);
+    fputs("HINT: patterns start with a probe type, e.g. "
+          "'tracepoint:sched:*', or have no ':' at all, e.g. '*sched*'\n",
+          stderr);
+    return 1;
+  }
+  if (!prov->list) return 0;
+  /* Providers print canonical names, so match against the canonical
+   * spelling of the pattern ("t:sched:*" → "tracepoint:sched:*"). */
+  size_t len = strlen(prov->name) + strlen(colon) + 1;
+  char *canonical = malloc(len);
+  if (!canonical) return 1;
+  snprintf(canonical, len, "%s%s", prov->name, colon);
+  prov->list(canonical, out);
+  free(canonical);
+  return 0;
+}
+
+/* ---- the script ----------------------------------------------------- */
+
+/* What this run compiles. It lives until the process exits and nothing in
+ * it is freed piece by piece; holding it here (not in main's frame) also
+ * keeps it reachable for leak checkers such as ASan's. */
+static Source source;
+static Script *script;
+static Compiled compiled;
+
+/* Reads all of f into a NUL-terminated buffer; NULL (errno set) on error. */
+static char *read_all(FILE *f) {
+  size_t cap = 4096, len = 0;
+  char *buf = malloc(cap);
+  if (!buf) return NULL;
+  for (;;) {
+    if (len + 1 == cap) {
+      char *bigger = realloc(buf, cap * 2);
+      if (!bigger) {
+        free(buf);
+        return NULL;
+      }
+      buf = bigger;
+      cap *= 2;
+    }
+    size_t n = fread(buf + len, 1, cap - 1 - len, f);
+    len += n;
+    if (n == 0) break;
+  }
+  if (ferror(f)) {
+    int err = errno;
+    free(buf);
+    errno = err ? err : EIO;
+    return NULL;
+  }
+  buf[len] = '\0';
+  return buf;
+}
+
+/* Fills src from -e, stdin ("-") or the script file. Returns 0, or -1 after
+ * saying why. The text is never freed: the AST points into it. */
+static int read_source(const Options *o, Source *src) {
+  if (o->program) {
+    src->name = "stdin";
+    src->text = o->program;
+    return 0;
+  }
+  bool from_stdin = !strcmp(o->script_path, "-");
+  FILE *f = from_stdin ? stdin : fopen(o->script_path, "r");
+  if (!f) {
+    fprintf(stderr, "loupe: cannot open '%s': %s\n", o->script_path,
+            strerror(errno));
+    return -1;
+  }
+  errno = 0;
+  char *text = read_all(f);
+  int err = errno;
+  if (!from_stdin) fclose(f);
+  if (!text) {
+    fprintf(stderr, "loupe: cannot read '%s': %s\n", o->script_path,
+            strerror(err));
+    return -1;
+  }
+  src->name = from_stdin ? "stdin" : o->script_path;
+  src->text = text;
+  return 0;
+}
+
+/* parse → expand → check → codegen; 0, or -1 once a stage has reported. */
+static int compile(const Source *src, Compiled *c, Diag *d) {
+  script = parse_script(src, d);
+  if (!script || d->errors) return -1;
+  if (expand_script(script, d) < 0 || d->errors) return -1;
+  if (check_script(script, c, d) < 0 || d->errors) return -1;
+  if (codegen_script(script, c, d) < 0 || d->errors) return -1;
+  return 0;
+}
+
+static void print_programs(const Compiled *c, const Source *src, FILE *out) {
+  for (int i = 0; i < c->nprogs; i++) {
+    if (i > 0) fputc('\n', out);
+    disasm_print(&c->progs[i], c, src, out);
+  }
+  fflush(out);
+}
+
+/* ---- running -------------------------------------------------------- */
+
+static void on_stop_signal(int sig) { loupe_stop_requested = 1; }
+
+/* From here until run_script takes over, Ctrl-C must not kill the process
+ * with probes half attached: it only records the wish to stop. */
+static void catch_stop_signals(void) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof(sa));
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sa.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &sa, NULL);
+  sigaction(SIGTERM, &sa, NULL);
+}
+
+static FILE *open_output(const Options *o) {
+  FILE *out = stdout;
+  if (o->out_path) {
+    out = fopen(o->out_path, "w");
+    if (!out) {
+      fprintf(stderr, "loupe: cannot open '%s': %s\n", o->out_path,
+              strerror(errno));
+      return NULL;
+    }
+  }
+  setvbuf(out, NULL, o->buffering, 0);
+  return out;
+}
+
+static void close_output(FILE *out) {
+  if (out != stdout)
+    fclose(out);
+  else
+    fflush(out);
+}
+
+/* attach → run → detach, with the programs loaded. Returns the exit
+ * status; nothing stays attached when it returns. */
+static int attach_and_run(Compiled *c, const Options *o, FILE *out, Diag *d) {
+  LinkSet links = {0};
+  /* Stopped while loading: attach nothing, but still let run_script run
+   * BEGIN and END and print the maps, as an early Ctrl-C would. */
+  if (!loupe_stop_requested) {
+    int nattached = attach_all(c, &links, d);
+    if (nattached < 0) return 1;
+    if (!o->quiet)
+      fprintf(stderr, "Attached %d probe%s\n", nattached,
+              nattached == 1 ? "" : "s");
+  }
+  RunOptions run_opts = {.out = out, .timeout_ms = 0};
+  int status = run_script(c, &run_opts);
+  links_close_all(&links);
+  return status;
+}
+
+/* load → attach → run → detach → unload. Returns the exit status. */
+static int load_and_run(Compiled *c, const Options *o, Diag *d) {
+  FILE *out = open_output(o);
+  if (!out) return 1;
+  catch_stop_signals();
+  int status = 1;
+  if (load_all(c, d) == 0) {
+    status = attach_and_run(c, o, out, d);
+    unload_all(c);
+  }
+  close_output(out);
+  return status;
+}
+
+int main(int argc, char **argv) {
+  Options o;
+  parse_options(argc, argv, &o);
+  if (o.list) return list_probes(o.list_pattern, stdout);
+
+  if (read_source(&o, &source) < 0) return 1;
+  Diag d;
+  diag_init(&d, &source);
+  compiled.ringbuf_fd = -1;
+  compiled.scratch_fd = -1;
+  if (compile(&source, &compiled, &d) < 0) return 1;
+
+  if (o.dry_run || o.verbose) print_programs(&compiled, &source, stdout);
+  if (o.dry_run) return 0;
+
+  if (geteuid() != 0) {
+    fputs("ERROR: loupe needs root to load BPF programs (run it with sudo)\n",
+          stderr);
+    return 1;
+  }
+  return load_and_run(&compiled, &o, &d);
+}

@@ -1,0 +1,228 @@
+/* run: the event loop between attach and detach.
+ *
+ * BEGIN programs run first (user space runs them with BPF_PROG_TEST_RUN),
+ * then ring buffer records are handled until exit(), SIGINT, SIGTERM or
+ * the timeout; then END programs run, their records are handled, and every
+ * map is printed. END's printf output therefore comes before the maps.
+ *
+ * After exit() the records still queued are dropped, as bpftrace stops
+ * handling events once exit() is seen; records END produces are handled.
+ */
+#include "run.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <stdbool.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "print.h"
+#include "provider.h"
+
+/* main.c defines the flag; this weak definition only stands in when run.o
+ * is linked without main (unit tests). */
+__attribute__((weak)) volatile sig_atomic_t loupe_stop_requested;
+
+/* bpftrace polls its buffers every 100 ms; a signal that arrives just
+ * before the poll starts is noticed at the latest this much later. */
+#define POLL_SLICE_MS 100
+
+/* A raw tracepoint test run takes a context of up to 12 u64 arguments. */
+#define RAW_TP_MAX_ARGS 12
+
+typedef struct RunState {
+  Compiled *c;
+  FILE *out;
+  int exit_seen;     /* exit() was called: drop records until END runs */
+  int handled;       /* records handled since the last flush */
+  long budget;       /* records a drain may still handle; -1: no limit */
+} RunState;
+
+/* Handles one ring buffer record: an EventHeader and its payload. Drops
+ * records once *exit_seen is set. Not static so tests/unit/test_print.c
+ * can feed it records; not part of run.h. */
+int run_handle_record(Compiled *c, FILE *out, int *exit_seen,
+                      const void *data, size_t size);
+
+int run_handle_record(Compiled *c, FILE *out, int *exit_seen,
+                      const void *data, size_t size) {
+  EventHeader h;
+  if (size < sizeof h || *exit_seen) return 0;
+  memcpy(&h, data, sizeof h);
+  const uint8_t *payload = (const uint8_t *)data + sizeof h;
+  size_t payload_size = size - sizeof h;
+  switch (h.kind) {
+  case EV_PRINTF:
+    if (h.index < (uint32_t)c->nprintfs &&
+        payload_size >= (size_t)c->printfs[h.index].size)
+      print_printf(&c->printfs[h.index], payload, out);
+    break;
+  case EV_EXIT:
+    *exit_seen = 1;
+    break;
+  case EV_PRINT_MAP:
+    if (h.index < (uint32_t)c->nmaps) print_map(c->maps[h.index], out);
+    break;
+  case EV_CLEAR_MAP:
+    if (h.index < (uint32_t)c->nmaps) map_clear(c->maps[h.index]);
+    break;
+  case EV_ZERO_MAP:
+    if (h.index < (uint32_t)c->nmaps) map_zero(c->maps[h.index]);
+    break;
+  default:
+    break;
+  }
+  return 0;
+}
+
+static int on_record(void *ctx, void *data, size_t size) {
+  RunState *st = ctx;
+  /* A negative return makes libbpf stop consuming. */
+  if (st->budget == 0) return -EAGAIN;
+  if (st->budget > 0) st->budget--;
+  st->handled++;
+  return run_handle_record(st->c, st->out, &st->exit_seen, data, size);
+}
+
+/* Handles the records queued now. Probes are still attached while END runs
+ * and maps print, so a flood of new records must not keep the drain going:
+ * it stops after as many records as the ring can hold. */
+static void drain(RunState *st, struct ring_buffer *rb) {
+  if (!rb) return;
+  uint32_t size = st->c->ringbuf_size ? st->c->ringbuf_size : 1u << 20;
+  st->budget = size / sizeof(EventHeader);
+  ring_buffer__consume(rb);
+  st->budget = -1;
+}
+
+/* ---- signals ---------------------------------------------------------- */
+
+static void on_stop_signal(int sig) { loupe_stop_requested = 1; }
+
+typedef struct SavedSignals {
+  struct sigaction old_int, old_term;
+} SavedSignals;
+
+/* Without SA_RESTART, so a signal interrupts the poll at once. A second
+ * Ctrl-C while END runs or maps print only sets the flag again. */
+static void catch_signals(SavedSignals *saved) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &saved->old_int);
+  sigaction(SIGTERM, &sa, &saved->old_term);
+}
+
+static void restore_signals(const SavedSignals *saved) {
+  sigaction(SIGINT, &saved->old_int, NULL);
+  sigaction(SIGTERM, &saved->old_term, NULL);
+}
+
+/* ---- BEGIN and END ---------------------------------------------------- */
+
+static bool ap_is(const AttachPoint *ap, const char *provider) {
+  const char *name = ap->prov ? ap->prov->name : ap->provider;
+  return name && !strcasecmp(name, provider);
+}
+
+/* Whether program p belongs to the BEGIN (or END) probe. A program made for
+ * the whole probe (ap NULL) belongs to it if any attach point is. */
+static bool prog_is(const BpfProg *p, const char *provider) {
+  if (p->ap) return ap_is(p->ap, provider);
+  if (!p->probe) return false;
+  for (const AttachPoint *ap = p->probe->aps; ap; ap = ap->next)
+    if (ap_is(ap, provider)) return true;
+  return false;
+}
+
+static void run_prog_once(const BpfProg *p, const char *provider) {
+  uint64_t args[RAW_TP_MAX_ARGS] = {0};
+  LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = args,
+              .ctx_size_in = sizeof args);
+  if (p->fd < 0) return;
+  if (bpf_prog_test_run_opts(p->fd, &opts) != 0)
+    fprintf(stderr, "loupe: could not run the %s probe: %s\n", provider,
+            strerror(errno));
+}
+
+/* Runs every program of the given special probe, in script order, and
+ * handles the records they produced. */
+static void run_special(RunState *st, struct ring_buffer *rb,
+                        const char *provider) {
+  for (int i = 0; i < st->c->nprogs; i++)
+    if (prog_is(&st->c->progs[i], provider))
+      run_prog_once(&st->c->progs[i], provider);
+  drain(st, rb);
+  fflush(st->out);
+}
+
+/* ---- the loop --------------------------------------------------------- */
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static bool should_stop(const RunState *st, long long deadline) {
+  if (st->exit_seen || loupe_stop_requested) return true;
+  return deadline && now_ms() >= deadline;
+}
+
+/* Waits for records and handles them, flushing after each batch so printf
+ * lines appear as they happen even when the output is a pipe or a file. */
+static void event_loop(RunState *st, struct ring_buffer *rb, int timeout_ms) {
+  long long deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+  while (!should_stop(st, deadline)) {
+    int slice = POLL_SLICE_MS;
+    if (deadline && deadline - now_ms() < slice)
+      slice = (int)(deadline - now_ms());
+    if (slice < 0) slice = 0;
+    if (rb) {
+      int err = ring_buffer__poll(rb, slice);
+      if (err < 0 && err != -EINTR) {
+        fprintf(stderr, "loupe: reading events failed: %s\n", strerror(-err));
+        break;
+      }
+    } else {
+      usleep(slice * 1000);
+    }
+    if (st->handled) {
+      fflush(st->out);
+      st->handled = 0;
+    }
+  }
+}
+
+int run_script(Compiled *c, const RunOptions *opts) {
+  RunState st = {.c = c, .out = opts->out ? opts->out : stdout,
+                 .budget = -1};
+  SavedSignals saved;
+  catch_signals(&saved);
+
+  struct ring_buffer *rb = NULL;
+  if (c->ringbuf_fd >= 0) {
+    rb = ring_buffer__new(c->ringbuf_fd, on_record, &st, NULL);
+    if (!rb)
+      fprintf(stderr, "loupe: cannot read the event ring buffer: %s\n",
+              strerror(errno));
+  }
+
+  run_special(&st, rb, "BEGIN");
+  event_loop(&st, rb, opts->timeout_ms);
+  /* Records queued before the stop are still handled (or dropped if the
+   * stop was exit()); END's own records always are. */
+  drain(&st, rb);
+  st.exit_seen = 0;
+  run_special(&st, rb, "END");
+
+  print_all_maps(c, st.out);
+  fflush(st.out);
+  ring_buffer__free(rb);
+  restore_signals(&saved);
+  return 0;
+}
