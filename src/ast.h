@@ -17,6 +17,10 @@ typedef enum TypeKind {
   TY_STR,    /* NUL-padded string buffer of `size` bytes */
   TY_AGG,    /* an aggregation value: count(), sum(), ... (map values only) */
   TY_ARGS,   /* the `args` record of a tracepoint */
+  TY_TUPLE,  /* (a, b, ...): elements in Type.tuple, packed as in a map key */
+  TY_BUF,    /* buf(p, n): an 8-byte length then `size` data bytes */
+  TY_RECORD, /* a C struct/union in kernel (or user) memory; the value in
+                codegen is its address. Type.ctype describes it. */
 } TypeKind;
 
 typedef enum AggKind {
@@ -26,6 +30,9 @@ typedef enum AggKind {
   AGG_MIN,
   AGG_MAX,
   AGG_AVG,
+  AGG_HIST,   /* hist(v[, bits]) */
+  AGG_LHIST,  /* lhist(v, min, max, step) */
+  AGG_STATS,  /* stats(v) */
 } AggKind;
 
 /* Where a pointer-valued integer points; decides probe_read_user vs kernel. */
@@ -38,7 +45,19 @@ typedef struct Type {
   bool is_pointer;   /* TY_INT holding an address (e.g. a `char *` field) */
   AddrSpace as;      /* for pointers */
   AggKind agg;       /* TY_AGG: which aggregation */
+  struct TupleType *tuple;     /* TY_TUPLE */
+  const struct CType *ctype;   /* TY_RECORD: the struct; TY_INT pointers:
+                                  what they point to (NULL: unknown) */
 } Type;
+
+/* A tuple's elements, each at an 8-byte aligned offset: integers take 8
+ * bytes, strings their buffer rounded up to 8. */
+typedef struct TupleType {
+  int n;
+  Type *elems;
+  int *offs;
+  int size;
+} TupleType;
 
 /* ---- expressions and statements ------------------------------------- */
 
@@ -72,6 +91,10 @@ typedef enum NodeKind {
   N_CAST,       /* (name) lhs; name is the type as written, normalised:
                    "uint8", "struct sock *" */
   N_TUPLE,      /* (a, b, ...); args: the elements */
+  N_SIZEOF,     /* sizeof(TYPE): name is the type text, normalised as for
+                   N_CAST; sizeof(expr): name NULL, lhs the expression */
+  N_OFFSETOF,   /* offsetof(TYPE, field[.field...]): name is the type text,
+                   sval the member path as written ("a.b") */
 } NodeKind;
 
 /* Operators: single characters stand for themselves ('+', '<', '!', ...);
@@ -160,6 +183,26 @@ typedef struct Probe {
   struct VarSym *vars;  /* set by check: the probe's scratch variables */
 } Probe;
 
+/* A member of a struct the script defines: "char name[16];". */
+typedef struct StructField {
+  struct StructField *next;
+  Span span;         /* the member's name */
+  Span type_span;    /* its type as written */
+  char *type;        /* the type text normalised as for N_CAST:
+                        "struct Bar *", "unsigned long", "uint64" */
+  char *name;
+  int array_len;     /* 0 unless an array: "char b[10]" gives 10 */
+} StructField;
+
+/* struct Foo { ... } or union Foo { ... } at the top level of a script. */
+typedef struct StructDef {
+  struct StructDef *next;
+  Span span;         /* "struct Foo" */
+  bool is_union;
+  char *name;        /* "Foo", without the keyword */
+  StructField *fields;
+} StructDef;
+
 /* One `KEY = value` of the script's `config = { ... }` block. */
 typedef struct ConfigItem {
   struct ConfigItem *next;
@@ -173,6 +216,10 @@ typedef struct Script {
   Probe *probes;
   int nprobes;
   ConfigItem *config;  /* NULL without a config block */
+  char **params;       /* positional parameters $1.. (from the command line) */
+  int nparams;
+  StructDef *structs;  /* struct/union definitions, in script order */
+  bool unsafe;         /* --unsafe: system() and signal() allowed */
 } Script;
 
 /* Allocation helpers used by parser and later stages; memory is never

@@ -9,6 +9,7 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "print.h"
 #include "provider.h"
@@ -20,6 +21,9 @@ typedef struct Checker {
   Probe *probe;        /* the probe being checked */
   int pass;            /* 1: learn map types quietly; 2: check and report */
   bool in_assign_rhs;  /* aggregation calls are only valid there */
+  int loop_depth;      /* while loops around the statement being checked */
+  int strlen;          /* str() buffer size: BPFTRACE_STRLEN or config */
+  int map_keys;        /* max entries of a map: BPFTRACE_MAP_KEYS_MAX ... */
 } Checker;
 
 static void check_expr(Checker *c, Node *n);
@@ -106,7 +110,7 @@ static MapSym *map_get(Checker *c, Node *n) {
   m->first_use = n->span;
   m->nkeys = -1; /* not known until first used */
   m->fd = -1;
-  m->max_entries = DEFAULT_MAP_KEYS;
+  m->max_entries = (uint32_t)c->map_keys;
   c->out->maps = realloc(c->out->maps, sizeof(MapSym *) * (c->out->nmaps + 1));
   c->out->maps[c->out->nmaps++] = m;
   return m;
@@ -148,9 +152,9 @@ static int probe_name_size(Probe *p) {
   return size;
 }
 
-static Type field_type(const TpField *f, const char *category) {
+static Type field_type(const TpField *f, const char *category, int strlen) {
   if (f->is_string)
-    return ty_str(f->data_loc ? DEFAULT_STRLEN : f->size);
+    return ty_str(f->data_loc ? strlen : f->size);
   if (f->is_pointer) {
     Type t = ty_int(8, false);
     t.is_pointer = true;
@@ -163,8 +167,25 @@ static Type field_type(const TpField *f, const char *category) {
 }
 
 /* args->name: the field must exist, with one type, in every target. */
+static void check_tuple_field(Checker *c, Node *n) {
+  TupleType *t = n->lhs->type.tuple;
+  char *end;
+  long i = strtol(n->name, &end, 10);
+  if (*end || i < 0 || i >= t->n) {
+    error_at(c, n->span, "tuple index %s is out of range (the tuple has %d "
+             "elements)", n->name, t->n);
+    return;
+  }
+  n->ival = i;
+  n->type = t->elems[i];
+}
+
 static void check_field(Checker *c, Node *n) {
   check_expr(c, n->lhs);
+  if (n->lhs->type.kind == TY_TUPLE) {
+    check_tuple_field(c, n);
+    return;
+  }
   if (n->lhs->type.kind != TY_ARGS) {
     if (n->lhs->type.kind != TY_NONE)
       error_at(c, n->span, "Can not access field '%s' on type '%s'", n->name,
@@ -187,7 +208,7 @@ static void check_field(Checker *c, Node *n) {
                  n->name, t->category, t->event, f->type_text);
         return;
       }
-      Type ft = field_type(f, t->category);
+      Type ft = field_type(f, t->category, c->strlen);
       if (first) {
         n->type = ft;
         n->field_offset = f->offset;
@@ -212,8 +233,11 @@ static void check_builtin(Checker *c, Node *n) {
   if (!strcmp(s, "pid") || !strcmp(s, "tid") || !strcmp(s, "uid") ||
       !strcmp(s, "gid") || !strcmp(s, "cpu")) {
     n->type = ty_int(4, false);
-  } else if (!strcmp(s, "nsecs") || !strcmp(s, "elapsed")) {
+  } else if (!strcmp(s, "nsecs") || !strcmp(s, "elapsed") ||
+             !strcmp(s, "cgroup")) {
     n->type = ty_int(8, false);
+  } else if (!strcmp(s, "rand")) {
+    n->type = ty_int(4, false);
   } else if (!strcmp(s, "comm")) {
     n->type = ty_str(COMM_SIZE);
   } else if (!strcmp(s, "probe")) {
@@ -229,8 +253,7 @@ static void check_builtin(Checker *c, Node *n) {
     n->type.kind = TY_ARGS;
   } else if (!strcmp(s, "kstack") || !strcmp(s, "ustack") ||
              !strcmp(s, "retval") || !strcmp(s, "func") ||
-             !strcmp(s, "curtask") || !strcmp(s, "cgroup") ||
-             !strcmp(s, "rand") || !strncmp(s, "arg", 3) ||
+             !strcmp(s, "curtask") || !strncmp(s, "arg", 3) ||
              !strcmp(s, "username") || !strcmp(s, "sarg0")) {
     error_at(c, n->span, "loupe does not support the builtin '%s' yet", s);
   } else {
@@ -296,10 +319,13 @@ static void check_map_keys(Checker *c, Node *n) {
       m->key_types[i].size = keys[i].size;
 }
 
+static bool same_layout(Type a, Type b);
+
 /* Records that m holds values of type t (from an assignment at `at`). */
 static void map_set_value(Checker *c, MapSym *m, Type t, Span at) {
   if (t.kind == TY_NONE) return;
-  if (t.kind != TY_INT && t.kind != TY_STR && t.kind != TY_AGG) {
+  if (t.kind != TY_INT && t.kind != TY_STR && t.kind != TY_AGG &&
+      t.kind != TY_TUPLE) {
     error_at(c, at, "%s can not be stored in a map", TYPE_NAME(t));
     return;
   }
@@ -309,7 +335,8 @@ static void map_set_value(Checker *c, MapSym *m, Type t, Span at) {
     *v = t;
     return;
   }
-  bool same = v->kind == t.kind && (t.kind != TY_AGG || v->agg == t.agg);
+  bool same = v->kind == t.kind && (t.kind != TY_AGG || v->agg == t.agg) &&
+              (t.kind != TY_TUPLE || same_layout(*v, t));
   if (!same) {
     error_at(c, at, "Type mismatch for %s: trying to assign value of type "
              "'%s' when map already contains a value of type '%s'",
@@ -377,14 +404,36 @@ static bool want_map(Checker *c, Node *call, Node *arg, bool keys_allowed) {
 
 static int align8(int n) { return (n + 7) & ~7; }
 
+/* Adds a PrintfDef (second pass only) and returns its id, or -1. */
+static int add_printf_def(Checker *c, PrintfDef def) {
+  if (c->pass != 2) return -1;
+  c->out->printfs = realloc(c->out->printfs,
+                            sizeof(PrintfDef) * (c->out->nprintfs + 1));
+  c->out->printfs[c->out->nprintfs] = def;
+  return c->out->nprintfs++;
+}
+
+/* The record size a value takes in a printf record or a scratch buffer. */
+static int value_cap(Type t) {
+  switch (t.kind) {
+  case TY_STR: return align8(t.size);
+  case TY_BUF: return 8 + align8(t.size);
+  case TY_TUPLE: return t.tuple->size;
+  default: return 8;
+  }
+}
+
+/* printf(fmt, ...), and system() and cat(), which format the same way. */
 static void check_printf(Checker *c, Node *n) {
   Node *fmt = n->args;
   if (!fmt) {
-    error_at(c, n->span, "printf() requires at least 1 argument (0 provided)");
+    error_at(c, n->span, "%s() requires at least 1 argument (0 provided)",
+             n->name);
     return;
   }
   if (fmt->kind != N_STR) {
-    error_at(c, fmt->span, "printf() expects a string literal as format");
+    error_at(c, fmt->span, "%s() expects a string literal as format",
+             n->name);
     return;
   }
   for (Node *a = fmt->next; a; a = a->next) check_expr(c, a);
@@ -398,37 +447,84 @@ static void check_printf(Checker *c, Node *n) {
   int nargs = count_args(n) - 1;
   if (nargs != nconv) {
     error_at(c, n->span,
-             "printf: Expected %d argument%s for the format, got %d", nconv,
-             nconv == 1 ? "" : "s", nargs);
+             "%s: Expected %d argument%s for the format, got %d", n->name,
+             nconv, nconv == 1 ? "" : "s", nargs);
     return;
   }
   if (c->pass != 2) return;
   PrintfDef def = {.fmt = fmt->sval, .nargs = nargs, .span = n->span};
   int off = 0, i = 0;
   for (Node *a = fmt->next; a; a = a->next, i++) {
-    bool wants_str = conv[i] == 's';
+    TypeKind want = conv[i] == 's' ? TY_STR
+                    : (conv[i] == 'r' || conv[i] == 'R') ? TY_BUF : TY_INT;
     if (a->type.kind == TY_NONE) return;
-    if (wants_str && a->type.kind != TY_STR) {
-      error_at(c, a->span, "printf: %%s specifier expects a string, got %s",
-               TYPE_NAME(a->type));
-      return;
-    }
-    if (!wants_str && a->type.kind != TY_INT) {
-      error_at(c, a->span, "printf: %%%c specifier expects an integer, got %s",
-               conv[i], TYPE_NAME(a->type));
+    bool ok = a->type.kind == want ||
+              (want == TY_BUF && a->type.kind == TY_STR);
+    if (!ok) {
+      const char *what = want == TY_STR ? "a string"
+                         : want == TY_BUF ? "a buffer" : "an integer";
+      error_at(c, a->span, "%s: %%%c specifier expects %s, got %s", n->name,
+               conv[i] == 'R' ? 'r' : conv[i], what, TYPE_NAME(a->type));
       return;
     }
     def.args[i].type = a->type.kind == TY_INT
                            ? ty_int(8, a->type.is_signed) : a->type;
     def.args[i].offset = off;
-    off += a->type.kind == TY_STR ? align8(a->type.size) : 8;
+    off += value_cap(a->type);
   }
   def.size = off;
-  n->printf_id = c->out->nprintfs;
-  c->out->printfs = realloc(c->out->printfs,
-                            sizeof(PrintfDef) * (c->out->nprintfs + 1));
-  c->out->printfs[c->out->nprintfs++] = def;
+  n->printf_id = add_printf_def(c, def);
 }
+
+/* A literal integer, possibly negated. */
+static bool const_int(Node *n, int64_t *v) {
+  if (n->kind == N_INT) {
+    *v = n->ival;
+    return true;
+  }
+  if (n->kind == N_UNOP && n->op == '-' && n->lhs->kind == N_INT) {
+    *v = -n->lhs->ival;
+    return true;
+  }
+  return false;
+}
+
+static bool want_const(Checker *c, Node *arg, const char *fn, const char *what,
+                       int64_t lo, int64_t hi, int64_t *v) {
+  if (!const_int(arg, v)) {
+    error_at(c, arg->span, "%s(): %s must be an integer literal", fn, what);
+    return false;
+  }
+  if (*v < lo || *v > hi) {
+    error_at(c, arg->span, "%s(): %s must be between %lld and %lld", fn, what,
+             (long long)lo, (long long)hi);
+    return false;
+  }
+  return true;
+}
+
+static bool want_unsafe(Checker *c, Node *n) {
+  if (c->script->unsafe) return true;
+  error_at(c, n->span, "%s() is an unsafe function; run loupe with --unsafe "
+           "to allow it", n->name);
+  return false;
+}
+
+static int signal_number(const char *name) {
+  static const char *const names[] = {
+      "", "HUP", "INT", "QUIT", "ILL", "TRAP", "ABRT", "BUS", "FPE", "KILL",
+      "USR1", "SEGV", "USR2", "PIPE", "ALRM", "TERM", "STKFLT", "CHLD",
+      "CONT", "STOP", "TSTP", "TTIN", "TTOU", "URG", "XCPU", "XFSZ",
+      "VTALRM", "PROF", "WINCH", "IO", "PWR", "SYS"};
+  if (!strncmp(name, "SIG", 3)) name += 3;
+  for (int i = 1; i < (int)(sizeof(names) / sizeof(names[0])); i++)
+    if (!strcmp(names[i], name)) return i;
+  return -1;
+}
+
+static AggKind agg_of(const char *name);
+
+static void check_format_calls(Checker *c, Node *n);
 
 static AggKind agg_of(const char *name) {
   if (!strcmp(name, "count")) return AGG_COUNT;
@@ -436,6 +532,9 @@ static AggKind agg_of(const char *name) {
   if (!strcmp(name, "min")) return AGG_MIN;
   if (!strcmp(name, "max")) return AGG_MAX;
   if (!strcmp(name, "avg")) return AGG_AVG;
+  if (!strcmp(name, "hist")) return AGG_HIST;
+  if (!strcmp(name, "lhist")) return AGG_LHIST;
+  if (!strcmp(name, "stats")) return AGG_STATS;
   return AGG_NONE;
 }
 
@@ -448,22 +547,48 @@ static void check_call(Checker *c, Node *n) {
       error_at(c, n->span, "%s() should be directly assigned to a map", f);
       return;
     }
-    if (agg == AGG_COUNT) {
-      want_args(c, n, 0, 0);
-    } else if (want_args(c, n, 1, 1)) {
-      check_expr(c, n->args);
-      want_int(c, n->args, f, 1);
-    }
+    int min = agg == AGG_COUNT ? 0 : agg == AGG_LHIST ? 4 : 1;
+    int max = agg == AGG_COUNT ? 0 : agg == AGG_LHIST ? 4
+              : agg == AGG_HIST ? 2 : 1;
     n->type = ty_agg(agg);
+    if (!want_args(c, n, min, max)) return;
+    if (agg == AGG_COUNT) return;
+    check_expr(c, n->args);
+    want_int(c, n->args, f, 1);
+    int64_t v;
+    Node *a = n->args->next;
+    if (agg == AGG_HIST && a && want_const(c, a, f, "bits", 0, 5, &v))
+      n->ival = v;
+    if (agg == AGG_LHIST) {
+      int64_t lo, hi, step;
+      if (!want_const(c, a, f, "min", INT32_MIN, INT32_MAX, &lo) ||
+          !want_const(c, a->next, f, "max", INT32_MIN, INT32_MAX, &hi) ||
+          !want_const(c, a->next->next, f, "step", 1, INT32_MAX, &step))
+        return;
+      if (hi <= lo) {
+        error_at(c, a->next->span, "lhist(): max must be greater than min");
+        return;
+      }
+      if ((hi - lo) / step > 1000) {
+        error_at(c, a->next->next->span, "lhist(): (max - min) / step must "
+                 "be at most 1000 buckets");
+        return;
+      }
+    }
     return;
   }
   if (!strcmp(f, "printf")) {
     check_printf(c, n);
+  } else if (!strcmp(f, "system") || !strcmp(f, "cat") ||
+             !strcmp(f, "time") || !strcmp(f, "join") ||
+             !strcmp(f, "signal") || !strcmp(f, "strncmp") ||
+             !strcmp(f, "buf") || !strcmp(f, "has_key")) {
+    check_format_calls(c, n);
   } else if (!strcmp(f, "str")) {
     if (!want_args(c, n, 1, 2)) return;
     Node *p = n->args;
     check_expr(c, p);
-    int size = DEFAULT_STRLEN;
+    int size = c->strlen;
     if (p->next) {
       Node *len = p->next;
       check_expr(c, len);
@@ -484,8 +609,19 @@ static void check_call(Checker *c, Node *n) {
     }
   } else if (!strcmp(f, "exit")) {
     want_args(c, n, 0, 0);
-  } else if (!strcmp(f, "print") || !strcmp(f, "clear") ||
-             !strcmp(f, "zero")) {
+  } else if (!strcmp(f, "print")) {
+    if (!want_args(c, n, 1, 3) || !want_map(c, n, n->args, false)) return;
+    MapSym *m = map_get(c, n->args);
+    n->args->map = m;
+    if (m->value_type.kind == TY_NONE)
+      error_at(c, n->args->span, "Undefined map: %s", m->name);
+    int64_t v;
+    Node *top = n->args->next;
+    if (top && !want_const(c, top, f, "top", 0, INT32_MAX, &v)) return;
+    if (top && top->next &&
+        !want_const(c, top->next, f, "div", 1, INT32_MAX, &v))
+      return;
+  } else if (!strcmp(f, "clear") || !strcmp(f, "zero")) {
     if (!want_args(c, n, 1, 1) || !want_map(c, n, n->args, false)) return;
     MapSym *m = map_get(c, n->args);
     n->args->map = m;
@@ -496,23 +632,208 @@ static void check_call(Checker *c, Node *n) {
     check_map_keys(c, n->args);
     if (n->args->map->value_type.kind == TY_NONE)
       error_at(c, n->args->span, "Undefined map: %s", n->args->map->name);
-  } else if (!strcmp(f, "hist") || !strcmp(f, "lhist") ||
-             !strcmp(f, "stats") || !strcmp(f, "kstack") ||
+  } else if (!strcmp(f, "kstack") ||
              !strcmp(f, "ustack") || !strcmp(f, "ksym") ||
-             !strcmp(f, "usym") || !strcmp(f, "ntop") || !strcmp(f, "buf") ||
-             !strcmp(f, "join") || !strcmp(f, "time") ||
-             !strcmp(f, "system") || !strcmp(f, "cat") ||
-             !strcmp(f, "signal") || !strcmp(f, "strncmp") ||
+             !strcmp(f, "usym") || !strcmp(f, "ntop") ||
              !strcmp(f, "sizeof") || !strcmp(f, "reg") ||
              !strcmp(f, "kaddr") || !strcmp(f, "uaddr") ||
              !strcmp(f, "cgroupid") || !strcmp(f, "override") ||
              !strcmp(f, "strftime") || !strcmp(f, "len") ||
-             !strcmp(f, "has_key") || !strcmp(f, "macaddr") ||
+             !strcmp(f, "macaddr") ||
              !strcmp(f, "path") || !strcmp(f, "strcontains")) {
     error_at(c, n->span, "loupe does not support the function '%s' yet", f);
   } else {
     error_at(c, n->span, "Unknown function: '%s'", f);
   }
+}
+
+/* system(), cat(), time(), join(), signal(), strncmp(), buf(), has_key(). */
+static void check_format_calls(Checker *c, Node *n) {
+  const char *f = n->name;
+  Node *a = n->args;
+  int64_t v;
+  n->type = ty_void();
+  if (!strcmp(f, "system") || !strcmp(f, "cat")) {
+    if (f[0] == 's' && !want_unsafe(c, n)) return;
+    check_printf(c, n);
+  } else if (!strcmp(f, "time")) {
+    if (!want_args(c, n, 0, 1)) return;
+    if (a && a->kind != N_STR) {
+      error_at(c, a->span, "time() expects a string literal as format");
+      return;
+    }
+    PrintfDef def = {.fmt = a ? a->sval : "%H:%M:%S\n", .span = n->span};
+    n->printf_id = add_printf_def(c, def);
+  } else if (!strcmp(f, "join")) {
+    if (!want_args(c, n, 1, 2)) return;
+    check_expr(c, a);
+    if (a->type.kind != TY_INT && a->type.kind != TY_NONE) {
+      error_at(c, a->span, "join() expects an array of strings (char **), "
+               "got %s", TYPE_NAME(a->type));
+      return;
+    }
+    if (a->next && a->next->kind != N_STR) {
+      error_at(c, a->next->span, "join() expects a string literal as "
+               "delimiter");
+      return;
+    }
+    PrintfDef def = {.fmt = a->next ? a->next->sval : " ", .span = n->span};
+    n->printf_id = add_printf_def(c, def);
+  } else if (!strcmp(f, "signal")) {
+    if (!want_args(c, n, 1, 1) || !want_unsafe(c, n)) return;
+    if (a->kind == N_STR) {
+      int sig = signal_number(a->sval);
+      if (sig < 0) {
+        error_at(c, a->span, "signal(): unknown signal %s", a->sval);
+        return;
+      }
+      n->ival = sig;
+    } else if (want_const(c, a, f, "the signal", 1, 64, &v)) {
+      n->ival = v;
+    }
+  } else if (!strcmp(f, "strncmp")) {
+    if (!want_args(c, n, 3, 3)) return;
+    check_expr(c, a);
+    check_expr(c, a->next);
+    for (Node *s = a; s != a->next->next; s = s->next)
+      if (s->type.kind != TY_STR && s->type.kind != TY_NONE) {
+        error_at(c, s->span, "strncmp() expects strings, got %s",
+                 TYPE_NAME(s->type));
+        return;
+      }
+    if (!want_const(c, a->next->next, f, "the length", 0, 4096, &v)) return;
+    n->ival = v;
+    n->type = ty_int(8, false);
+  } else if (!strcmp(f, "buf")) {
+    if (!want_args(c, n, 1, 2)) return;
+    check_expr(c, a);
+    int size = c->strlen;
+    if (a->next) {
+      if (!want_const(c, a->next, f, "the length", 1, 1024, &v)) return;
+      size = (int)v;
+    } else if (a->type.kind == TY_INT) {
+      error_at(c, n->span, "buf() of a pointer needs a length: buf(p, n)");
+      return;
+    }
+    if (a->type.kind == TY_STR) {
+      if (a->type.size < size) size = a->type.size;
+    } else if (a->type.kind != TY_INT && a->type.kind != TY_NONE) {
+      error_at(c, a->span, "buf() expects a pointer or an array, got %s",
+               TYPE_NAME(a->type));
+      return;
+    }
+    n->type.kind = TY_BUF;
+    n->type.size = size;
+  } else if (!strcmp(f, "has_key")) {
+    if (!want_args(c, n, 1, 1) || !want_map(c, n, a, true)) return;
+    check_map_keys(c, a);
+    if (a->map->value_type.kind == TY_NONE)
+      error_at(c, a->span, "Undefined map: %s", a->map->name);
+    n->type = ty_int(1, false);
+  }
+}
+
+/* (a, b, ...): each element laid out as in a map key. */
+static void check_tuple(Checker *c, Node *n) {
+  int k = 0;
+  for (Node *e = n->args; e; e = e->next) {
+    check_expr(c, e);
+    if (e->type.kind != TY_INT && e->type.kind != TY_STR) {
+      if (e->type.kind != TY_NONE)
+        error_at(c, e->span, "%s can not be part of a tuple",
+                 TYPE_NAME(e->type));
+      return;
+    }
+    k++;
+  }
+  TupleType *t = calloc(1, sizeof(*t));
+  t->n = k;
+  t->elems = calloc(k, sizeof(Type));
+  t->offs = calloc(k, sizeof(int));
+  int i = 0;
+  for (Node *e = n->args; e; e = e->next, i++) {
+    t->elems[i] = e->type.kind == TY_INT ? ty_int(8, e->type.is_signed)
+                                          : e->type;
+    t->offs[i] = t->size;
+    t->size += value_cap(t->elems[i]);
+  }
+  n->type.kind = TY_TUPLE;
+  n->type.tuple = t;
+  n->type.size = t->size;
+}
+
+/* Tuples are compatible when their elements are of the same kinds and
+ * sizes (the layouts then agree). */
+static bool same_layout(Type a, Type b) {
+  if (a.kind != b.kind) return false;
+  if (a.kind == TY_STR || a.kind == TY_BUF) return a.size == b.size;
+  if (a.kind != TY_TUPLE) return true;
+  if (a.tuple->n != b.tuple->n) return false;
+  for (int i = 0; i < a.tuple->n; i++)
+    if (!same_layout(a.tuple->elems[i], b.tuple->elems[i])) return false;
+  return true;
+}
+
+/* Integer casts: (uint8)x ... (int64)x, (bool)x. */
+static bool int_type_named(const char *name, Type *out) {
+  static const struct { const char *name; int size; bool is_signed; } ints[] = {
+      {"int8", 1, true},   {"uint8", 1, false},  {"int16", 2, true},
+      {"uint16", 2, false}, {"int32", 4, true},  {"uint32", 4, false},
+      {"int64", 8, true},  {"uint64", 8, false}, {"bool", 1, false},
+      {"char", 1, true},   {"int", 4, true},     {"unsigned int", 4, false},
+      {"short", 2, true},  {"unsigned short", 2, false}, {"long", 8, true},
+      {"unsigned long", 8, false}, {"unsigned char", 1, false},
+      {"long long", 8, true}, {"unsigned long long", 8, false},
+  };
+  for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
+    if (!strcmp(ints[i].name, name)) {
+      *out = ty_int(ints[i].size, ints[i].is_signed);
+      return true;
+    }
+  return false;
+}
+
+static void check_cast(Checker *c, Node *n) {
+  check_expr(c, n->lhs);
+  Type t;
+  if (!int_type_named(n->name, &t)) {
+    error_at(c, n->span, "loupe cannot cast to '%s' yet", n->name);
+    return;
+  }
+  if (n->lhs->type.kind != TY_INT && n->lhs->type.kind != TY_NONE) {
+    error_at(c, n->span, "Cannot cast from \"%s\" to \"%s\"",
+             TYPE_NAME(n->lhs->type), n->name);
+    return;
+  }
+  n->type = t;
+}
+
+/* $1, $2 ...: the command line's words, as integers when they read as
+ * one, else as strings; $# is their count. Rewritten into literals. */
+static bool check_positional(Checker *c, Node *n) {
+  const char *name = n->name + 1;
+  if (!strcmp(name, "#")) {
+    n->kind = N_INT;
+    n->ival = c->script->nparams;
+    n->type = ty_int(8, true);
+    return true;
+  }
+  char *end;
+  long i = strtol(name, &end, 10);
+  if (*end || i < 1) return false;
+  const char *text = i <= c->script->nparams ? c->script->params[i - 1] : "";
+  long long v = strtoll(text, &end, 0);
+  if (*text && !*end) {
+    n->kind = N_INT;
+    n->ival = v;
+    n->type = ty_int(8, true);
+  } else {
+    n->kind = N_STR;
+    n->sval = (char *)text;
+    n->slen = (int)strlen(text);
+    n->type = ty_str(n->slen + 1);
+  }
+  return true;
 }
 
 /* ---- expressions ---------------------------------------------------- */
@@ -593,6 +914,7 @@ static void check_expr(Checker *c, Node *n) {
     check_builtin(c, n);
     break;
   case N_VAR: {
+    if (check_positional(c, n)) break;
     VarSym *v = var_find(c, n->name);
     if (!v || v->type.kind == TY_NONE) {
       error_at(c, n->span, "Undefined or undeclared variable: %s", n->name);
@@ -639,6 +961,12 @@ static void check_expr(Checker *c, Node *n) {
                TYPE_NAME(n->els->type));
     }
     break;
+  case N_TUPLE:
+    check_tuple(c, n);
+    break;
+  case N_CAST:
+    check_cast(c, n);
+    break;
   case N_INCDEC:
     /* as an expression: x++ yields an integer */
     check_expr(c, n->lhs);
@@ -654,6 +982,33 @@ static void check_expr(Checker *c, Node *n) {
 }
 
 /* ---- statements ----------------------------------------------------- */
+
+/* hist() bits and lhist() bounds belong to the map: every call that
+ * feeds it must agree. */
+static void map_set_agg_params(Checker *c, MapSym *m, Node *call) {
+  if (call->kind != N_CALL || c->pass != 2) return;
+  if (call->type.agg == AGG_HIST) {
+    int bits = (int)call->ival;
+    if (m->lhist_step == -1 && m->hist_bits != bits)
+      error_at(c, call->span, "%s is used with hist() of %d and of %d bits",
+               m->name, m->hist_bits, bits);
+    m->hist_bits = bits;
+    m->lhist_step = -1; /* a hist map has no step: -1 says bits are set */
+  } else if (call->type.agg == AGG_LHIST) {
+    Node *a = call->args->next;
+    int64_t lo = 0, hi = 0, step = 0;
+    if (!a || !const_int(a, &lo) || !const_int(a->next, &hi) ||
+        !const_int(a->next->next, &step))
+      return;
+    if (m->lhist_step && (m->lhist_min != lo || m->lhist_max != hi ||
+                          m->lhist_step != step))
+      error_at(c, call->span, "%s is used with lhist() of different bounds",
+               m->name);
+    m->lhist_min = lo;
+    m->lhist_max = hi;
+    m->lhist_step = step;
+  }
+}
 
 static void check_assign(Checker *c, Node *n) {
   Node *lhs = n->lhs;
@@ -693,6 +1048,12 @@ static void check_assign(Checker *c, Node *n) {
       return;
     } else if (t.kind == TY_STR && t.size > v->type.size) {
       v->type.size = t.size;
+    } else if ((t.kind == TY_TUPLE || t.kind == TY_BUF) &&
+               !same_layout(v->type, t)) {
+      error_at(c, n->span, "Type mismatch for %s: trying to assign value of "
+               "type '%s' when variable already contains a value of type "
+               "'%s'", lhs->name, TYPE_NAME(t), TYPE_NAME(v->type));
+      return;
     } else if (t.kind == TY_INT && !t.is_signed) {
       v->type.is_signed = false;
     }
@@ -716,6 +1077,7 @@ static void check_assign(Checker *c, Node *n) {
     map_set_value(c, m, ty_int(8, true), n->span);
   } else {
     map_set_value(c, lhs->map, t, n->span);
+    if (t.kind == TY_AGG) map_set_agg_params(c, lhs->map, n->rhs);
   }
   lhs->type = lhs->map->value_type;
 }
@@ -767,6 +1129,36 @@ static void check_stmt(Checker *c, Node *n) {
   case N_BLOCK:
     check_block(c, n);
     break;
+  case N_WHILE:
+    check_expr(c, n->cond);
+    if (n->cond->type.kind != TY_INT && n->cond->type.kind != TY_NONE)
+      error_at(c, n->cond->span, "a while condition must be an integer, "
+               "not %s", TYPE_NAME(n->cond->type));
+    c->loop_depth++;
+    check_block(c, n->then);
+    c->loop_depth--;
+    break;
+  case N_UNROLL: {
+    int64_t v = 0;
+    if (!const_int(n->lhs, &v)) {
+      error_at(c, n->lhs->span, "unroll needs an integer literal count");
+    } else if (v < 1 || v > 100) {
+      error_at(c, n->lhs->span, "unroll maximum value is 100");
+    }
+    n->ival = v;
+    check_block(c, n->then);
+    break;
+  }
+  case N_BREAK:
+  case N_CONTINUE:
+    if (c->loop_depth == 0)
+      error_at(c, n->span, "%s used outside of a while loop",
+               n->kind == N_BREAK ? "break" : "continue");
+    break;
+  case N_RETURN:
+    if (n->lhs)
+      error_at(c, n->lhs->span, "a probe's return takes no value");
+    break;
   default:
     error_at(c, n->span, "loupe does not support this statement yet");
     break;
@@ -789,6 +1181,8 @@ static void check_probe(Checker *c, Probe *p) {
   check_block(c, p->body);
 }
 
+static int value_cap(Type t);
+
 /* Key offsets and value sizes, once every use has been seen. */
 static void map_layout(MapSym *m) {
   if (m->nkeys <= 0) {
@@ -805,11 +1199,22 @@ static void map_layout(MapSym *m) {
   Type v = m->value_type;
   if (v.kind == TY_AGG) {
     m->bpf_type = BPF_MAP_TYPE_PERCPU_HASH;
-    bool pair = v.agg == AGG_MIN || v.agg == AGG_MAX || v.agg == AGG_AVG;
-    m->value_size = pair ? 16 : 8;
+    switch (v.agg) {
+    case AGG_MIN: case AGG_MAX: case AGG_AVG: case AGG_STATS:
+      m->value_size = 16;
+      break;
+    case AGG_HIST:
+      m->value_size = 8 * hist_buckets(m->hist_bits);
+      break;
+    case AGG_LHIST:
+      m->value_size = 8 * lhist_buckets(m);
+      break;
+    default:
+      m->value_size = 8;
+    }
   } else {
     m->bpf_type = BPF_MAP_TYPE_HASH;
-    m->value_size = v.kind == TY_STR ? align8(v.size) : 8;
+    m->value_size = value_cap(v);
   }
 }
 
@@ -831,6 +1236,29 @@ static void add_elapsed_base(Compiled *out) {
   out->maps[out->nmaps++] = m;
 }
 
+/* Histogram slots are too large to build on the stack: a new entry is
+ * inserted from this never-written array slot of zeroes. */
+static void add_zero_map(Compiled *out) {
+  int size = 0;
+  for (int i = 0; i < out->nmaps; i++) {
+    MapSym *m = out->maps[i];
+    if (m->value_type.kind == TY_AGG && m->value_size > size)
+      size = m->value_size;
+  }
+  MapSym *m = calloc(1, sizeof(*m));
+  m->name = strdup(ZERO_MAP_NAME);
+  m->id = out->nmaps;
+  m->key_size = 4;
+  m->value_type = ty_int(8, false);
+  m->value_size = size;
+  m->bpf_type = BPF_MAP_TYPE_ARRAY;
+  m->max_entries = 1;
+  m->fd = -1;
+  m->internal = true;
+  out->maps = realloc(out->maps, sizeof(MapSym *) * (out->nmaps + 1));
+  out->maps[out->nmaps++] = m;
+}
+
 /* Whether any expression of the script reads `name`. */
 static bool uses_builtin(Node *n, const char *name) {
   for (; n; n = n->next) {
@@ -844,8 +1272,55 @@ static bool uses_builtin(Node *n, const char *name) {
   return false;
 }
 
+/* A setting from the config block, else the environment, else `dflt`;
+ * each setting has the names bpftrace's versions have used. */
+static int64_t setting(Checker *c, const char *const names[], int64_t dflt,
+                       int64_t lo, int64_t hi) {
+  int64_t v = dflt;
+  for (int i = 0; names[i]; i++) {
+    const char *env = getenv(names[i]);
+    if (env && *env) v = strtoll(env, NULL, 0);
+  }
+  for (ConfigItem *it = c->script->config; it; it = it->next)
+    for (int i = 0; names[i]; i++)
+      if (!strcasecmp(it->key, names[i])) {
+        if (it->value->kind != N_INT) {
+          diag_error(c->d, it->value->span, "%s must be an integer",
+                     it->key);
+        } else {
+          v = it->value->ival;
+        }
+      }
+  if (v < lo || v > hi) {
+    diag_error(c->d, (Span){0}, "%s must be between %lld and %lld (it is "
+               "%lld)", names[0], (long long)lo, (long long)hi,
+               (long long)v);
+    v = dflt;
+  }
+  return v;
+}
+
+static void read_settings(Checker *c) {
+  static const char *const strlen_names[] = {
+      "BPFTRACE_STRLEN", "BPFTRACE_MAX_STRLEN", "max_strlen", NULL};
+  static const char *const keys_names[] = {
+      "BPFTRACE_MAP_KEYS_MAX", "BPFTRACE_MAX_MAP_KEYS", "max_map_keys", NULL};
+  c->strlen = (int)setting(c, strlen_names, DEFAULT_STRLEN, 1, 1024);
+  c->map_keys = (int)setting(c, keys_names, DEFAULT_MAP_KEYS, 1, 1 << 24);
+  for (ConfigItem *it = c->script->config; it; it = it->next) {
+    bool known = false;
+    for (int i = 0; strlen_names[i]; i++)
+      known |= !strcasecmp(it->key, strlen_names[i]) ||
+               !strcasecmp(it->key, keys_names[i]);
+    if (!known)
+      diag_warning(c->d, it->span, "loupe ignores the config setting %s",
+                   it->key);
+  }
+}
+
 int check_script(Script *s, Compiled *out, Diag *d) {
   Checker c = {.d = d, .out = out, .script = s};
+  read_settings(&c);
   int errors_before = d->errors;
   for (c.pass = 1; c.pass <= 2; c.pass++) {
     for (Probe *p = s->probes; p; p = p->next) {
@@ -859,6 +1334,11 @@ int check_script(Script *s, Compiled *out, Diag *d) {
       diag_error(d, m->first_use, "Undefined map: %s", m->name);
     map_layout(m);
   }
+  bool big_values = false;
+  for (int i = 0; i < out->nmaps; i++)
+    big_values |= out->maps[i]->value_type.kind == TY_AGG &&
+                  out->maps[i]->value_size > 16;
+  if (big_values) add_zero_map(out);
   for (Probe *p = s->probes; p; p = p->next)
     if (uses_builtin(p->pred, "elapsed") || uses_builtin(p->body, "elapsed")) {
       add_elapsed_base(out);

@@ -43,16 +43,38 @@ typedef struct Gen {
   int scratch_max;
   int *exits;          /* jumps to the program's epilogue */
   int nexits;
+  struct Loop {        /* the while loops around the code being generated */
+    int start;         /* first instruction of the condition */
+    int *breaks;       /* jumps to patch to the loop's end */
+    int nbreaks;
+  } loops[64];
+  int nloops;
   bool failed;
 } Gen;
 
 static int gen_int(Gen *g, Node *n);
-static void gen_str(Gen *g, Node *n, int dst, int cap);
+static void gen_buf(Gen *g, Node *n, int dst, int cap);
+static int buf_ref(Gen *g, Node *n);
 static void gen_block(Gen *g, Node *n);
+static void gen_while(Gen *g, Node *n);
+static void emit_jump_back(Gen *g, int target);
 
 static int align8(int n) { return (n + 7) & ~7; }
 
-static int str_cap(Type t) { return align8(t.size); }
+/* Values that live in the scratch area rather than in a register. */
+static bool is_buffer(Type t) {
+  return t.kind == TY_STR || t.kind == TY_TUPLE || t.kind == TY_BUF;
+}
+
+/* Bytes a buffer value takes in the scratch area, a map or a record. */
+static int buf_cap(Type t) {
+  switch (t.kind) {
+  case TY_STR: return align8(t.size);
+  case TY_BUF: return 8 + align8(t.size);
+  case TY_TUPLE: return t.tuple->size;
+  default: return 8;
+  }
+}
 
 /* ---- emission ------------------------------------------------------- */
 
@@ -295,7 +317,7 @@ static int gen_key(Gen *g, Node *mapnode) {
   int i = 0;
   for (Node *k = mapnode->args; k; k = k->next, i++) {
     if (k->type.kind == TY_STR) {
-      gen_str(g, k, key + m->key_off[i], str_cap(m->key_types[i]));
+      gen_buf(g, k, key + m->key_off[i], buf_cap(m->key_types[i]));
     } else {
       int r = gen_int(g, k);
       emit_scratch(g, BPF_REG_1, key + m->key_off[i]);
@@ -447,11 +469,122 @@ static int gen_map_update_int(Gen *g, Node *mapnode, int op, Node *rhs,
   return result;
 }
 
-/* @m[k] = count() / sum(v) / min(v) / max(v) / avg(v) on a per-CPU map:
- * update this CPU's slot in place, or insert it. */
+static int find_map(Gen *g, const char *name) {
+  for (int i = 0; i < g->c->nmaps; i++)
+    if (!strcmp(g->c->maps[i]->name, name)) return i;
+  return -1;
+}
+
+/* idx = the hist() bucket of v (layout in program.h), using r1..r4. */
+static void emit_hist_index(Gen *g, int idx, int v, int bits) {
+  emit(g, I_MOV64_IMM(idx, 0));
+  int done1 = emit_jump(g, I_JMP_IMM(BPF_JSLT, v, 0, 0));
+  emit(g, I_MOV64_IMM(idx, 1));
+  int done2 = emit_jump(g, I_JMP_IMM(BPF_JEQ, v, 0, 0));
+  /* r3 = floor(log2 v) by halving the search range */
+  emit(g, I_MOV64_REG(BPF_REG_1, v));
+  emit(g, I_MOV64_IMM(BPF_REG_3, 0));
+  for (int sh = 32; sh >= 1; sh /= 2) {
+    emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_1));
+    emit(g, I_ALU64_IMM(BPF_RSH, BPF_REG_2, sh));
+    emit(g, I_JMP_IMM(BPF_JEQ, BPF_REG_2, 0, 2));
+    emit(g, I_MOV64_REG(BPF_REG_1, BPF_REG_2));
+    emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, sh));
+  }
+  if (bits == 0) {
+    emit(g, I_MOV64_REG(idx, BPF_REG_3));
+  } else {
+    /* r1 = the `bits` bits after the leading one */
+    emit(g, I_MOV64_REG(BPF_REG_1, v));
+    emit(g, I_MOV64_IMM(BPF_REG_4, bits));
+    int below = emit_jump(g, I_JMP_REG(BPF_JGT, BPF_REG_4, BPF_REG_3, 0));
+    emit(g, I_MOV64_REG(BPF_REG_4, BPF_REG_3));
+    emit(g, I_ALU64_IMM(BPF_SUB, BPF_REG_4, bits));
+    emit(g, I_ALU64_REG(BPF_RSH, BPF_REG_1, BPF_REG_4));
+    int joined = emit_jump(g, I_JA(0));
+    patch_here(g, below);
+    emit(g, I_ALU64_REG(BPF_SUB, BPF_REG_4, BPF_REG_3));
+    emit(g, I_ALU64_REG(BPF_LSH, BPF_REG_1, BPF_REG_4));
+    patch_here(g, joined);
+    emit(g, I_ALU64_IMM(BPF_AND, BPF_REG_1, (1 << bits) - 1));
+    emit(g, I_MOV64_REG(idx, BPF_REG_3));
+    emit(g, I_ALU64_IMM(BPF_LSH, idx, bits));
+    emit(g, I_ALU64_REG(BPF_ADD, idx, BPF_REG_1));
+  }
+  emit(g, I_ALU64_IMM(BPF_ADD, idx, 2));
+  patch_here(g, done1);
+  patch_here(g, done2);
+}
+
+/* idx = the lhist() bucket of v. */
+static void emit_lhist_index(Gen *g, int idx, int v, const MapSym *m) {
+  int last = lhist_buckets(m) - 1;
+  emit(g, I_MOV64_IMM(idx, 0));
+  int done1 = emit_jump(g, I_JMP_IMM(BPF_JSLT, v, (int32_t)m->lhist_min, 0));
+  emit(g, I_MOV64_IMM(idx, last));
+  int done2 = emit_jump(g, I_JMP_IMM(BPF_JSGE, v, (int32_t)m->lhist_max, 0));
+  emit(g, I_MOV64_REG(idx, v));
+  emit(g, I_ALU64_IMM(BPF_SUB, idx, (int32_t)m->lhist_min));
+  emit(g, I_ALU64_IMM(BPF_DIV, idx, (int32_t)m->lhist_step));
+  emit(g, I_ALU64_IMM(BPF_ADD, idx, 1));
+  patch_here(g, done1);
+  patch_here(g, done2);
+}
+
+/* @m[k] = hist(v) / lhist(v, ...): one bucket of this CPU's slot counts
+ * up; a missing entry is first inserted from the zero map. */
+static void gen_histogram(Gen *g, Node *mapnode, Node *call) {
+  MapSym *m = mapnode->map;
+  int v = gen_int(g, call->args);
+  int idx = reg_alloc(g);
+  if (m->value_type.agg == AGG_HIST)
+    emit_hist_index(g, idx, v, m->hist_bits);
+  else
+    emit_lhist_index(g, idx, v, m);
+  reg_free(g, v);
+  int nb = m->value_size / 8;
+  emit(g, I_JMP_IMM(BPF_JLE, idx, nb - 1, 1));
+  emit(g, I_MOV64_IMM(idx, nb - 1));
+  Held hidx = hold(g, idx);
+  int key = gen_key(g, mapnode);
+  emit_lookup(g, m, key);
+  int have = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 0));
+  int slot = stack_alloc(g, 8);
+  emit(g, I_ST(BPF_DW, BPF_REG_10, slot, 0));
+  emit_map(g, BPF_REG_1, find_map(g, ZERO_MAP_NAME));
+  emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, slot));
+  emit_call(g, BPF_FUNC_map_lookup_elem);
+  int nozero = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_0));
+  emit_map(g, BPF_REG_1, m->id);
+  emit_scratch(g, BPF_REG_2, key);
+  emit(g, I_MOV64_IMM(BPF_REG_4, BPF_NOEXIST));
+  emit_call(g, BPF_FUNC_map_update_elem);
+  emit_lookup(g, m, key);
+  int gone = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  patch_here(g, have);
+  int r = held_reg(g, hidx, BPF_REG_1);
+  emit(g, I_MOV64_REG(BPF_REG_1, r));
+  emit(g, I_ALU64_IMM(BPF_LSH, BPF_REG_1, 3));
+  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_0, BPF_REG_1));
+  emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_1, 1));
+  emit(g, I_STX(BPF_DW, BPF_REG_0, BPF_REG_1, 0));
+  patch_here(g, nozero);
+  patch_here(g, gone);
+  held_free(g, hidx);
+}
+
+/* @m[k] = count() / sum(v) / min(v) / max(v) / avg(v) / stats(v) on a
+ * per-CPU map: update this CPU's slot in place, or insert it. */
 static void gen_aggregate(Gen *g, Node *mapnode, Node *call) {
   MapSym *m = mapnode->map;
   AggKind agg = m->value_type.agg;
+  if (agg == AGG_HIST || agg == AGG_LHIST) {
+    gen_histogram(g, mapnode, call);
+    return;
+  }
   Held v = {-1, 0};
   if (agg != AGG_COUNT) v = hold(g, gen_int(g, call->args));
   int key = gen_key(g, mapnode);
@@ -472,6 +605,7 @@ static void gen_aggregate(Gen *g, Node *mapnode, Node *call) {
     emit(g, I_STX(BPF_DW, BPF_REG_0, BPF_REG_1, 0));
     break;
   case AGG_AVG:
+  case AGG_STATS:
     emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
     emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_1, vr));
     emit(g, I_STX(BPF_DW, BPF_REG_0, BPF_REG_1, 0));
@@ -531,15 +665,16 @@ static int emit_header(Gen *g, int payload, uint32_t kind, uint32_t index) {
   return rec;
 }
 
-static void gen_printf(Gen *g, Node *n) {
+/* printf(), system() and cat(): a record laid out by the PrintfDef. */
+static void gen_format(Gen *g, Node *n, uint32_t kind) {
   PrintfDef *def = &g->c->printfs[n->printf_id];
-  int rec = emit_header(g, def->size, EV_PRINTF, (uint32_t)n->printf_id);
+  int rec = emit_header(g, def->size, kind, (uint32_t)n->printf_id);
   int base = rec + (int)sizeof(EventHeader);
   int i = 0;
   for (Node *a = n->args->next; a; a = a->next, i++) {
     int at = base + def->args[i].offset;
-    if (a->type.kind == TY_STR) {
-      gen_str(g, a, at, str_cap(a->type));
+    if (is_buffer(a->type)) {
+      gen_buf(g, a, at, buf_cap(a->type));
     } else {
       int r = gen_int(g, a);
       emit_scratch(g, BPF_REG_1, at);
@@ -550,18 +685,71 @@ static void gen_printf(Gen *g, Node *n) {
   emit_output(g, rec, (int)sizeof(EventHeader) + def->size);
 }
 
+/* join(argv): up to JOIN_MAX_ARGS strings read through a user array of
+ * pointers; a NULL pointer ends the list (its slot is left empty). */
+static void gen_join(Gen *g, Node *n) {
+  int payload = JOIN_MAX_ARGS * JOIN_ARG_SIZE;
+  int rec = emit_header(g, payload, EV_JOIN, (uint32_t)n->printf_id);
+  int base = rec + (int)sizeof(EventHeader);
+  Held argv = hold(g, gen_int(g, n->args));
+  int slot = stack_alloc(g, 8);
+  int ends[JOIN_MAX_ARGS];
+  for (int i = 0; i < JOIN_MAX_ARGS; i++) {
+    /* slot = argv[i] */
+    emit(g, I_MOV64_REG(BPF_REG_1, BPF_REG_10));
+    emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_1, slot));
+    emit(g, I_MOV64_IMM(BPF_REG_2, 8));
+    int a = held_reg(g, argv, BPF_REG_3);
+    if (a != BPF_REG_3) emit(g, I_MOV64_REG(BPF_REG_3, a));
+    emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, i * 8));
+    emit_call(g, BPF_FUNC_probe_read_user);
+    emit(g, I_LDX(BPF_DW, BPF_REG_3, BPF_REG_10, slot));
+    emit_scratch(g, BPF_REG_1, base + i * JOIN_ARG_SIZE);
+    emit(g, I_ST(BPF_B, BPF_REG_1, 0, 0));
+    ends[i] = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_3, 0, 0));
+    emit(g, I_MOV64_IMM(BPF_REG_2, JOIN_ARG_SIZE));
+    emit_call(g, BPF_FUNC_probe_read_user_str);
+  }
+  for (int i = 0; i < JOIN_MAX_ARGS; i++) patch_here(g, ends[i]);
+  held_free(g, argv);
+  emit_output(g, rec, (int)sizeof(EventHeader) + payload);
+}
+
+/* print(@m[, top[, div]]): user space prints; the record says how. */
+static void gen_print(Gen *g, Node *n) {
+  Node *top = n->args->next;
+  Node *div = top ? top->next : NULL;
+  int rec = emit_header(g, 16, EV_PRINT_MAP, (uint32_t)n->args->map->id);
+  emit_scratch(g, BPF_REG_1, rec + (int)sizeof(EventHeader));
+  emit(g, I_ST(BPF_DW, BPF_REG_1, 0, top ? (int32_t)top->ival : 0));
+  emit(g, I_ST(BPF_DW, BPF_REG_1, 8, div ? (int32_t)div->ival : 0));
+  emit_output(g, rec, (int)sizeof(EventHeader) + 16);
+}
+
 static void gen_call_stmt(Gen *g, Node *n) {
   const char *f = n->name;
   if (!strcmp(f, "printf")) {
-    gen_printf(g, n);
+    gen_format(g, n, EV_PRINTF);
+  } else if (!strcmp(f, "system")) {
+    gen_format(g, n, EV_SYSTEM);
+  } else if (!strcmp(f, "cat")) {
+    gen_format(g, n, EV_CAT);
+  } else if (!strcmp(f, "time")) {
+    int rec = emit_header(g, 0, EV_TIME, (uint32_t)n->printf_id);
+    emit_output(g, rec, sizeof(EventHeader));
+  } else if (!strcmp(f, "join")) {
+    gen_join(g, n);
+  } else if (!strcmp(f, "signal")) {
+    emit(g, I_MOV64_IMM(BPF_REG_1, (int32_t)n->ival));
+    emit_call(g, BPF_FUNC_send_signal);
+  } else if (!strcmp(f, "print")) {
+    gen_print(g, n);
   } else if (!strcmp(f, "exit")) {
     int rec = emit_header(g, 0, EV_EXIT, 0);
     emit_output(g, rec, sizeof(EventHeader));
     emit_exit_jump(g);
-  } else if (!strcmp(f, "print") || !strcmp(f, "clear") ||
-             !strcmp(f, "zero")) {
-    uint32_t kind = f[0] == 'p' ? EV_PRINT_MAP
-                    : f[0] == 'c' ? EV_CLEAR_MAP : EV_ZERO_MAP;
+  } else if (!strcmp(f, "clear") || !strcmp(f, "zero")) {
+    uint32_t kind = f[0] == 'c' ? EV_CLEAR_MAP : EV_ZERO_MAP;
     int rec = emit_header(g, 0, kind, (uint32_t)n->args->map->id);
     emit_output(g, rec, sizeof(EventHeader));
   } else if (!strcmp(f, "delete")) {
@@ -576,10 +764,10 @@ static void gen_call_stmt(Gen *g, Node *n) {
 
 /* ---- strings -------------------------------------------------------- */
 
-static void gen_str_call(Gen *g, Node *n, int dst, int cap) {
+static void gen_str_fn(Gen *g, Node *n, int dst, int cap) {
   Node *arg = n->args;
   if (arg->type.kind == TY_STR) {
-    gen_str(g, arg, dst, cap);
+    gen_buf(g, arg, dst, cap);
     if (n->type.size < arg->type.size) {
       /* str(s, n): cut the string after n - 1 bytes */
       emit_scratch(g, BPF_REG_1, dst);
@@ -597,9 +785,58 @@ static void gen_str_call(Gen *g, Node *n, int dst, int cap) {
   emit_call(g, probe_read_str_helper(arg->type.as ? arg->type.as : AS_KERNEL));
 }
 
+/* (a, b, ...) into dst, each element at its offset in the tuple's layout. */
+static void gen_tuple(Gen *g, Node *n, int dst, int cap) {
+  TupleType *t = n->type.tuple;
+  int i = 0;
+  for (Node *e = n->args; e; e = e->next, i++) {
+    int at = dst + t->offs[i];
+    if (e->type.kind == TY_INT) {
+      int r = gen_int(g, e);
+      emit_scratch(g, BPF_REG_1, at);
+      emit(g, I_STX(BPF_DW, BPF_REG_1, r, 0));
+      reg_free(g, r);
+    } else {
+      gen_buf(g, e, at, buf_cap(t->elems[i]));
+    }
+  }
+  if (cap > t->size) {
+    emit_scratch(g, BPF_REG_1, dst);
+    for (int off = t->size; off < cap; off += 8)
+      emit(g, I_ST(BPF_DW, BPF_REG_1, off, 0));
+  }
+}
+
+/* buf(p, n): an 8-byte length, then n bytes read from p (or a string's
+ * first n bytes). */
+static void gen_buf_fn(Gen *g, Node *n, int dst, int cap) {
+  Node *arg = n->args;
+  int size = n->type.size;
+  if (arg->type.kind == TY_STR) {
+    gen_buf(g, arg, dst + 8, cap - 8);
+  } else {
+    int r = gen_int(g, arg);
+    emit(g, I_MOV64_REG(BPF_REG_3, r));
+    reg_free(g, r);
+    emit_scratch(g, BPF_REG_1, dst + 8);
+    emit(g, I_MOV64_IMM(BPF_REG_2, size));
+    emit_call(g, arg->type.as == AS_USER ? BPF_FUNC_probe_read_user
+                                         : BPF_FUNC_probe_read_kernel);
+  }
+  emit_scratch(g, BPF_REG_1, dst);
+  emit(g, I_ST(BPF_DW, BPF_REG_1, 0, size));
+}
+
+/* $t.N for a string element: copied out of the tuple. */
+static void gen_tuple_field_buf(Gen *g, Node *n, int dst, int cap) {
+  int src = buf_ref(g, n->lhs) + n->lhs->type.tuple->offs[n->ival];
+  emit_scratch(g, BPF_REG_3, src);
+  emit_copy_from(g, BPF_REG_3, 0, dst, buf_cap(n->type), cap);
+}
+
 /* Generates string expression n into the scratch buffer at dst (capacity
  * cap >= the string's capacity), zero-padded. */
-static void gen_str(Gen *g, Node *n, int dst, int cap) {
+static void gen_buf(Gen *g, Node *n, int dst, int cap) {
   switch (n->kind) {
   case N_STR:
     emit_literal(g, n->sval, n->slen, dst, cap);
@@ -622,13 +859,22 @@ static void gen_str(Gen *g, Node *n, int dst, int cap) {
     }
     return;
   case N_CALL:
-    gen_str_call(g, n, dst, cap);
+    if (!strcmp(n->name, "buf"))
+      gen_buf_fn(g, n, dst, cap);
+    else
+      gen_str_fn(g, n, dst, cap);
     return;
   case N_FIELD:
-    gen_field_str(g, n, dst, cap);
+    if (n->lhs->type.kind == TY_TUPLE)
+      gen_tuple_field_buf(g, n, dst, cap);
+    else
+      gen_field_str(g, n, dst, cap);
+    return;
+  case N_TUPLE:
+    gen_tuple(g, n, dst, cap);
     return;
   case N_VAR:
-    emit_copy(g, n->var->stack_off, dst, str_cap(n->var->type), cap);
+    emit_copy(g, n->var->stack_off, dst, buf_cap(n->var->type), cap);
     return;
   case N_MAP:
     gen_map_str(g, n, dst, cap);
@@ -637,10 +883,10 @@ static void gen_str(Gen *g, Node *n, int dst, int cap) {
     int c = gen_int(g, n->cond);
     int to_else = emit_jump(g, I_JMP_IMM(BPF_JEQ, c, 0, 0));
     reg_free(g, c);
-    gen_str(g, n->then, dst, cap);
+    gen_buf(g, n->then, dst, cap);
     int done = emit_jump(g, I_JA(0));
     patch_here(g, to_else);
-    gen_str(g, n->els, dst, cap);
+    gen_buf(g, n->els, dst, cap);
     patch_here(g, done);
     return;
   }
@@ -651,19 +897,19 @@ static void gen_str(Gen *g, Node *n, int dst, int cap) {
 
 /* The scratch offset of a string value: a variable's own buffer, or a new
  * temporary holding it. */
-static int str_ref(Gen *g, Node *n) {
+static int buf_ref(Gen *g, Node *n) {
   if (n->kind == N_VAR) return n->var->stack_off;
-  int at = scratch_alloc(g, str_cap(n->type));
-  gen_str(g, n, at, str_cap(n->type));
+  int at = scratch_alloc(g, buf_cap(n->type));
+  gen_buf(g, n, at, buf_cap(n->type));
   return at;
 }
 
 /* a == b / a != b on strings: whole words up to the shorter capacity. */
 static int gen_str_compare(Gen *g, Node *n) {
-  int a = str_ref(g, n->lhs);
-  int b = str_ref(g, n->rhs);
-  int len = str_cap(n->lhs->type) < str_cap(n->rhs->type)
-                ? str_cap(n->lhs->type) : str_cap(n->rhs->type);
+  int a = buf_ref(g, n->lhs);
+  int b = buf_ref(g, n->rhs);
+  int len = buf_cap(n->lhs->type) < buf_cap(n->rhs->type)
+                ? buf_cap(n->lhs->type) : buf_cap(n->rhs->type);
   int r = reg_alloc(g);
   emit_scratch(g, BPF_REG_1, 0);
   int nwords = len / 8;
@@ -721,6 +967,12 @@ static int gen_builtin_int(Gen *g, Node *n) {
   } else if (!strcmp(s, "cpu")) {
     emit_call(g, BPF_FUNC_get_smp_processor_id);
     emit(g, I_MOV32_REG(r, BPF_REG_0));
+  } else if (!strcmp(s, "rand")) {
+    emit_call(g, BPF_FUNC_get_prandom_u32);
+    emit(g, I_MOV32_REG(r, BPF_REG_0));
+  } else if (!strcmp(s, "cgroup")) {
+    emit_call(g, BPF_FUNC_get_current_cgroup_id);
+    emit(g, I_MOV64_REG(r, BPF_REG_0));
   } else {
     fail(g, n->span, "loupe cannot generate code for '%s' yet", s);
   }
@@ -824,6 +1076,76 @@ static int gen_incdec(Gen *g, Node *n, bool as_stmt) {
   return r;
 }
 
+/* (uint8)x ... (int64)x, (bool)x: truncate, then extend by the new type. */
+static int gen_cast(Gen *g, Node *n) {
+  int r = gen_int(g, n->lhs);
+  Type t = n->type;
+  if (!strcmp(n->name, "bool")) {
+    emit(g, I_JMP_IMM(BPF_JEQ, r, 0, 1));
+    emit(g, I_MOV64_IMM(r, 1));
+  } else if (t.size == 4 && !t.is_signed) {
+    emit(g, I_MOV32_REG(r, r));
+  } else if (t.size < 8 && !t.is_signed) {
+    emit(g, I_ALU64_IMM(BPF_AND, r, (int32_t)((1u << (t.size * 8)) - 1)));
+  } else if (t.size < 8) {
+    emit(g, I_ALU64_IMM(BPF_LSH, r, 64 - t.size * 8));
+    emit(g, I_ALU64_IMM(BPF_ARSH, r, 64 - t.size * 8));
+  }
+  return r;
+}
+
+/* strncmp(a, b, n): 0 when the first n bytes (up to a NUL) agree. */
+static int gen_strncmp(Gen *g, Node *n) {
+  Node *a = n->args, *b = a->next;
+  int pa = buf_ref(g, a), pb = buf_ref(g, b);
+  int len = (int)n->ival;
+  if (len > a->type.size) len = a->type.size;
+  if (len > b->type.size) len = b->type.size;
+  int r = reg_alloc(g);
+  int *differ = calloc(len + 1, sizeof(int));
+  int *same = calloc(len + 1, sizeof(int));
+  emit_scratch(g, BPF_REG_1, 0);
+  for (int i = 0; i < len; i++) {
+    emit(g, I_LDX(BPF_B, BPF_REG_2, BPF_REG_1, pa + i));
+    emit(g, I_LDX(BPF_B, BPF_REG_3, BPF_REG_1, pb + i));
+    differ[i] = emit_jump(g, I_JMP_REG(BPF_JNE, BPF_REG_2, BPF_REG_3, 0));
+    same[i] = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_2, 0, 0));
+  }
+  for (int i = 0; i < len; i++) patch_here(g, same[i]);
+  emit(g, I_MOV64_IMM(r, 0));
+  int done = emit_jump(g, I_JA(0));
+  for (int i = 0; i < len; i++) patch_here(g, differ[i]);
+  emit(g, I_MOV64_IMM(r, 1));
+  patch_here(g, done);
+  free(differ);
+  free(same);
+  return r;
+}
+
+static int gen_call_int(Gen *g, Node *n) {
+  if (!strcmp(n->name, "strncmp")) return gen_strncmp(g, n);
+  if (!strcmp(n->name, "has_key")) {
+    int key = gen_key(g, n->args);
+    emit_lookup(g, n->args->map, key);
+    int r = reg_alloc(g);
+    emit(g, I_MOV64_IMM(r, 0));
+    emit(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 1));
+    emit(g, I_MOV64_IMM(r, 1));
+    return r;
+  }
+  fail(g, n->span, "loupe cannot use the value of %s() yet", n->name);
+  return reg_alloc(g);
+}
+
+/* $t.N for an integer element. */
+static int gen_tuple_field_int(Gen *g, Node *n) {
+  int src = buf_ref(g, n->lhs) + n->lhs->type.tuple->offs[n->ival];
+  int r = reg_alloc(g);
+  emit_scratch(g, BPF_REG_1, src);
+  emit(g, I_LDX(BPF_DW, r, BPF_REG_1, 0));
+  return r;
+}
+
 /* Generates integer expression n; returns the register holding it. */
 static int gen_int(Gen *g, Node *n) {
   Span saved = g->span;
@@ -845,7 +1167,14 @@ static int gen_int(Gen *g, Node *n) {
     r = gen_map_int(g, n);
     break;
   case N_FIELD:
-    r = gen_field_int(g, n);
+    r = n->lhs->type.kind == TY_TUPLE ? gen_tuple_field_int(g, n)
+                                      : gen_field_int(g, n);
+    break;
+  case N_CAST:
+    r = gen_cast(g, n);
+    break;
+  case N_CALL:
+    r = gen_call_int(g, n);
     break;
   case N_BINOP:
     r = gen_binop(g, n);
@@ -874,8 +1203,8 @@ static void gen_assign(Gen *g, Node *n) {
   Node *lhs = n->lhs, *rhs = n->rhs;
   if (lhs->kind == N_VAR) {
     VarSym *v = lhs->var;
-    if (v->type.kind == TY_STR) {
-      gen_str(g, rhs, v->stack_off, str_cap(v->type));
+    if (is_buffer(v->type)) {
+      gen_buf(g, rhs, v->stack_off, buf_cap(v->type));
       return;
     }
     int r = gen_int(g, rhs);
@@ -900,10 +1229,10 @@ static void gen_assign(Gen *g, Node *n) {
     gen_aggregate(g, lhs, rhs);
     return;
   }
-  if (m->value_type.kind == TY_STR) {
+  if (is_buffer(m->value_type)) {
     int key = gen_key(g, lhs);
     int val = scratch_alloc(g, m->value_size);
-    gen_str(g, rhs, val, m->value_size);
+    gen_buf(g, rhs, val, m->value_size);
     emit_update(g, m, key, val);
     return;
   }
@@ -917,6 +1246,32 @@ static void gen_assign(Gen *g, Node *n) {
   emit_update(g, m, key, val);
 }
 
+static void emit_jump_back(Gen *g, int target) {
+  emit(g, I_JA((int16_t)(target - g->p->ninsns - 1)));
+}
+
+/* while (c) { ... }: the verifier must see that the loop ends. */
+static void gen_while(Gen *g, Node *n) {
+  if (g->nloops == (int)(sizeof(g->loops) / sizeof(g->loops[0]))) {
+    fail(g, n->span, "%s", "while loops are nested too deeply");
+    return;
+  }
+  struct Loop *l = &g->loops[g->nloops++];
+  l->start = g->p->ninsns;
+  l->breaks = NULL;
+  l->nbreaks = 0;
+  int c = gen_int(g, n->cond);
+  int out = emit_jump(g, I_JMP_IMM(BPF_JEQ, c, 0, 0));
+  reg_free(g, c);
+  gen_block(g, n->then);
+  g->span = n->span;
+  emit_jump_back(g, l->start);
+  patch_here(g, out);
+  for (int i = 0; i < l->nbreaks; i++) patch_here(g, l->breaks[i]);
+  free(l->breaks);
+  g->nloops--;
+}
+
 static void gen_stmt(Gen *g, Node *n) {
   int stack_mark = g->stack_top, scratch_mark = g->scratch_top;
   g->span = n->span;
@@ -924,8 +1279,8 @@ static void gen_stmt(Gen *g, Node *n) {
   case N_EXPR_STMT:
     if (n->lhs->kind == N_CALL && n->lhs->type.kind == TY_VOID)
       gen_call_stmt(g, n->lhs);
-    else if (n->lhs->type.kind == TY_STR)
-      str_ref(g, n->lhs);
+    else if (is_buffer(n->lhs->type))
+      buf_ref(g, n->lhs);
     else
       reg_free(g, gen_int(g, n->lhs));
     break;
@@ -953,6 +1308,24 @@ static void gen_stmt(Gen *g, Node *n) {
   case N_BLOCK:
     gen_block(g, n);
     break;
+  case N_WHILE:
+    gen_while(g, n);
+    break;
+  case N_UNROLL:
+    for (int64_t i = 0; i < n->ival && !g->failed; i++) gen_block(g, n->then);
+    break;
+  case N_BREAK: {
+    struct Loop *l = &g->loops[g->nloops - 1];
+    l->breaks = realloc(l->breaks, sizeof(int) * (l->nbreaks + 1));
+    l->breaks[l->nbreaks++] = emit_jump(g, I_JA(0));
+    break;
+  }
+  case N_CONTINUE:
+    emit_jump_back(g, g->loops[g->nloops - 1].start);
+    break;
+  case N_RETURN:
+    emit_exit_jump(g);
+    break;
   default:
     fail(g, n->span, "%s", "loupe cannot generate this statement yet");
   }
@@ -960,8 +1333,20 @@ static void gen_stmt(Gen *g, Node *n) {
   g->scratch_top = scratch_mark;
 }
 
+/* Whether control never continues after statement n (code after it would
+ * be unreachable, which the verifier rejects). */
+static bool ends_flow(Node *n) {
+  if (n->kind == N_RETURN || n->kind == N_BREAK || n->kind == N_CONTINUE)
+    return true;
+  return n->kind == N_EXPR_STMT && n->lhs->kind == N_CALL &&
+         !strcmp(n->lhs->name, "exit");
+}
+
 static void gen_block(Gen *g, Node *n) {
-  for (Node *s = n->body; s; s = s->next) gen_stmt(g, s);
+  for (Node *s = n->body; s; s = s->next) {
+    gen_stmt(g, s);
+    if (ends_flow(s)) break;
+  }
 }
 
 /* ---- programs ------------------------------------------------------- */
@@ -970,8 +1355,8 @@ static void gen_block(Gen *g, Node *n) {
  * strings in the scratch area. */
 static void place_vars(Gen *g, Probe *p) {
   for (VarSym *v = p->vars; v; v = v->next) {
-    if (v->type.kind == TY_STR)
-      v->stack_off = scratch_alloc(g, str_cap(v->type));
+    if (is_buffer(v->type))
+      v->stack_off = scratch_alloc(g, buf_cap(v->type));
     else
       v->stack_off = stack_alloc(g, 8);
   }

@@ -58,6 +58,8 @@ static const char usage_text[] =
     "                   assembly, under the script lines they come from,\n"
     "                   and exit without loading anything\n"
     "    -v             verbose: print the programs as -d does, then run\n"
+    "    --unsafe       allow functions that act on the system: system(),\n"
+    "                   signal()\n"
     "    -h, --help     show this help and exit\n"
     "    -V, --version  print loupe's version and exit\n"
     "    --             end of options: every word after it is FILE or an\n"
@@ -103,6 +105,7 @@ typedef struct Options {
   bool quiet;
   bool dry_run;            /* -d */
   bool verbose;            /* -v */
+  bool unsafe;             /* --unsafe: allow system() and signal() */
 } Options;
 
 static int parse_buffering(const char *mode, int *out) {
@@ -134,6 +137,7 @@ static void parse_options(int argc, char **argv, Options *o) {
   static const struct option long_opts[] = {
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
+      {"unsafe", no_argument, NULL, 'U'},
       {NULL, 0, NULL, 0},
   };
   memset(o, 0, sizeof(*o));
@@ -160,6 +164,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     case 'q': o->quiet = true; break;
     case 'd': o->dry_run = true; break;
     case 'v': o->verbose = true; break;
+    case 'U': o->unsafe = true; break;
     case 'h': fputs(usage_text, stdout); exit(0);
     case 'V': printf("loupe v%s\n", LOUPE_VERSION); exit(0);
     default: report_bad_option(c, argv); exit(1);
@@ -311,9 +316,13 @@ static int read_source(const Options *o, Source *src) {
 }
 
 /* parse → expand → check → codegen; 0, or -1 once a stage has reported. */
-static int compile(const Source *src, Compiled *c, Diag *d) {
+static int compile(const Source *src, const Options *o, Compiled *c,
+                   Diag *d) {
   script = parse_script(src, d);
   if (!script || d->errors) return -1;
+  script->params = o->script_args;
+  script->nparams = o->nscript_args;
+  script->unsafe = o->unsafe;
   if (expand_script(script, d) < 0 || d->errors) return -1;
   if (check_script(script, c, d) < 0 || d->errors) return -1;
   if (codegen_script(script, c, d) < 0 || d->errors) return -1;
@@ -408,7 +417,7 @@ int main(int argc, char **argv) {
   diag_init(&d, &source);
   compiled.ringbuf_fd = -1;
   compiled.scratch_fd = -1;
-  if (compile(&source, &compiled, &d) < 0) return 1;
+  if (compile(&source, &o, &compiled, &d) < 0) return 1;
 
   if (o.dry_run || o.verbose) print_programs(&compiled, &source, stdout);
   if (o.dry_run) return 0;

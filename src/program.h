@@ -30,6 +30,18 @@
  *                       stored a value), combined over CPUs that have seen;
  *   AGG_AVG:            { int64 total; uint64 count }, summed over CPUs, and
  *                       printed as total / count.
+ *   AGG_STATS:          { int64 total; uint64 count }, like avg, printed as
+ *                       "count C, average A, total T".
+ *   AGG_HIST:           uint64 buckets[hist_buckets(hist_bits)], summed:
+ *                       [0] counts values < 0, [1] the value 0, and for
+ *                       v >= 1 with e = floor(log2 v):
+ *                       [2 + (e << bits) + ((v >> (e - bits)) & mask)]
+ *                       (for e < bits the low bits are shifted left
+ *                       instead), mask = (1 << bits) - 1; bits is 0 by
+ *                       default, so [2 + e] counts [2^e, 2^(e+1)).
+ *   AGG_LHIST:          uint64 buckets[(max - min) / step + 2], summed:
+ *                       [0] counts v < min, [1 + (v - min) / step] the
+ *                       values in [min, max), the last one v >= max.
  */
 typedef struct MapSym {
   char *name;
@@ -46,11 +58,21 @@ typedef struct MapSym {
   int fd;                          /* -1 until loaded */
   bool internal;                   /* loupe's own (e.g. the elapsed base):
                                       never printed */
+  int hist_bits;                   /* AGG_HIST */
+  int64_t lhist_min, lhist_max, lhist_step;  /* AGG_LHIST */
 } MapSym;
+
+static inline int hist_buckets(int bits) { return 2 + (64 << bits); }
+static inline int lhist_buckets(const MapSym *m) {
+  return (int)((m->lhist_max - m->lhist_min) / m->lhist_step) + 2;
+}
 
 /* The internal map holding the time `elapsed` counts from (u64 ns of
  * CLOCK_MONOTONIC, i.e. bpf_ktime_get_ns), written by main after load. */
 #define ELAPSED_MAP_NAME "@@elapsed_base"
+/* An internal one-slot array that is never written: zeroes to insert new
+ * histogram entries from. */
+#define ZERO_MAP_NAME "@@zero"
 
 /* A scratch variable `$x`; its storage is decided by codegen per probe. */
 typedef struct VarSym {
@@ -69,13 +91,28 @@ typedef struct EventHeader {
 typedef enum EventKind {
   EV_PRINTF = 1,    /* index: printf id; payload laid out by PrintfDef */
   EV_EXIT,          /* exit() was called */
-  EV_PRINT_MAP,     /* print(@m): index is the map id */
+  EV_PRINT_MAP,     /* print(@m[, top[, div]]): index is the map id; payload
+                       { int64 top; int64 div; } (0 when not given) */
   EV_CLEAR_MAP,     /* clear(@m) */
   EV_ZERO_MAP,      /* zero(@m) */
+  EV_TIME,          /* time(fmt): index is a printf id whose fmt is the
+                       strftime format; no payload */
+  EV_SYSTEM,        /* system(fmt, ...): index is a printf id; format like
+                       printf, then run the command with /bin/sh */
+  EV_CAT,           /* cat(fmt, ...): index is a printf id; format the path
+                       like printf, then print the file's contents */
+  EV_JOIN,          /* join(argv[, delim]): index is a printf id whose fmt is
+                       the delimiter; payload: JOIN_MAX_ARGS slots of
+                       JOIN_ARG_SIZE bytes, NUL-padded; an empty slot ends
+                       the list */
 } EventKind;
 
+#define JOIN_MAX_ARGS 16
+#define JOIN_ARG_SIZE 64
+
 typedef struct FmtArg {
-  Type type;        /* TY_INT (8 bytes, as type.is_signed) or TY_STR */
+  Type type;        /* TY_INT (8 bytes, as type.is_signed), TY_STR, or TY_BUF
+                       (u64 length, then type.size bytes; for %r and %rx) */
   int offset;       /* from the start of the record (after the header) */
 } FmtArg;
 
