@@ -175,6 +175,32 @@ static int insn_index_of_line(const char *line) {
   return !strncmp(end, ": (", 3) ? (int)idx : -1;
 }
 
+/* Lines that describe state rather than say what went wrong. */
+static bool is_state_line(const char *line) {
+  return !strncmp(line, "cur state:", 10) || !strncmp(line, "old state:", 10) ||
+         insn_index_of_line(line) >= 0 || line[0] == ';';
+}
+
+/* The verifier's most common complaints, in words a script writer can act
+ * on. NULL when there is nothing to add to the verifier's own line. */
+static const char *explain_reason(const char *reason) {
+  static const struct { const char *says; const char *means; } known[] = {
+      {"infinite loop detected",
+       "a loop in this probe never ends: its condition cannot change"},
+      {"BPF program is too large",
+       "the verifier could not prove this probe ends: a loop runs too long "
+       "(or has no bound it can see); lower the bound or use unroll"},
+      {"back-edge", "this kernel does not accept loops; use unroll"},
+      {"unreachable insn", "the probe has code that can never run"},
+      {"combined stack size", "the probe uses too much stack"},
+      {"invalid mem access", "a read through a pointer the verifier does "
+       "not trust"},
+  };
+  for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+    if (strstr(reason, known[i].says)) return known[i].means;
+  return NULL;
+}
+
 /* Explains a verifier rejection: where in the script, why, and the
  * verifier's own last words. */
 static void report_rejection(const BpfProg *p, char *log, Diag *d) {
@@ -185,15 +211,24 @@ static void report_rejection(const BpfProg *p, char *log, Diag *d) {
   for (int i = 0; i < n; i++) {
     int idx = insn_index_of_line(lines[i]);
     if (idx >= 0) last_insn = idx;
-    if (!is_stats_line(lines[i])) reason = lines[i];
+    if (!is_stats_line(lines[i]) && !is_state_line(lines[i]))
+      reason = lines[i];
   }
+  /* "infinite loop detected at insn 26": the loop itself is the place */
+  const char *at_insn = reason ? strstr(reason, "at insn ") : NULL;
+  if (at_insn) last_insn = atoi(at_insn + 8);
+  const char *means = reason ? explain_reason(reason) : NULL;
   Span at = no_span;
   if (last_insn >= 0 && last_insn < p->ninsns && p->insn_span)
     at = p->insn_span[last_insn];
   if (at.line == 0 && p->ap) at = p->ap->span;
   if (at.line == 0 && p->probe) at = p->probe->span;
-  diag_error(d, at, "the kernel's verifier rejected the program for probe "
-             "%s: %s", prog_probe_name(p), reason ? reason : "(no log)");
+  if (means)
+    diag_error(d, at, "the kernel's verifier rejected the program for probe "
+               "%s: %s (%s)", prog_probe_name(p), means, reason);
+  else
+    diag_error(d, at, "the kernel's verifier rejected the program for probe "
+               "%s: %s", prog_probe_name(p), reason ? reason : "(no log)");
   int first = n > VERIFIER_TAIL_LINES ? n - VERIFIER_TAIL_LINES : 0;
   if (last_insn >= 0)
     fprintf(d->out, "The verifier's last lines (it stopped at instruction "
