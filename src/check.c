@@ -343,8 +343,9 @@ static void map_set_value(Checker *c, MapSym *m, Type t, Span at) {
              m->name, TYPE_NAME(t), TYPE_NAME(*v));
     return;
   }
+  /* integers keep the signedness of their first assignment, as in
+   * bpftrace: @x = -1 then @x = elapsed stays signed */
   if (t.kind == TY_STR && t.size > v->size) v->size = t.size;
-  if (t.kind == TY_INT && !t.is_signed) v->is_signed = false;
 }
 
 static void check_map_read(Checker *c, Node *n) {
@@ -1054,8 +1055,6 @@ static void check_assign(Checker *c, Node *n) {
                "type '%s' when variable already contains a value of type "
                "'%s'", lhs->name, TYPE_NAME(t), TYPE_NAME(v->type));
       return;
-    } else if (t.kind == TY_INT && !t.is_signed) {
-      v->type.is_signed = false;
     }
     lhs->type = v->type;
     return;

@@ -1,13 +1,15 @@
 /* codegen: typed AST to eBPF.
  *
  * Where values live:
- * - integers are computed in registers r6..r9 (callee-saved, so they
+ * - integers are computed in registers r6..r8 (callee-saved, so they
  *   survive helper calls), handed out by a small allocator; a value that
  *   must be kept while a sibling is computed goes to a stack slot only
  *   when no register is free;
  * - strings, map keys, map values and printf records live in a per-CPU
  *   scratch area (one array map slot), at offsets fixed at compile time, so
- *   the 512-byte stack only holds integers, spills and two saved pointers;
+ *   the 512-byte stack only holds integers, spills and the context; r9
+ *   holds the area's address throughout, so a store into it is one
+ *   instruction;
  * - r0..r5 are used only inside short fixed sequences (helper calls).
  * Stack slots and scratch space taken by a statement are given back when
  * the statement ends, so long probes reuse them.
@@ -25,9 +27,12 @@
 
 #define STACK_LIMIT 512
 #define SLOT_CTX (-8)       /* the program's context pointer */
-#define SLOT_SCRATCH (-16)  /* the scratch area pointer */
+#define SLOT_KEY0 (-16)     /* 0 when used: key 0 of the one-slot arrays */
 #define FIRST_TEMP_REG BPF_REG_6
-#define LAST_TEMP_REG BPF_REG_9
+#define LAST_TEMP_REG BPF_REG_8
+/* The base register of buffers: r10 when they fit on the stack, else r9,
+ * which then holds the scratch area's address for the whole program. */
+#define SCRATCH (g->buf_base)
 
 typedef struct Gen {
   Diag *d;
@@ -37,12 +42,12 @@ typedef struct Gen {
   Target *target;      /* the one target, for per-target programs */
   Span span;           /* source of the instructions being emitted */
   bool reg_used[11];
+  int buf_base;        /* BPF_REG_10 or BPF_REG_9, see SCRATCH */
+  bool too_big;        /* buffers did not fit on the stack */
   int stack_top;       /* bytes in use below the frame pointer */
   int stack_max;
   int scratch_top;     /* bytes in use in the scratch area */
   int scratch_max;
-  int *exits;          /* jumps to the program's epilogue */
-  int nexits;
   struct Loop {        /* the while loops around the code being generated */
     int start;         /* first instruction of the condition */
     int *breaks;       /* jumps to patch to the loop's end */
@@ -53,9 +58,10 @@ typedef struct Gen {
 } Gen;
 
 static int gen_int(Gen *g, Node *n);
+static void fail(Gen *g, Span at, const char *fmt, const char *arg);
 static void gen_buf(Gen *g, Node *n, int dst, int cap);
 static int buf_ref(Gen *g, Node *n);
-static void gen_block(Gen *g, Node *n);
+static bool gen_block(Gen *g, Node *n);
 static void gen_while(Gen *g, Node *n);
 static void emit_jump_back(Gen *g, int target);
 
@@ -108,7 +114,7 @@ static void emit_map(Gen *g, int reg, int id) {
 
 /* reg = scratch area + off */
 static void emit_scratch(Gen *g, int reg, int off) {
-  emit(g, I_LDX(BPF_DW, reg, BPF_REG_10, SLOT_SCRATCH));
+  emit(g, I_MOV64_REG(reg, SCRATCH));
   if (off) emit(g, I_ALU64_IMM(BPF_ADD, reg, off));
 }
 
@@ -118,12 +124,18 @@ static void emit_call(Gen *g, int helper) { emit(g, I_CALL(helper)); }
 static int emit_jump(Gen *g, struct bpf_insn j) { return emit(g, j); }
 
 static void patch_here(Gen *g, int at) {
-  g->p->insns[at].off = (int16_t)(g->p->ninsns - at - 1);
+  int off = g->p->ninsns - at - 1;
+  if (off > INT16_MAX)
+    fail(g, g->p->insn_span[at], "%s", "this branch spans more than 32767 "
+         "BPF instructions; split the probe or use fewer unrolled steps");
+  g->p->insns[at].off = (int16_t)off;
 }
 
-static void emit_exit_jump(Gen *g) {
-  g->exits = realloc(g->exits, sizeof(int) * (g->nexits + 1));
-  g->exits[g->nexits++] = emit_jump(g, I_JA(0));
+/* Leaves the program. Done in place (two instructions) rather than by a
+ * jump to one epilogue, which could be out of a jump's reach. */
+static void emit_return(Gen *g) {
+  emit(g, I_MOV64_IMM(BPF_REG_0, 0));
+  emit(g, I_EXIT());
 }
 
 static void fail(Gen *g, Span at, const char *fmt, const char *arg) {
@@ -158,13 +170,21 @@ static void reg_free(Gen *g, int r) {
 static int stack_alloc(Gen *g, int size) {
   g->stack_top += align8(size);
   if (g->stack_top > g->stack_max) g->stack_max = g->stack_top;
-  if (g->stack_top > STACK_LIMIT)
-    fail(g, g->span, "%s", "this probe needs more than the 512 bytes of "
-         "BPF stack; split the expression or the probe");
+  if (g->stack_top > STACK_LIMIT) {
+    if (g->buf_base == BPF_REG_10)
+      g->too_big = true;   /* gen_prog tries again with the scratch area */
+    else
+      fail(g, g->span, "%s", "this probe needs more than the 512 bytes of "
+           "BPF stack; split the expression or the probe");
+    g->stack_top = 16;     /* keep offsets valid until then */
+  }
   return -g->stack_top;
 }
 
+/* Room for a buffer: on the stack when the program's buffers fit there,
+ * else in the scratch area. Offsets are relative to SCRATCH. */
 static int scratch_alloc(Gen *g, int size) {
+  if (g->buf_base == BPF_REG_10) return stack_alloc(g, size);
   int off = g->scratch_top;
   g->scratch_top += align8(size);
   if (g->scratch_top > g->scratch_max) g->scratch_max = g->scratch_top;
@@ -203,8 +223,8 @@ static void held_free(Gen *g, Held h) {
 /* ---- scratch buffers ------------------------------------------------ */
 
 static void emit_zero(Gen *g, int dst, int cap) {
-  emit_scratch(g, BPF_REG_1, dst);
-  for (int i = 0; i < cap; i += 8) emit(g, I_ST(BPF_DW, BPF_REG_1, i, 0));
+  for (int i = 0; i < cap; i += 8)
+    emit(g, I_ST(BPF_DW, SCRATCH, dst + i, 0));
 }
 
 /* Copies `n` bytes (a multiple of 8) between scratch buffers through r0,
@@ -212,29 +232,26 @@ static void emit_zero(Gen *g, int dst, int cap) {
  * source's base address (r0 result of a lookup, or the scratch area). */
 static void emit_copy_from(Gen *g, int base, int src_off, int dst, int n,
                            int cap) {
-  emit_scratch(g, BPF_REG_1, dst);
   int i = 0;
   for (; i < n && i < cap; i += 8) {
     emit(g, I_LDX(BPF_DW, BPF_REG_2, base, src_off + i));
-    emit(g, I_STX(BPF_DW, BPF_REG_1, BPF_REG_2, i));
+    emit(g, I_STX(BPF_DW, SCRATCH, BPF_REG_2, dst + i));
   }
-  for (; i < cap; i += 8) emit(g, I_ST(BPF_DW, BPF_REG_1, i, 0));
+  for (; i < cap; i += 8) emit(g, I_ST(BPF_DW, SCRATCH, dst + i, 0));
 }
 
 static void emit_copy(Gen *g, int src, int dst, int n, int cap) {
   if (src == dst) return;
-  emit_scratch(g, BPF_REG_3, src);
-  emit_copy_from(g, BPF_REG_3, 0, dst, n, cap);
+  emit_copy_from(g, SCRATCH, src, dst, n, cap);
 }
 
 /* Stores literal bytes (zero-padded to cap) into a scratch buffer. */
 static void emit_literal(Gen *g, const char *s, int len, int dst, int cap) {
-  emit_scratch(g, BPF_REG_1, dst);
   for (int i = 0; i < cap; i += 4) {
     uint32_t word = 0;
     for (int b = 0; b < 4; b++)
       if (i + b < len) word |= (uint32_t)(unsigned char)s[i + b] << (8 * b);
-    emit(g, I_ST(BPF_W, BPF_REG_1, i, (int32_t)word));
+    emit(g, I_ST(BPF_W, SCRATCH, dst + i, (int32_t)word));
   }
 }
 
@@ -310,8 +327,7 @@ static int gen_key(Gen *g, Node *mapnode) {
   MapSym *m = mapnode->map;
   int key = scratch_alloc(g, m->key_size);
   if (m->nkeys == 0) {
-    emit_scratch(g, BPF_REG_1, key);
-    emit(g, I_ST(BPF_DW, BPF_REG_1, 0, 0));
+    emit(g, I_ST(BPF_DW, SCRATCH, key , 0));
     return key;
   }
   int i = 0;
@@ -320,8 +336,7 @@ static int gen_key(Gen *g, Node *mapnode) {
       gen_buf(g, k, key + m->key_off[i], buf_cap(m->key_types[i]));
     } else {
       int r = gen_int(g, k);
-      emit_scratch(g, BPF_REG_1, key + m->key_off[i]);
-      emit(g, I_STX(BPF_DW, BPF_REG_1, r, 0));
+      emit(g, I_STX(BPF_DW, SCRATCH, r, key + m->key_off[i] + 0));
       reg_free(g, r);
     }
   }
@@ -455,8 +470,7 @@ static int gen_map_update_int(Gen *g, Node *mapnode, int op, Node *rhs,
   } else {
     emit(g, I_ALU64_IMM(BPF_ADD, cur, (int32_t)delta));
   }
-  emit_scratch(g, BPF_REG_1, val);
-  emit(g, I_STX(BPF_DW, BPF_REG_1, cur, 0));
+  emit(g, I_STX(BPF_DW, SCRATCH, cur, val + 0));
   emit_update(g, m, key, val);
   if (want_old) {
     reg_free(g, cur);
@@ -549,11 +563,10 @@ static void gen_histogram(Gen *g, Node *mapnode, Node *call) {
   int key = gen_key(g, mapnode);
   emit_lookup(g, m, key);
   int have = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 0));
-  int slot = stack_alloc(g, 8);
-  emit(g, I_ST(BPF_DW, BPF_REG_10, slot, 0));
+  emit(g, I_ST(BPF_DW, BPF_REG_10, SLOT_KEY0, 0));
   emit_map(g, BPF_REG_1, find_map(g, ZERO_MAP_NAME));
   emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
-  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, slot));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, SLOT_KEY0));
   emit_call(g, BPF_FUNC_map_lookup_elem);
   int nozero = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
   emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_0));
@@ -633,13 +646,12 @@ static void gen_aggregate(Gen *g, Node *mapnode, Node *call) {
   int done = emit_jump(g, I_JA(0));
   patch_here(g, miss);
   /* first value on this CPU */
-  emit_scratch(g, BPF_REG_1, val);
   if (agg == AGG_COUNT) {
-    emit(g, I_ST(BPF_DW, BPF_REG_1, 0, 1));
+    emit(g, I_ST(BPF_DW, SCRATCH, val, 1));
   } else {
     vr = held_reg(g, v, BPF_REG_2);
-    emit(g, I_STX(BPF_DW, BPF_REG_1, vr, 0));
-    if (m->value_size > 8) emit(g, I_ST(BPF_DW, BPF_REG_1, 8, 1));
+    emit(g, I_STX(BPF_DW, SCRATCH, vr, val));
+    if (m->value_size > 8) emit(g, I_ST(BPF_DW, SCRATCH, val + 8, 1));
   }
   emit_update(g, m, key, val);
   patch_here(g, done);
@@ -659,9 +671,8 @@ static void emit_output(Gen *g, int rec, int size) {
 
 static int emit_header(Gen *g, int payload, uint32_t kind, uint32_t index) {
   int rec = scratch_alloc(g, (int)sizeof(EventHeader) + payload);
-  emit_scratch(g, BPF_REG_1, rec);
-  emit(g, I_ST(BPF_W, BPF_REG_1, 0, (int32_t)kind));
-  emit(g, I_ST(BPF_W, BPF_REG_1, 4, (int32_t)index));
+  emit(g, I_ST(BPF_W, SCRATCH, rec, (int32_t)kind));
+  emit(g, I_ST(BPF_W, SCRATCH, rec + 4, (int32_t)index));
   return rec;
 }
 
@@ -677,8 +688,7 @@ static void gen_format(Gen *g, Node *n, uint32_t kind) {
       gen_buf(g, a, at, buf_cap(a->type));
     } else {
       int r = gen_int(g, a);
-      emit_scratch(g, BPF_REG_1, at);
-      emit(g, I_STX(BPF_DW, BPF_REG_1, r, 0));
+      emit(g, I_STX(BPF_DW, SCRATCH, r, at + 0));
       reg_free(g, r);
     }
   }
@@ -704,8 +714,7 @@ static void gen_join(Gen *g, Node *n) {
     emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, i * 8));
     emit_call(g, BPF_FUNC_probe_read_user);
     emit(g, I_LDX(BPF_DW, BPF_REG_3, BPF_REG_10, slot));
-    emit_scratch(g, BPF_REG_1, base + i * JOIN_ARG_SIZE);
-    emit(g, I_ST(BPF_B, BPF_REG_1, 0, 0));
+    emit(g, I_ST(BPF_B, SCRATCH, base + i * JOIN_ARG_SIZE , 0));
     ends[i] = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_3, 0, 0));
     emit(g, I_MOV64_IMM(BPF_REG_2, JOIN_ARG_SIZE));
     emit_call(g, BPF_FUNC_probe_read_user_str);
@@ -720,9 +729,9 @@ static void gen_print(Gen *g, Node *n) {
   Node *top = n->args->next;
   Node *div = top ? top->next : NULL;
   int rec = emit_header(g, 16, EV_PRINT_MAP, (uint32_t)n->args->map->id);
-  emit_scratch(g, BPF_REG_1, rec + (int)sizeof(EventHeader));
-  emit(g, I_ST(BPF_DW, BPF_REG_1, 0, top ? (int32_t)top->ival : 0));
-  emit(g, I_ST(BPF_DW, BPF_REG_1, 8, div ? (int32_t)div->ival : 0));
+  int payload = rec + (int)sizeof(EventHeader);
+  emit(g, I_ST(BPF_DW, SCRATCH, payload, top ? (int32_t)top->ival : 0));
+  emit(g, I_ST(BPF_DW, SCRATCH, payload + 8, div ? (int32_t)div->ival : 0));
   emit_output(g, rec, (int)sizeof(EventHeader) + 16);
 }
 
@@ -747,7 +756,7 @@ static void gen_call_stmt(Gen *g, Node *n) {
   } else if (!strcmp(f, "exit")) {
     int rec = emit_header(g, 0, EV_EXIT, 0);
     emit_output(g, rec, sizeof(EventHeader));
-    emit_exit_jump(g);
+    emit_return(g);
   } else if (!strcmp(f, "clear") || !strcmp(f, "zero")) {
     uint32_t kind = f[0] == 'c' ? EV_CLEAR_MAP : EV_ZERO_MAP;
     int rec = emit_header(g, 0, kind, (uint32_t)n->args->map->id);
@@ -770,9 +779,8 @@ static void gen_str_fn(Gen *g, Node *n, int dst, int cap) {
     gen_buf(g, arg, dst, cap);
     if (n->type.size < arg->type.size) {
       /* str(s, n): cut the string after n - 1 bytes */
-      emit_scratch(g, BPF_REG_1, dst);
       for (int i = n->type.size - 1; i < cap; i++)
-        emit(g, I_ST(BPF_B, BPF_REG_1, i, 0));
+        emit(g, I_ST(BPF_B, SCRATCH, dst + i, 0));
     }
     return;
   }
@@ -793,17 +801,15 @@ static void gen_tuple(Gen *g, Node *n, int dst, int cap) {
     int at = dst + t->offs[i];
     if (e->type.kind == TY_INT) {
       int r = gen_int(g, e);
-      emit_scratch(g, BPF_REG_1, at);
-      emit(g, I_STX(BPF_DW, BPF_REG_1, r, 0));
+      emit(g, I_STX(BPF_DW, SCRATCH, r, at + 0));
       reg_free(g, r);
     } else {
       gen_buf(g, e, at, buf_cap(t->elems[i]));
     }
   }
   if (cap > t->size) {
-    emit_scratch(g, BPF_REG_1, dst);
     for (int off = t->size; off < cap; off += 8)
-      emit(g, I_ST(BPF_DW, BPF_REG_1, off, 0));
+      emit(g, I_ST(BPF_DW, SCRATCH, dst + off, 0));
   }
 }
 
@@ -823,15 +829,13 @@ static void gen_buf_fn(Gen *g, Node *n, int dst, int cap) {
     emit_call(g, arg->type.as == AS_USER ? BPF_FUNC_probe_read_user
                                          : BPF_FUNC_probe_read_kernel);
   }
-  emit_scratch(g, BPF_REG_1, dst);
-  emit(g, I_ST(BPF_DW, BPF_REG_1, 0, size));
+  emit(g, I_ST(BPF_DW, SCRATCH, dst , size));
 }
 
 /* $t.N for a string element: copied out of the tuple. */
 static void gen_tuple_field_buf(Gen *g, Node *n, int dst, int cap) {
   int src = buf_ref(g, n->lhs) + n->lhs->type.tuple->offs[n->ival];
-  emit_scratch(g, BPF_REG_3, src);
-  emit_copy_from(g, BPF_REG_3, 0, dst, buf_cap(n->type), cap);
+  emit_copy(g, src, dst, buf_cap(n->type), cap);
 }
 
 /* Generates string expression n into the scratch buffer at dst (capacity
@@ -847,9 +851,8 @@ static void gen_buf(Gen *g, Node *n, int dst, int cap) {
       emit(g, I_MOV64_IMM(BPF_REG_2, COMM_SIZE));
       emit_call(g, BPF_FUNC_get_current_comm);
       if (cap > COMM_SIZE) {
-        emit_scratch(g, BPF_REG_1, dst);
         for (int i = COMM_SIZE; i < cap; i += 8)
-          emit(g, I_ST(BPF_DW, BPF_REG_1, i, 0));
+          emit(g, I_ST(BPF_DW, SCRATCH, dst + i, 0));
       }
     } else if (!strcmp(n->name, "probe")) {
       const char *name = g->target ? g->target->name : g->p->ap->text;
@@ -911,12 +914,11 @@ static int gen_str_compare(Gen *g, Node *n) {
   int len = buf_cap(n->lhs->type) < buf_cap(n->rhs->type)
                 ? buf_cap(n->lhs->type) : buf_cap(n->rhs->type);
   int r = reg_alloc(g);
-  emit_scratch(g, BPF_REG_1, 0);
   int nwords = len / 8;
   int *differ = calloc(nwords, sizeof(int));
   for (int i = 0; i < nwords; i++) {
-    emit(g, I_LDX(BPF_DW, BPF_REG_2, BPF_REG_1, a + i * 8));
-    emit(g, I_LDX(BPF_DW, BPF_REG_3, BPF_REG_1, b + i * 8));
+    emit(g, I_LDX(BPF_DW, BPF_REG_2, SCRATCH, a + i * 8));
+    emit(g, I_LDX(BPF_DW, BPF_REG_3, SCRATCH, b + i * 8));
     differ[i] = emit_jump(g, I_JMP_REG(BPF_JNE, BPF_REG_2, BPF_REG_3, 0));
   }
   bool eq = n->op == OP_EQ;
@@ -953,12 +955,10 @@ static int gen_builtin_int(Gen *g, Node *n) {
       if (!strcmp(g->c->maps[i]->name, ELAPSED_MAP_NAME)) base = i;
     emit_call(g, BPF_FUNC_ktime_get_ns);
     emit(g, I_MOV64_REG(r, BPF_REG_0));
-    /* key 0 of the one-slot array: a zero word on the stack */
-    int slot = stack_alloc(g, 8);
-    emit(g, I_ST(BPF_DW, BPF_REG_10, slot, 0));
+    emit(g, I_ST(BPF_DW, BPF_REG_10, SLOT_KEY0, 0));
     emit_map(g, BPF_REG_1, base);
     emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
-    emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, slot));
+    emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, SLOT_KEY0));
     emit_call(g, BPF_FUNC_map_lookup_elem);
     int miss = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
     emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
@@ -1104,10 +1104,9 @@ static int gen_strncmp(Gen *g, Node *n) {
   int r = reg_alloc(g);
   int *differ = calloc(len + 1, sizeof(int));
   int *same = calloc(len + 1, sizeof(int));
-  emit_scratch(g, BPF_REG_1, 0);
   for (int i = 0; i < len; i++) {
-    emit(g, I_LDX(BPF_B, BPF_REG_2, BPF_REG_1, pa + i));
-    emit(g, I_LDX(BPF_B, BPF_REG_3, BPF_REG_1, pb + i));
+    emit(g, I_LDX(BPF_B, BPF_REG_2, SCRATCH, pa + i));
+    emit(g, I_LDX(BPF_B, BPF_REG_3, SCRATCH, pb + i));
     differ[i] = emit_jump(g, I_JMP_REG(BPF_JNE, BPF_REG_2, BPF_REG_3, 0));
     same[i] = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_2, 0, 0));
   }
@@ -1141,8 +1140,7 @@ static int gen_call_int(Gen *g, Node *n) {
 static int gen_tuple_field_int(Gen *g, Node *n) {
   int src = buf_ref(g, n->lhs) + n->lhs->type.tuple->offs[n->ival];
   int r = reg_alloc(g);
-  emit_scratch(g, BPF_REG_1, src);
-  emit(g, I_LDX(BPF_DW, r, BPF_REG_1, 0));
+  emit(g, I_LDX(BPF_DW, r, SCRATCH, src));
   return r;
 }
 
@@ -1240,14 +1238,17 @@ static void gen_assign(Gen *g, Node *n) {
   int key = gen_key(g, lhs);
   int val = scratch_alloc(g, 8);
   int r = held_reg(g, v, BPF_REG_2);
-  emit_scratch(g, BPF_REG_1, val);
-  emit(g, I_STX(BPF_DW, BPF_REG_1, r, 0));
+  emit(g, I_STX(BPF_DW, SCRATCH, r, val + 0));
   held_free(g, v);
   emit_update(g, m, key, val);
 }
 
 static void emit_jump_back(Gen *g, int target) {
-  emit(g, I_JA((int16_t)(target - g->p->ninsns - 1)));
+  int off = target - g->p->ninsns - 1;
+  if (off < INT16_MIN)
+    fail(g, g->span, "%s", "this loop's body is longer than 32767 BPF "
+         "instructions; make it smaller");
+  emit(g, I_JA((int16_t)off));
 }
 
 /* while (c) { ... }: the verifier must see that the loop ends. */
@@ -1263,22 +1264,29 @@ static void gen_while(Gen *g, Node *n) {
   int c = gen_int(g, n->cond);
   int out = emit_jump(g, I_JMP_IMM(BPF_JEQ, c, 0, 0));
   reg_free(g, c);
-  gen_block(g, n->then);
-  g->span = n->span;
-  emit_jump_back(g, l->start);
+  if (!gen_block(g, n->then)) {
+    g->span = n->span;
+    emit_jump_back(g, l->start);
+  }
   patch_here(g, out);
   for (int i = 0; i < l->nbreaks; i++) patch_here(g, l->breaks[i]);
   free(l->breaks);
   g->nloops--;
 }
 
-static void gen_stmt(Gen *g, Node *n) {
+/* Generates statement n; returns true when control never continues after
+ * it (exit(), return, break, continue, or an if whose branches all end),
+ * so the caller emits nothing the verifier would find unreachable. */
+static bool gen_stmt(Gen *g, Node *n) {
   int stack_mark = g->stack_top, scratch_mark = g->scratch_top;
+  bool ends = false;
   g->span = n->span;
   switch (n->kind) {
   case N_EXPR_STMT:
-    if (n->lhs->kind == N_CALL && n->lhs->type.kind == TY_VOID)
+    if (n->lhs->kind == N_CALL && n->lhs->type.kind == TY_VOID) {
       gen_call_stmt(g, n->lhs);
+      ends = !strcmp(n->lhs->name, "exit");
+    }
     else if (is_buffer(n->lhs->type))
       buf_ref(g, n->lhs);
     else
@@ -1294,59 +1302,57 @@ static void gen_stmt(Gen *g, Node *n) {
     int c = gen_int(g, n->cond);
     int to_else = emit_jump(g, I_JMP_IMM(BPF_JEQ, c, 0, 0));
     reg_free(g, c);
-    gen_block(g, n->then);
+    bool then_ends = gen_block(g, n->then);
     if (n->els) {
-      int done = emit_jump(g, I_JA(0));
+      int done = then_ends ? -1 : emit_jump(g, I_JA(0));
       patch_here(g, to_else);
-      gen_stmt(g, n->els);
-      patch_here(g, done);
+      bool else_ends = gen_stmt(g, n->els);
+      if (done >= 0) patch_here(g, done);
+      ends = then_ends && else_ends;
     } else {
       patch_here(g, to_else);
     }
     break;
   }
   case N_BLOCK:
-    gen_block(g, n);
+    ends = gen_block(g, n);
     break;
   case N_WHILE:
     gen_while(g, n);
     break;
   case N_UNROLL:
-    for (int64_t i = 0; i < n->ival && !g->failed; i++) gen_block(g, n->then);
+    for (int64_t i = 0; i < n->ival && !g->failed && !ends; i++)
+      ends = gen_block(g, n->then);
     break;
   case N_BREAK: {
     struct Loop *l = &g->loops[g->nloops - 1];
     l->breaks = realloc(l->breaks, sizeof(int) * (l->nbreaks + 1));
     l->breaks[l->nbreaks++] = emit_jump(g, I_JA(0));
+    ends = true;
     break;
   }
   case N_CONTINUE:
     emit_jump_back(g, g->loops[g->nloops - 1].start);
+    ends = true;
     break;
   case N_RETURN:
-    emit_exit_jump(g);
+    emit_return(g);
+    ends = true;
     break;
   default:
     fail(g, n->span, "%s", "loupe cannot generate this statement yet");
   }
   g->stack_top = stack_mark;
   g->scratch_top = scratch_mark;
+  return ends;
 }
 
-/* Whether control never continues after statement n (code after it would
- * be unreachable, which the verifier rejects). */
-static bool ends_flow(Node *n) {
-  if (n->kind == N_RETURN || n->kind == N_BREAK || n->kind == N_CONTINUE)
-    return true;
-  return n->kind == N_EXPR_STMT && n->lhs->kind == N_CALL &&
-         !strcmp(n->lhs->name, "exit");
-}
-
-static void gen_block(Gen *g, Node *n) {
-  for (Node *s = n->body; s; s = s->next) {
-    gen_stmt(g, s);
-    if (ends_flow(s)) break;
-  }
+/* A block's statements up to the first that ends control (what follows it
+ * could never run). Returns whether one did. */
+static bool gen_block(Gen *g, Node *n) {
+  for (Node *s = n->body; s; s = s->next)
+    if (gen_stmt(g, s)) return true;
+  return false;
 }
 
 /* ---- programs ------------------------------------------------------- */
@@ -1388,46 +1394,57 @@ static BpfProg *new_prog(Compiled *c, Probe *probe, AttachPoint *ap,
   return p;
 }
 
-static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t) {
-  BpfProg *p = new_prog(g->c, probe, ap, t);
-  g->p = p;
-  g->probe = probe;
-  g->target = t;
+/* The program's body, with buffers on the stack (buf_base r10) or in the
+ * scratch area (r9). */
+static void gen_body(Gen *g, Probe *probe, int buf_base) {
+  g->p->ninsns = 0;
+  g->buf_base = buf_base;
+  g->too_big = false;
   memset(g->reg_used, 0, sizeof(g->reg_used));
   g->stack_top = g->stack_max = 16;
   g->scratch_top = 0;
-  g->nexits = 0;
   g->span = probe->span;
 
-  /* prologue: keep ctx, find the scratch area (key 0 as a zero word at
-   * SLOT_SCRATCH, which then holds the pointer) */
-  emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_1, SLOT_CTX));
-  emit(g, I_ST(BPF_DW, BPF_REG_10, SLOT_SCRATCH, 0));
-  emit_map(g, BPF_REG_1, MAP_ID_SCRATCH);
-  emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
-  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, SLOT_SCRATCH));
-  emit_call(g, BPF_FUNC_map_lookup_elem);
-  g->exits = realloc(g->exits, sizeof(int) * (g->nexits + 1));
-  g->exits[g->nexits++] = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
-  emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, SLOT_SCRATCH));
+  /* prologue: keep ctx if fields are read; find the scratch area */
+  if (probe->uses_args)
+    emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_1, SLOT_CTX));
+  if (buf_base == BPF_REG_9) {
+    emit(g, I_ST(BPF_DW, BPF_REG_10, SLOT_KEY0, 0));
+    emit_map(g, BPF_REG_1, MAP_ID_SCRATCH);
+    emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
+    emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, SLOT_KEY0));
+    emit_call(g, BPF_FUNC_map_lookup_elem);
+    emit(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 2));
+    emit_return(g);
+    emit(g, I_MOV64_REG(SCRATCH, BPF_REG_0));
+  }
 
   place_vars(g, probe);
   if (probe->pred) {
     int stack_mark = g->stack_top, scratch_mark = g->scratch_top;
     g->span = probe->pred->span;
     int r = gen_int(g, probe->pred);
-    g->exits = realloc(g->exits, sizeof(int) * (g->nexits + 1));
-    g->exits[g->nexits++] = emit_jump(g, I_JMP_IMM(BPF_JEQ, r, 0, 0));
+    emit(g, I_JMP_IMM(BPF_JNE, r, 0, 2));
+    emit_return(g);
     reg_free(g, r);
     g->stack_top = stack_mark;
     g->scratch_top = scratch_mark;
   }
-  gen_block(g, probe->body);
-
   g->span = probe->span;
-  for (int i = 0; i < g->nexits; i++) patch_here(g, g->exits[i]);
-  emit(g, I_MOV64_IMM(BPF_REG_0, 0));
-  emit(g, I_EXIT());
+  if (!gen_block(g, probe->body)) {
+    g->span = probe->span;
+    emit_return(g);
+  }
+}
+
+static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t) {
+  BpfProg *p = new_prog(g->c, probe, ap, t);
+  g->p = p;
+  g->probe = probe;
+  g->target = t;
+  /* Buffers go on the stack when they fit: no scratch lookup then. */
+  gen_body(g, probe, BPF_REG_10);
+  if (g->too_big && !g->failed) gen_body(g, probe, BPF_REG_9);
   if ((uint32_t)g->scratch_max > g->c->scratch_size)
     g->c->scratch_size = (uint32_t)g->scratch_max;
   return g->failed ? -1 : 0;
@@ -1449,6 +1466,5 @@ int codegen_script(Script *s, Compiled *c, Diag *d) {
   }
   if (c->scratch_size == 0) c->scratch_size = 8;
 out:
-  free(g.exits);
   return g.failed ? -1 : 0;
 }

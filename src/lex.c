@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "ast.h"
 
@@ -60,9 +61,107 @@ static void newline_at(Lexer *lx, const char *nl) {
   lx->line_start = nl + 1;
 }
 
+/* ---- preprocessor conditionals ----------------------------------------- */
+
+/* bpftrace defines BPFTRACE_HAVE_BTF when the kernel has BTF, and scripts
+ * (runqlen.bt, dcsnoop.bt) guard their own copies of kernel structs with
+ * "#ifndef BPFTRACE_HAVE_BTF": those copies must not shadow the real
+ * layouts. No other macro is defined. */
+static bool macro_defined(const char *name, int len) {
+  return len == 17 && !strncmp(name, "BPFTRACE_HAVE_BTF", 17) &&
+         access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+}
+
+/* The directive word after '#' at p ("ifdef", "endif"), its length in
+ * *len; *after points past it. */
+static const char *directive_word(const char *p, int *len, const char **after) {
+  p++;
+  while (*p == ' ' || *p == '\t') p++;
+  const char *w = p;
+  while (is_ident_char((unsigned char)*p)) p++;
+  *len = (int)(p - w);
+  *after = p;
+  return w;
+}
+
+static bool word_is(const char *w, int len, const char *word) {
+  return (int)strlen(word) == len && !strncmp(w, word, len);
+}
+
+static const char *end_of_line(const char *p) {
+  while (*p && *p != '\n') p++;
+  return p;
+}
+
+/* Skips the lines of a branch not taken, from `p` (the start of the line
+ * after its directive), to past the #endif that closes it or, if
+ * stop_at_else, past an #else at the same depth. */
+static void skip_branch(Lexer *lx, const char *p, bool stop_at_else) {
+  int depth = 0;
+  while (*p) {
+    const char *q = p;
+    while (*q == ' ' || *q == '\t') q++;
+    if (*q == '#') {
+      int len;
+      const char *after, *w = directive_word(q, &len, &after);
+      if (word_is(w, len, "if") || word_is(w, len, "ifdef") ||
+          word_is(w, len, "ifndef")) {
+        depth++;
+      } else if (word_is(w, len, "endif")) {
+        if (depth-- == 0) {
+          lx->pos = end_of_line(q);
+          return;
+        }
+      } else if (depth == 0 && stop_at_else &&
+                 (word_is(w, len, "else") || word_is(w, len, "elif"))) {
+        lx->pos = end_of_line(q);
+        return;
+      }
+    }
+    p = end_of_line(p);
+    if (*p) {
+      newline_at(lx, p);
+      p++;
+    }
+  }
+  lx->pos = p;
+}
+
+/* A '#' line at top level: #ifdef/#ifndef/#if 0 skip the branch not
+ * taken; #include and other directives are for bpftrace's clang front
+ * end and are ignored. */
+static void skip_directive(Lexer *lx) {
+  const char *p = lx->pos;
+  int len;
+  const char *after, *w = directive_word(p, &len, &after);
+  const char *eol = end_of_line(p);
+  lx->pos = eol;
+  bool taken = true;
+  if (word_is(w, len, "ifdef") || word_is(w, len, "ifndef")) {
+    const char *name = after;
+    while (*name == ' ' || *name == '\t') name++;
+    const char *e = name;
+    while (is_ident_char((unsigned char)*e)) e++;
+    taken = macro_defined(name, (int)(e - name)) == word_is(w, len, "ifdef");
+  } else if (word_is(w, len, "if")) {
+    const char *x = after;
+    while (*x == ' ' || *x == '\t') x++;
+    taken = !(x[0] == '0' && !is_ident_char((unsigned char)x[1]));
+  } else if (word_is(w, len, "else") || word_is(w, len, "elif")) {
+    /* Reached while lexing: the branch before it was taken. */
+    if (*eol) newline_at(lx, eol);
+    skip_branch(lx, *eol ? eol + 1 : eol, false);
+    return;
+  } else {
+    return;
+  }
+  if (taken) return;
+  if (*eol) newline_at(lx, eol);
+  skip_branch(lx, *eol ? eol + 1 : eol, true);
+}
+
 /* Skips blanks and comments; at top level also "#..." lines, which are
- * preprocessor directives (#include, #ifdef) bpftrace hands to clang and
- * loupe has no use for. */
+ * preprocessor directives (see skip_directive). */
 static void skip_space(Lexer *lx, bool skip_directives) {
   for (;;) {
     const char *p = lx->pos;
@@ -84,8 +183,7 @@ static void skip_space(Lexer *lx, bool skip_directives) {
                   "end of file during comment");
       lx->pos = p + 2;
     } else if (*p == '#' && skip_directives) {
-      while (*p && *p != '\n') p++;
-      lx->pos = p;
+      skip_directive(lx);
     } else {
       return;
     }

@@ -53,6 +53,8 @@ static const char usage_text[] =
     "                   too; without PATTERN, list every probe\n"
     "    -o FILE        write printf and map output to FILE, not stdout\n"
     "    -B MODE        output buffering: 'line' (default), 'full', 'none'\n"
+    "    -f FORMAT      output format: 'text' (default) or 'json' (one\n"
+    "                   JSON record per line, as bpftrace -f json)\n"
     "    -q             quiet: do not print the \"Attached N probes\" line\n"
     "    -d             dry run: print the generated BPF programs as\n"
     "                   assembly, under the script lines they come from,\n"
@@ -103,6 +105,7 @@ typedef struct Options {
   bool list;               /* -l */
   const char *list_pattern;
   bool quiet;
+  int format;              /* -f: OUT_TEXT or OUT_JSON */
   bool dry_run;            /* -d */
   bool verbose;            /* -v */
   bool unsafe;             /* --unsafe: allow system() and signal() */
@@ -147,7 +150,7 @@ static void parse_options(int argc, char **argv, Options *o) {
    * that start with '-' go after "--". The leading ':' reports a missing
    * argument as ':' rather than '?'. */
   int c;
-  while ((c = getopt_long(argc, argv, ":e:o:B:lqdvhV", long_opts, NULL)) !=
+  while ((c = getopt_long(argc, argv, ":e:o:B:f:lqdvhV", long_opts, NULL)) !=
          -1) {
     switch (c) {
     case 'e': o->program = optarg; break;
@@ -161,6 +164,17 @@ static void parse_options(int argc, char **argv, Options *o) {
       }
       break;
     case 'l': o->list = true; break;
+    case 'f':
+      if (!strcmp(optarg, "text")) {
+        o->format = OUT_TEXT;
+      } else if (!strcmp(optarg, "json")) {
+        o->format = OUT_JSON;
+      } else {
+        fprintf(stderr, "loupe: -f must be 'text' or 'json', not '%s'\n",
+                optarg);
+        exit(1);
+      }
+      break;
     case 'q': o->quiet = true; break;
     case 'd': o->dry_run = true; break;
     case 'v': o->verbose = true; break;
@@ -383,11 +397,16 @@ static int attach_and_run(Compiled *c, const Options *o, FILE *out, Diag *d) {
   if (!loupe_stop_requested) {
     int nattached = attach_all(c, &links, d);
     if (nattached < 0) return 1;
+    /* With -f json, bpftrace's attached_probes record goes to the output
+     * as well; the stderr line stays for whoever waits on it. */
+    if (!o->quiet && o->format == OUT_JSON)
+      fprintf(out, "{\"type\": \"attached_probes\", \"data\": "
+              "{\"probes\": %d}}\n", nattached);
     if (!o->quiet)
       fprintf(stderr, "Attached %d probe%s\n", nattached,
               nattached == 1 ? "" : "s");
   }
-  RunOptions run_opts = {.out = out, .timeout_ms = 0};
+  RunOptions run_opts = {.out = out, .timeout_ms = 0, .format = o->format};
   int status = run_script(c, &run_opts);
   links_close_all(&links);
   return status;

@@ -152,33 +152,98 @@ static bool is_type_word(const Token *t) {
   static const char *const words[] = {
       "int8",  "int16",  "int32",  "int64", "uint8", "uint16",   "uint32",
       "uint64", "int",   "char",   "short", "long",  "unsigned", "signed",
-      "bool",  "void",   "struct", "union", "enum",  NULL,
+      "bool",  "void",   "struct", "union", "enum",  "const",    NULL,
   };
   for (int i = 0; words[i]; i++)
     if (token_is_word(t, words[i])) return true;
   return false;
 }
 
-/* After '(' with a type word next: the type words and '*'s up to ')',
- * joined with single spaces, then the operand. */
-static Node *parse_cast(Parser *P, Span open) {
+/* The type words and '*'s from the current token on, normalised: words
+ * joined by single spaces, a space before the first '*' and none between
+ * '*'s ("struct task_struct *", "char **"). *at receives their span. */
+static char *parse_type_text(Parser *P, Span *at) {
   char type[256] = "";
   size_t len = 0;
+  *at = P->tok.span;
   while (P->tok.kind == TK_IDENT || is_punct(P, '*')) {
+    bool star = is_punct(P, '*');
     int n = P->tok.len;
     if (len + (size_t)n + 2 >= sizeof type)
       parse_error(P, P->tok.span, "type name too long");
-    if (len) type[len++] = ' ';
+    if (len && !(star && type[len - 1] == '*')) type[len++] = ' ';
     memcpy(type + len, P->tok.text, (size_t)n);
     len += (size_t)n;
     type[len] = 0;
+    *at = span_join(*at, P->tok.span);
     next(P);
   }
+  if (!len) unexpected(P, "type");
+  return dup_text(type, (int)len);
+}
+
+/* After '(' with a type word next: the type up to ')', then the operand. */
+static Node *parse_cast(Parser *P, Span open) {
+  Span type_span;
+  char *type = parse_type_text(P, &type_span);
   expect(P, ')', ")");
   Node *operand = parse_unary(P);
   Node *n = node_new(N_CAST, span_join(open, operand->span));
-  n->name = dup_text(type, (int)len);
+  n->name = type;
   n->lhs = operand;
+  return n;
+}
+
+/* True if a type, not an expression, starts here: a type word, or a
+ * plain identifier (a typedef such as pid_t) followed by ')' or '*'. */
+static bool starts_type(Parser *P) {
+  if (is_type_word(&P->tok)) return true;
+  if (P->tok.kind != TK_IDENT) return false;
+  char buf[64];
+  if (strcmp(lex_token_name(&P->tok, buf, sizeof buf), "identifier"))
+    return false;
+  Token after = peek(P);
+  return after.kind == TK_PUNCT && (after.op == ')' || after.op == '*');
+}
+
+/* sizeof(TYPE) or sizeof(expr), after the keyword. */
+static Node *parse_sizeof(Parser *P) {
+  Node *n = node_new(N_SIZEOF, P->tok.span);
+  next(P);
+  expect(P, '(', "(");
+  Span type_span;
+  if (starts_type(P))
+    n->name = parse_type_text(P, &type_span);
+  else
+    n->lhs = parse_expr(P);
+  n->span = span_join(n->span, expect(P, ')', ")"));
+  return n;
+}
+
+/* offsetof(TYPE, member[.member...]), after the keyword. */
+static Node *parse_offsetof(Parser *P) {
+  Node *n = node_new(N_OFFSETOF, P->tok.span);
+  next(P);
+  expect(P, '(', "(");
+  Span type_span;
+  n->name = parse_type_text(P, &type_span);
+  expect(P, ',', "\",\"");
+  char path[256] = "";
+  size_t len = 0;
+  for (;;) {
+    if (P->tok.kind != TK_IDENT) unexpected(P, "identifier");
+    if (len + (size_t)P->tok.len + 2 >= sizeof path)
+      parse_error(P, P->tok.span, "member name too long");
+    if (len) path[len++] = '.';
+    memcpy(path + len, P->tok.text, (size_t)P->tok.len);
+    len += (size_t)P->tok.len;
+    next(P);
+    if (!is_punct(P, '.')) break;
+    next(P);
+  }
+  n->sval = dup_text(path, (int)len);
+  n->slen = (int)len;
+  n->span = span_join(n->span, expect(P, ')', ")"));
   return n;
 }
 
@@ -211,6 +276,8 @@ static Node *parse_identifier(Parser *P) {
   };
   for (int i = 0; reserved[i]; i++)
     if (is_word(P, reserved[i])) unexpected(P, NULL);
+  if (is_word(P, "sizeof")) return parse_sizeof(P);
+  if (is_word(P, "offsetof")) return parse_offsetof(P);
   Token id = P->tok;
   next(P);
   if (!is_punct(P, '(')) {
@@ -616,17 +683,106 @@ static ConfigItem *parse_config(Parser *P) {
   return head.next;
 }
 
-/* C type definitions at top level ("struct foo { int a; };") are for
- * bpftrace's clang front end; loupe takes types from BTF and skips them. */
+/* One member of a struct definition: "unsigned long a;", "char b[10];",
+ * "struct Bar *next;". The last word before '[' or ';' is the name; the
+ * words and '*'s before it are the type. */
+static StructField *parse_struct_member(Parser *P) {
+  StructField *f = calloc(1, sizeof *f);
+  if (!f) abort();
+  char type[256] = "";
+  size_t len = 0;
+  Token name = {0};
+  while (P->tok.kind == TK_IDENT || is_punct(P, '*')) {
+    if (name.len) {  /* the word held back was part of the type */
+      if (len + (size_t)name.len + 2 >= sizeof type)
+        parse_error(P, name.span, "type name too long");
+      if (len) type[len++] = ' ';
+      memcpy(type + len, name.text, (size_t)name.len);
+      len += (size_t)name.len;
+      f->type_span = len == (size_t)name.len ? name.span
+                                            : span_join(f->type_span, name.span);
+      name.len = 0;
+    }
+    if (is_punct(P, '*')) {
+      if (!len) unexpected(P, "type");
+      if (len + 3 >= sizeof type) parse_error(P, P->tok.span, "type name too long");
+      if (type[len - 1] != '*') type[len++] = ' ';
+      type[len++] = '*';
+      f->type_span = span_join(f->type_span, P->tok.span);
+    } else {
+      name = P->tok;
+    }
+    next(P);
+  }
+  if (is_punct(P, '{') && name.len &&
+      (token_is_word(&name, "struct") || token_is_word(&name, "union")))
+    parse_error(P, P->tok.span,
+                "nested struct/union definitions are not supported: define "
+                "it at top level and name it");
+  if (!len || !name.len) unexpected(P, len ? "identifier" : "type");
+  type[len] = 0;
+  f->type = dup_text(type, (int)len);
+  f->name = dup_text(name.text, name.len);
+  f->span = name.span;
+  if (is_punct(P, ':'))
+    parse_error(P, P->tok.span,
+                "bitfields are not supported in script struct definitions");
+  if (is_punct(P, '[')) {
+    next(P);
+    if (P->tok.kind != TK_INT) unexpected(P, "integer");
+    if (P->tok.ival < 1 || P->tok.ival > (1 << 20))
+      parse_error(P, P->tok.span, "array length must be 1 to %d", 1 << 20);
+    f->array_len = (int)P->tok.ival;
+    next(P);
+    expect(P, ']', "]");
+    if (is_punct(P, '['))
+      parse_error(P, P->tok.span,
+                  "multi-dimensional arrays are not supported in script "
+                  "struct definitions");
+  }
+  expect(P, ';', ";");
+  return f;
+}
+
+/* struct Foo { members } or union Foo { ... } at top level; the ';' after
+ * '}' is optional, as bpftrace accepts it either way. */
+static StructDef *parse_struct_definition(Parser *P) {
+  StructDef *def = calloc(1, sizeof *def);
+  if (!def) abort();
+  def->is_union = P->tok.len == 5 && !strncmp(P->tok.text, "union", 5);
+  def->span = P->tok.span;
+  next(P);
+  if (P->tok.kind != TK_IDENT) unexpected(P, "identifier");
+  def->name = dup_text(P->tok.text, P->tok.len);
+  def->span = span_join(def->span, P->tok.span);
+  next(P);
+  if (!is_punct(P, '{')) unexpected(P, "{");
+  next(P);
+  StructField head = {0}, *cur = &head;
+  while (!is_punct(P, '}')) {
+    if (is_punct(P, ';')) {
+      next(P);
+      continue;
+    }
+    if (P->tok.kind == TK_EOF) unexpected(P, "}");
+    cur = cur->next = parse_struct_member(P);
+  }
+  def->fields = head.next;
+  next_top(P);
+  if (is_punct(P, ';')) next_top(P);
+  return def;
+}
+
+/* Enum definitions at top level are for bpftrace's clang front end; loupe
+ * takes enumerators from BTF and skips them. */
 static void skip_type_definition(Parser *P) {
   next(P);
   int depth = 0;
   while (P->tok.kind != TK_EOF) {
     if (is_punct(P, '{')) depth++;
     if (is_punct(P, '}') && --depth == 0) {
-      next(P);
-      if (!is_punct(P, ';')) unexpected(P, ";");
       next_top(P);
+      if (is_punct(P, ';')) next_top(P);
       return;
     }
     next(P);
@@ -641,11 +797,17 @@ static bool is_attach_word(const Token *t, const char *word) {
 
 static void parse_probes(Parser *P, Script *s) {
   Probe head = {0}, *cur = &head;
+  StructDef **last_struct = &s->structs;
   bool first = true;
   while (P->tok.kind != TK_EOF) {
     if (P->tok.kind != TK_ATTACH) unexpected(P, "attach point");
-    if (is_attach_word(&P->tok, "struct") || is_attach_word(&P->tok, "union") ||
-        is_attach_word(&P->tok, "enum")) {
+    if (is_attach_word(&P->tok, "struct") ||
+        is_attach_word(&P->tok, "union")) {
+      *last_struct = parse_struct_definition(P);
+      last_struct = &(*last_struct)->next;
+      continue;
+    }
+    if (is_attach_word(&P->tok, "enum")) {
       skip_type_definition(P);
       continue;
     }

@@ -4,11 +4,13 @@
 
 #include <signal.h>
 
+#include "print.h"
 #include "program.h"
 
 typedef struct RunOptions {
   FILE *out;            /* stdout or -o FILE */
   int timeout_ms;       /* 0: none */
+  int format;           /* OUT_TEXT or OUT_JSON (print.h): -f */
 } RunOptions;
 
 /* Runs BEGIN programs, then consumes events until exit(), SIGINT or

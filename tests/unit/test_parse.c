@@ -174,6 +174,18 @@ static void dump_node(FILE *f, const Node *n) {
     dump_list(f, n->args);
     fputc(')', f);
     break;
+  case N_SIZEOF:
+    if (n->name) {
+      fprintf(f, "(sizeof \"%s\")", n->name);
+      break;
+    }
+    fputs("(sizeof ", f);
+    dump_node(f, n->lhs);
+    fputc(')', f);
+    break;
+  case N_OFFSETOF:
+    fprintf(f, "(offsetof \"%s\" %s)", n->name, n->sval);
+    break;
   }
 }
 

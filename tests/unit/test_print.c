@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <bpf/bpf.h>
@@ -21,7 +22,7 @@
 #include "run.h"
 
 /* run.c's record dispatcher, not in run.h: only this test calls it. */
-int run_handle_record(Compiled *c, FILE *out, int *exit_seen,
+int run_handle_record(Compiled *c, FILE *out, int format, int *exit_seen,
                       const void *data, size_t size);
 
 static int passed, failed;
@@ -98,9 +99,30 @@ static int ncpus;
 
 static int align8(int n) { return (n + 7) & ~7; }
 
+static MapSym *map_new_sized(const char *name, int nkeys, const Type *keys,
+                             Type value, int value_size);
+
 /* Creates the kernel map for a MapSym with the given keys and value. */
 static MapSym *map_new(const char *name, int nkeys, const Type *keys,
                        Type value) {
+  int size = 8;
+  if (value.kind == TY_AGG) {
+    if (value.agg == AGG_MIN || value.agg == AGG_MAX ||
+        value.agg == AGG_AVG || value.agg == AGG_STATS)
+      size = 16;
+  } else if (value.kind == TY_STR) {
+    size = align8(value.size);
+  } else if (value.kind == TY_TUPLE) {
+    size = value.tuple->size;
+  } else if (value.kind == TY_BUF) {
+    size = 8 + align8(value.size);
+  }
+  return map_new_sized(name, nkeys, keys, value, size);
+}
+
+/* The same with the value size given (histograms). */
+static MapSym *map_new_sized(const char *name, int nkeys, const Type *keys,
+                             Type value, int value_size) {
   MapSym *m = calloc(1, sizeof *m);
   m->name = strdup(name);
   m->nkeys = nkeys;
@@ -112,15 +134,9 @@ static MapSym *map_new(const char *name, int nkeys, const Type *keys,
   }
   m->key_size = nkeys ? off : 8;
   m->value_type = value;
-  if (value.kind == TY_AGG) {
-    bool pair = value.agg == AGG_MIN || value.agg == AGG_MAX ||
-                value.agg == AGG_AVG;
-    m->bpf_type = BPF_MAP_TYPE_PERCPU_HASH;
-    m->value_size = pair ? 16 : 8;
-  } else {
-    m->bpf_type = BPF_MAP_TYPE_HASH;
-    m->value_size = value.kind == TY_STR ? align8(value.size) : 8;
-  }
+  m->bpf_type = value.kind == TY_AGG ? BPF_MAP_TYPE_PERCPU_HASH
+                                     : BPF_MAP_TYPE_HASH;
+  m->value_size = value_size;
   m->max_entries = 64;
   m->fd = bpf_map_create(m->bpf_type, "test_print", m->key_size,
                          m->value_size, m->max_entries, NULL);
@@ -614,6 +630,633 @@ static void test_print_all_maps(void) {
   for (int i = 0; i < 6; i++) map_free(maps[i]);
 }
 
+/* ---- histograms, stats, tuples, print(@m, top, div) ------------------------ */
+
+/* A hist(v[, bits]) or lhist map as check lays it out. */
+static MapSym *hist_new(const char *name, int nkeys, const Type *keys,
+                        int bits) {
+  MapSym *m = map_new_sized(name, nkeys, keys, ty_agg(AGG_HIST),
+                            hist_buckets(bits) * 8);
+  m->hist_bits = bits;
+  return m;
+}
+
+static MapSym *lhist_new(const char *name, int nkeys, const Type *keys,
+                         int64_t min, int64_t max, int64_t step) {
+  MapSym tmp = {.lhist_min = min, .lhist_max = max, .lhist_step = step};
+  MapSym *m = map_new_sized(name, nkeys, keys, ty_agg(AGG_LHIST),
+                            lhist_buckets(&tmp) * 8);
+  m->lhist_min = min;
+  m->lhist_max = max;
+  m->lhist_step = step;
+  return m;
+}
+
+/* Sets bucket counts: buckets[idx[i]] = cnt[i], split over two CPUs when
+ * there are two (so the sum over CPUs is what prints). */
+static void put_buckets(const MapSym *m, const Key *k, const int *idx,
+                        const int64_t *cnt, int n) {
+  int words = m->value_size / 8;
+  int64_t *slots = calloc(2 * words, 8);
+  for (int i = 0; i < n; i++) {
+    int64_t half = ncpus > 1 ? cnt[i] / 2 : 0;
+    slots[idx[i]] += cnt[i] - half;
+    slots[words + idx[i]] += half;
+  }
+  put_percpu(m, k, slots, 2);
+  free(slots);
+}
+
+/* The hist bucket of a value, as program.h lays them out. */
+static int hist_index(int64_t v, int bits) {
+  if (v < 0) return 0;
+  if (v == 0) return 1;
+  int e = 63 - __builtin_clzll((uint64_t)v);
+  int mask = (1 << bits) - 1;
+  int sub = e >= bits ? (int)((v >> (e - bits)) & mask)
+                      : (int)((v << (bits - e)) & mask);
+  return 2 + (e << bits) + sub;
+}
+
+/* Adds one of each value to the hist map's entry at k. */
+static void put_hist_values(const MapSym *m, const Key *k, const int64_t *v,
+                            int n) {
+  int idx[64];
+  int64_t cnt[64];
+  for (int i = 0; i < n; i++) {
+    idx[i] = hist_index(v[i], m->hist_bits);
+    cnt[i] = 1;
+  }
+  put_buckets(m, k, idx, cnt, n);
+}
+
+static char *printed_as(const MapSym *m, int64_t top, int64_t div,
+                        OutFormat fmt) {
+  Capture c;
+  capture_open(&c);
+  CHECK(print_map_as(m, top, div, fmt, c.f) == 0);
+  capture_text(&c);
+  return c.buf;
+}
+
+#define EXPECT_MAP_AS(m, top, div, fmt, want)                 \
+  do {                                                        \
+    char *got_ = printed_as(m, top, div, fmt);                \
+    expect_text(got_, want, #m " " #top " " #div, __LINE__);  \
+    free(got_);                                               \
+  } while (0)
+
+#define BAR52 "@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@"
+#define NOBAR "                                                    "
+
+/* bpftrace -e 'BEGIN { @h = hist(5); @h = hist(100); exit(); }'       */
+static void test_hist_basic(void) {
+  MapSym *h = hist_new("@h", 0, NULL, 0);
+  Key k = nokey();
+  int64_t v[] = {5, 100};
+  put_hist_values(h, &k, v, 2);
+  EXPECT_MAP(h,
+      "@h: \n"
+      "[4, 8)                 1 |" BAR52 "|\n"
+      "[8, 16)                0 |" NOBAR "|\n"
+      "[16, 32)               0 |" NOBAR "|\n"
+      "[32, 64)               0 |" NOBAR "|\n"
+      "[64, 128)              1 |" BAR52 "|\n"
+      "\n");
+  map_free(h);
+
+  /* An empty hist map prints an empty line. */
+  h = hist_new("@e", 0, NULL, 0);
+  EXPECT_MAP(h, "\n");
+  map_free(h);
+}
+
+/* bpftrace -e 'BEGIN { @h = hist(0); @h=hist(-1); @h=hist(1); @h=hist(2);
+ *   @h=hist(3); @h=hist(1024); @h=hist(1500); @h=hist(1<<20);
+ *   @h=hist(1<<30); $x = (uint64)1; @h=hist($x << 31); @h=hist($x<<31);
+ *   @h=hist(($x<<32)-1); @h=hist(($x<<32)-1); exit(); }'
+ * (bpftrace 0.17 puts every value >= 2^32 in [2G, 4G) too; loupe's
+ * buckets go on to [8E, 16E), labelled with T, P and E.)              */
+static void test_hist_labels(void) {
+  MapSym *h = hist_new("@h", 0, NULL, 0);
+  Key k = nokey();
+  int64_t v[] = {0, -1, 1, 2, 3, 1024, 1500, 1 << 20, 1 << 30,
+                 1LL << 31, 1LL << 31, (1LL << 32) - 1, (1LL << 32) - 1};
+  put_hist_values(h, &k, v, 13);
+  EXPECT_MAP(h,
+      "@h: \n"
+      "(..., 0)               1 |@@@@@@@@@@@@@                                       |\n"
+      "[0]                    1 |@@@@@@@@@@@@@                                       |\n"
+      "[1]                    1 |@@@@@@@@@@@@@                                       |\n"
+      "[2, 4)                 2 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |\n"
+      "[4, 8)                 0 |                                                    |\n"
+      "[8, 16)                0 |                                                    |\n"
+      "[16, 32)               0 |                                                    |\n"
+      "[32, 64)               0 |                                                    |\n"
+      "[64, 128)              0 |                                                    |\n"
+      "[128, 256)             0 |                                                    |\n"
+      "[256, 512)             0 |                                                    |\n"
+      "[512, 1K)              0 |                                                    |\n"
+      "[1K, 2K)               2 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |\n"
+      "[2K, 4K)               0 |                                                    |\n"
+      "[4K, 8K)               0 |                                                    |\n"
+      "[8K, 16K)              0 |                                                    |\n"
+      "[16K, 32K)             0 |                                                    |\n"
+      "[32K, 64K)             0 |                                                    |\n"
+      "[64K, 128K)            0 |                                                    |\n"
+      "[128K, 256K)           0 |                                                    |\n"
+      "[256K, 512K)           0 |                                                    |\n"
+      "[512K, 1M)             0 |                                                    |\n"
+      "[1M, 2M)               1 |@@@@@@@@@@@@@                                       |\n"
+      "[2M, 4M)               0 |                                                    |\n"
+      "[4M, 8M)               0 |                                                    |\n"
+      "[8M, 16M)              0 |                                                    |\n"
+      "[16M, 32M)             0 |                                                    |\n"
+      "[32M, 64M)             0 |                                                    |\n"
+      "[64M, 128M)            0 |                                                    |\n"
+      "[128M, 256M)           0 |                                                    |\n"
+      "[256M, 512M)           0 |                                                    |\n"
+      "[512M, 1G)             0 |                                                    |\n"
+      "[1G, 2G)               1 |@@@@@@@@@@@@@                                       |\n"
+      "[2G, 4G)               4 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n"
+      "\n");
+  map_free(h);
+
+  /* Beyond bpftrace 0.17's reach: the top buckets. */
+  h = hist_new("@big", 0, NULL, 0);
+  int64_t big[] = {1LL << 40, INT64_MAX};
+  put_hist_values(h, &k, big, 1);
+  EXPECT_MAP(h, "@big: \n[1T, 2T)               1 |" BAR52 "|\n\n");
+  map_free(h);
+  h = hist_new("@big", 0, NULL, 0);
+  put_hist_values(h, &k, big + 1, 1);
+  EXPECT_MAP(h, "@big: \n[4E, 8E)               1 |" BAR52 "|\n\n");
+  map_free(h);
+}
+
+/* hist(v, 2): each power of two split in 4 (bpftrace 0.17 has no second
+ * argument; labels follow later bpftrace: single values as "[v]").     */
+static void test_hist_bits(void) {
+  MapSym *h = hist_new("@h", 0, NULL, 2);
+  Key k = nokey();
+  int64_t v[] = {1, 3, 5, 7, 9, 1300};
+  put_hist_values(h, &k, v, 6);
+  char *got = printed(h);
+  CHECK(!strncmp(got,
+      "@h: \n"
+      "[1]                    1 |" BAR52 "|\n"
+      "[2]                    0 |" NOBAR "|\n"
+      "[3]                    1 |" BAR52 "|\n"
+      "[4]                    0 |" NOBAR "|\n"
+      "[5]                    1 |" BAR52 "|\n"
+      "[6]                    0 |" NOBAR "|\n"
+      "[7]                    1 |" BAR52 "|\n"
+      "[8, 10)                1 |" BAR52 "|\n"
+      "[10, 12)               0 |" NOBAR "|\n", 5 + 9 * 80));
+  CHECK(strstr(got, "[1K, 1280)             0 |") != NULL);
+  CHECK(strstr(got, "[1280, 1536)           1 |" BAR52 "|\n\n") != NULL);
+  free(got);
+  map_free(h);
+}
+
+/* Keyed histograms sort by their total count.
+ * bpftrace -e 'BEGIN { @h[1] = hist(10); @h[2]=hist(1); @h[2]=hist(1);
+ *   @h[2]=hist(1); @h[3]=hist(5); @h[3]=hist(5); exit(); }'
+ * and print(@h, 1, 2); print(@h, 0, 3) for
+ *   @h[1]=hist(4) x3; @h[1]=hist(40); @h[2]=hist(7)                   */
+static void test_hist_keyed_top_div(void) {
+  Type k1[] = {ty_int(8, true)};
+  MapSym *h = hist_new("@h", 1, k1, 0);
+  Key k = nokey();
+  int64_t one[] = {10}, three[] = {1, 1, 1}, two[] = {5, 5};
+  key_int(h, &k, 0, 1);
+  put_hist_values(h, &k, one, 1);
+  key_int(h, &k, 0, 2);
+  put_hist_values(h, &k, three, 3);
+  key_int(h, &k, 0, 3);
+  put_hist_values(h, &k, two, 2);
+  EXPECT_MAP(h,
+      "@h[1]: \n"
+      "[8, 16)                1 |" BAR52 "|\n"
+      "\n"
+      "@h[3]: \n"
+      "[4, 8)                 2 |" BAR52 "|\n"
+      "\n"
+      "@h[2]: \n"
+      "[1]                    3 |" BAR52 "|\n"
+      "\n");
+  map_free(h);
+
+  h = hist_new("@h", 1, k1, 0);
+  int64_t a[] = {4, 4, 4, 40}, b[] = {7};
+  key_int(h, &k, 0, 1);
+  put_hist_values(h, &k, a, 4);
+  key_int(h, &k, 0, 2);
+  put_hist_values(h, &k, b, 1);
+  EXPECT_MAP_AS(h, 1, 2, OUT_TEXT,
+      "@h[1]: \n"
+      "[4, 8)                 1 |" BAR52 "|\n"
+      "[8, 16)                0 |" NOBAR "|\n"
+      "[16, 32)               0 |" NOBAR "|\n"
+      "[32, 64)               0 |@@@@@@@@@@@@@@@@@                                   |\n"
+      "\n");
+  EXPECT_MAP_AS(h, 0, 3, OUT_TEXT,
+      "@h[2]: \n"
+      "[4, 8)                 0 |" BAR52 "|\n"
+      "\n"
+      "@h[1]: \n"
+      "[4, 8)                 1 |" BAR52 "|\n"
+      "[8, 16)                0 |" NOBAR "|\n"
+      "[16, 32)               0 |" NOBAR "|\n"
+      "[32, 64)               0 |@@@@@@@@@@@@@@@@@                                   |\n"
+      "\n");
+  map_free(h);
+}
+
+/* bpftrace -e 'BEGIN { @l[1] = lhist(-5, 0, 100, 10);
+ *   @l[1]=lhist(100,0,100,10); @l[1]=lhist(150,0,100,10);
+ *   @l[2]=lhist(55,0,100,10); @m = lhist(2048, 1024, 4096, 1024);
+ *   @n = lhist(1048576, 0, 2097152, 1048576); exit(); }'
+ * and print(@l, 0, 2) of 7 x 15, 2 x 55, 3 x 75 (div is ignored).    */
+static void test_lhist(void) {
+  Type k1[] = {ty_int(8, true)};
+  MapSym *l = lhist_new("@l", 1, k1, 0, 100, 10);
+  Key k = nokey();
+  key_int(l, &k, 0, 1);
+  int idx1[] = {0, 11};
+  int64_t cnt1[] = {1, 2};
+  put_buckets(l, &k, idx1, cnt1, 2);
+  key_int(l, &k, 0, 2);
+  int idx2[] = {6};
+  int64_t cnt2[] = {1};
+  put_buckets(l, &k, idx2, cnt2, 1);
+  EXPECT_MAP(l,
+      "@l[2]: \n"
+      "[50, 60)               1 |" BAR52 "|\n"
+      "\n"
+      "@l[1]: \n"
+      "(..., 0)               1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |\n"
+      "[0, 10)                0 |" NOBAR "|\n"
+      "[10, 20)               0 |" NOBAR "|\n"
+      "[20, 30)               0 |" NOBAR "|\n"
+      "[30, 40)               0 |" NOBAR "|\n"
+      "[40, 50)               0 |" NOBAR "|\n"
+      "[50, 60)               0 |" NOBAR "|\n"
+      "[60, 70)               0 |" NOBAR "|\n"
+      "[70, 80)               0 |" NOBAR "|\n"
+      "[80, 90)               0 |" NOBAR "|\n"
+      "[90, 100)              0 |" NOBAR "|\n"
+      "[100, ...)             2 |" BAR52 "|\n"
+      "\n");
+  map_free(l);
+
+  MapSym *m = lhist_new("@m", 0, NULL, 1024, 4096, 1024);
+  k = nokey();
+  int idx3[] = {2};
+  put_buckets(m, &k, idx3, cnt2, 1);
+  EXPECT_MAP(m, "@m: \n[2K, 3K)               1 |" BAR52 "|\n\n");
+  map_free(m);
+
+  MapSym *n = lhist_new("@n", 0, NULL, 0, 2097152, 1048576);
+  put_buckets(n, &k, idx3, cnt2, 1);
+  EXPECT_MAP(n, "@n: \n[1M, 2M)               1 |" BAR52 "|\n\n");
+  map_free(n);
+
+  MapSym *d = lhist_new("@l", 0, NULL, 0, 100, 10);
+  int idx4[] = {2, 6, 8};
+  int64_t cnt4[] = {7, 2, 3};
+  put_buckets(d, &k, idx4, cnt4, 3);
+  EXPECT_MAP_AS(d, 0, 2, OUT_TEXT,
+      "@l: \n"
+      "[10, 20)               7 |" BAR52 "|\n"
+      "[20, 30)               0 |" NOBAR "|\n"
+      "[30, 40)               0 |" NOBAR "|\n"
+      "[40, 50)               0 |" NOBAR "|\n"
+      "[50, 60)               2 |@@@@@@@@@@@@@@                                      |\n"
+      "[60, 70)               0 |" NOBAR "|\n"
+      "[70, 80)               3 |@@@@@@@@@@@@@@@@@@@@@@                              |\n"
+      "\n");
+  map_free(d);
+}
+
+/* stats() sorts by average; print()'s top and div do not apply.
+ * bpftrace -e 'BEGIN { @s[1] = stats(100); @s[2]=stats(1); @s[2]=stats(1);
+ *   @s[2]=stats(1); @s[3]=stats(50); @s[3]=stats(50); @s[4] = stats(-3);
+ *   exit(); }'                                                        */
+static void test_stats(void) {
+  Type k1[] = {ty_int(8, true)};
+  MapSym *s = map_new("@s", 1, k1, ty_agg(AGG_STATS));
+  Key k = nokey();
+  key_int(s, &k, 0, 1);
+  put_agg2(s, &k, 100, 1, 0, 0);
+  key_int(s, &k, 0, 2);
+  put_agg2(s, &k, 2, 2, 1, 1);
+  key_int(s, &k, 0, 3);
+  put_agg2(s, &k, 100, 2, 0, 0);
+  key_int(s, &k, 0, 4);
+  put_agg2(s, &k, -3, 1, 0, 0);
+  const char *want = ncpus > 1 ? "@s[4]: count 1, average -3, total -3\n"
+                                 "@s[2]: count 3, average 1, total 3\n"
+                                 "@s[3]: count 2, average 50, total 100\n"
+                                 "@s[1]: count 1, average 100, total 100\n"
+                                 "\n"
+                               : "@s[4]: count 1, average -3, total -3\n"
+                                 "@s[2]: count 2, average 1, total 2\n"
+                                 "@s[3]: count 2, average 50, total 100\n"
+                                 "@s[1]: count 1, average 100, total 100\n"
+                                 "\n";
+  EXPECT_MAP(s, want);
+  EXPECT_MAP_AS(s, 1, 10, OUT_TEXT, want);
+  map_free(s);
+
+  /* bpftrace -e 'BEGIN { @s = stats(7); exit(); }'; empty: two lines. */
+  s = map_new("@s", 0, NULL, ty_agg(AGG_STATS));
+  EXPECT_MAP(s, "\n\n");
+  k = nokey();
+  put_agg2(s, &k, 7, 1, 0, 0);
+  EXPECT_MAP(s, "@s: count 1, average 7, total 7\n\n");
+  map_free(s);
+}
+
+/* A tuple type: integers take 8 bytes, strings their size rounded to 8. */
+static Type ty_tuple(int n, const Type *elems) {
+  TupleType *tt = calloc(1, sizeof *tt);
+  tt->n = n;
+  tt->elems = calloc(n, sizeof(Type));
+  tt->offs = calloc(n, sizeof(int));
+  for (int i = 0; i < n; i++) {
+    tt->elems[i] = elems[i];
+    tt->offs[i] = tt->size;
+    tt->size += elems[i].kind == TY_STR ? align8(elems[i].size)
+                : elems[i].kind == TY_TUPLE ? elems[i].tuple->size
+                : 8;
+  }
+  Type t = {.kind = TY_TUPLE, .size = tt->size, .tuple = tt};
+  return t;
+}
+
+static void tuple_free(Type t) {
+  free(t.tuple->elems);
+  free(t.tuple->offs);
+  free(t.tuple);
+}
+
+static void put_bytes(const MapSym *m, const Key *k, const void *bytes) {
+  CHECK(bpf_map_update_elem(m->fd, k->bytes, bytes, BPF_ANY) == 0);
+}
+
+/* Tuple values sort by key.
+ * bpftrace -e 'BEGIN { @t = (1, "ab", -3); @tt[1, "x"] = ((int8)-1, "q");
+ *   @tt[2, "x"] = ((int8)-1, "a"); @tt[0, "x"] = ((int8)5, "a");
+ *   @n = ((1, 2), "z"); exit(); }'
+ *   @n: ((1, 2), z)
+ *   @t: (1, ab, -3)
+ *   @tt[0, x]: (5, a)
+ *   @tt[1, x]: (-1, q)
+ *   @tt[2, x]: (-1, a)
+ * and with -f json: {"type": "map", "data": {"@t": [1,"a"]}},
+ *   {"type": "map", "data": {"@tk": {"1,x": [2,3]}}}                  */
+static void test_tuples(void) {
+  Type e3[] = {ty_int(8, true), ty_str(3), ty_int(8, true)};
+  Type t3 = ty_tuple(3, e3);
+  MapSym *t = map_new("@t", 0, NULL, t3);
+  Key k = nokey();
+  uint8_t v[64] = {0};
+  int64_t one = 1, m3 = -3;
+  memcpy(v, &one, 8);
+  memcpy(v + 8, "ab", 3);
+  memcpy(v + 16, &m3, 8);
+  put_bytes(t, &k, v);
+  EXPECT_MAP(t, "@t: (1, ab, -3)\n");
+  EXPECT_MAP_AS(t, 0, 0, OUT_JSON,
+                "{\"type\": \"map\", \"data\": {\"@t\": [1,\"ab\",-3]}}\n");
+  map_free(t);
+  tuple_free(t3);
+
+  Type e2[] = {ty_int(1, true), ty_str(2)};
+  Type t2 = ty_tuple(2, e2);
+  Type kk[] = {ty_int(8, true), ty_str(2)};
+  MapSym *tt = map_new("@tt", 2, kk, t2);
+  int64_t keys[] = {1, 2, 0}, vals[] = {-1, -1, 5};
+  const char *strs[] = {"q", "a", "a"};
+  for (int i = 0; i < 3; i++) {
+    k = nokey();
+    key_int(tt, &k, 0, keys[i]);
+    key_str(tt, &k, 1, "x");
+    memset(v, 0, sizeof v);
+    memcpy(v, &vals[i], 8);
+    strcpy((char *)v + 8, strs[i]);
+    put_bytes(tt, &k, v);
+  }
+  EXPECT_MAP(tt, "@tt[0, x]: (5, a)\n@tt[1, x]: (-1, q)\n@tt[2, x]: (-1, a)\n");
+  EXPECT_MAP_AS(tt, 0, 0, OUT_JSON,
+                "{\"type\": \"map\", \"data\": {\"@tt\": {\"0,x\": [5,\"a\"], "
+                "\"1,x\": [-1,\"q\"], \"2,x\": [-1,\"a\"]}}}\n");
+  map_free(tt);
+  tuple_free(t2);
+
+  Type inner_e[] = {ty_int(8, true), ty_int(8, true)};
+  Type inner = ty_tuple(2, inner_e);
+  Type outer_e[] = {inner, ty_str(2)};
+  Type outer = ty_tuple(2, outer_e);
+  MapSym *n = map_new("@n", 0, NULL, outer);
+  k = nokey();
+  memset(v, 0, sizeof v);
+  int64_t two = 2;
+  memcpy(v, &one, 8);
+  memcpy(v + 8, &two, 8);
+  strcpy((char *)v + 16, "z");
+  put_bytes(n, &k, v);
+  EXPECT_MAP(n, "@n: ((1, 2), z)\n");
+  EXPECT_MAP_AS(n, 0, 0, OUT_JSON,
+                "{\"type\": \"map\", \"data\": {\"@n\": [[1,2],\"z\"]}}\n");
+  map_free(n);
+  tuple_free(outer);
+  tuple_free(inner);
+}
+
+/* print(@c, top, div): the top entries in sort order, values divided.
+ * bpftrace -e 'BEGIN { @c[1]=10; @c[2]=25; @c[3]=37; @c[4]=-9;
+ *   print(@c, 2); print(@c, 0, 10); print(@c, 2, 10); print(@c, 10);
+ *   @mn = min(-5); print(@mn, 0, 2); @u = (uint32)7; print(@u, 0, 2);
+ *   @a[1]=avg(10); @a[2]=avg(20); print(@a, 1, 10); ... }'            */
+static void test_print_top_div(void) {
+  Type k1[] = {ty_int(8, true)};
+  MapSym *c = map_new("@c", 1, k1, ty_int(8, true));
+  int64_t keys[] = {1, 2, 3, 4}, vals[] = {10, 25, 37, -9};
+  Key k = nokey();
+  for (int i = 0; i < 4; i++) {
+    key_int(c, &k, 0, keys[i]);
+    put_int(c, &k, vals[i]);
+  }
+  EXPECT_MAP_AS(c, 2, 0, OUT_TEXT, "@c[2]: 25\n@c[3]: 37\n");
+  EXPECT_MAP_AS(c, 0, 10, OUT_TEXT, "@c[4]: 0\n@c[1]: 1\n@c[2]: 2\n@c[3]: 3\n");
+  EXPECT_MAP_AS(c, 2, 10, OUT_TEXT, "@c[2]: 2\n@c[3]: 3\n");
+  EXPECT_MAP_AS(c, 10, 0, OUT_TEXT,
+                "@c[4]: -9\n@c[1]: 10\n@c[2]: 25\n@c[3]: 37\n");
+  /* -f json print(@c, 1, 2): {"type": "map", "data": {"@c": {"3": 18}}} */
+  EXPECT_MAP_AS(c, 1, 2, OUT_JSON,
+                "{\"type\": \"map\", \"data\": {\"@c\": {\"3\": 18}}}\n");
+  map_free(c);
+
+  MapSym *mn = map_new("@mn", 0, NULL, ty_agg(AGG_MIN));
+  k = nokey();
+  put_agg2(mn, &k, -5, 1, 0, 0);
+  EXPECT_MAP_AS(mn, 0, 2, OUT_TEXT, "@mn: -2\n");
+  map_free(mn);
+
+  MapSym *u = map_new("@u", 0, NULL, ty_int(4, false));
+  put_int(u, &k, 7);
+  EXPECT_MAP_AS(u, 0, 2, OUT_TEXT, "@u: 3\n");
+  map_free(u);
+
+  MapSym *a = map_new("@a", 1, k1, ty_agg(AGG_AVG));
+  key_int(a, &k, 0, 1);
+  put_agg2(a, &k, 10, 1, 0, 0);
+  key_int(a, &k, 0, 2);
+  put_agg2(a, &k, 20, 1, 0, 0);
+  EXPECT_MAP_AS(a, 1, 10, OUT_TEXT, "@a[2]: 2\n\n");
+  map_free(a);
+}
+
+/* bpftrace -f json -e 'BEGIN { @c[1]=10; @c[2]=25; @x = 3; @s="str";
+ *   @h = hist(5); @h=hist(0); @h = hist(-1); @hk[1,"a"] = hist(10);
+ *   @l = lhist(5, 0, 100, 10); @l = lhist(-5, 0, 100, 10);
+ *   @l = lhist(500, 0, 100, 10); @st = stats(7); @st2["a"] = stats(3);
+ *   @av = avg(3); @mn = min(4); print(@h, 0, 2); exit(); }'            */
+static void test_json_maps(void) {
+  Type k1[] = {ty_int(8, true)};
+  MapSym *c = map_new("@c", 1, k1, ty_int(8, true));
+  Key k = nokey();
+  key_int(c, &k, 0, 1);
+  put_int(c, &k, 10);
+  key_int(c, &k, 0, 2);
+  put_int(c, &k, 25);
+  EXPECT_MAP_AS(c, 0, 0, OUT_JSON,
+                "{\"type\": \"map\", \"data\": {\"@c\": {\"1\": 10, \"2\": 25}}}\n");
+  map_free(c);
+
+  MapSym *x = map_new("@x", 0, NULL, ty_int(8, true));
+  k = nokey();
+  put_int(x, &k, 3);
+  EXPECT_MAP_AS(x, 0, 0, OUT_JSON, "{\"type\": \"map\", \"data\": {\"@x\": 3}}\n");
+  map_free(x);
+
+  MapSym *s = map_new("@s", 0, NULL, ty_str(4));
+  put_str(s, &k, "str");
+  EXPECT_MAP_AS(s, 0, 0, OUT_JSON,
+                "{\"type\": \"map\", \"data\": {\"@s\": \"str\"}}\n");
+  map_free(s);
+
+  MapSym *h = hist_new("@h", 0, NULL, 0);
+  int64_t hv[] = {5, 0, -1};
+  put_hist_values(h, &k, hv, 3);
+  EXPECT_MAP_AS(h, 0, 0, OUT_JSON,
+      "{\"type\": \"hist\", \"data\": {\"@h\": [{\"max\": -1, \"count\": 1}, "
+      "{\"min\": 0, \"max\": 0, \"count\": 1}, {\"min\": 1, \"max\": 1, "
+      "\"count\": 0}, {\"min\": 2, \"max\": 3, \"count\": 0}, {\"min\": 4, "
+      "\"max\": 7, \"count\": 1}]}}\n");
+  EXPECT_MAP_AS(h, 0, 2, OUT_JSON,
+      "{\"type\": \"hist\", \"data\": {\"@h\": [{\"max\": -1, \"count\": 0}, "
+      "{\"min\": 0, \"max\": 0, \"count\": 0}, {\"min\": 1, \"max\": 1, "
+      "\"count\": 0}, {\"min\": 2, \"max\": 3, \"count\": 0}, {\"min\": 4, "
+      "\"max\": 7, \"count\": 0}]}}\n");
+  map_free(h);
+
+  Type kia[] = {ty_int(8, true), ty_str(2)};
+  MapSym *hk = hist_new("@hk", 2, kia, 0);
+  key_int(hk, &k, 0, 1);
+  key_str(hk, &k, 1, "a");
+  int64_t ten[] = {10};
+  put_hist_values(hk, &k, ten, 1);
+  EXPECT_MAP_AS(hk, 0, 0, OUT_JSON,
+      "{\"type\": \"hist\", \"data\": {\"@hk\": {\"1,a\": [{\"min\": 8, "
+      "\"max\": 15, \"count\": 1}]}}}\n");
+  map_free(hk);
+
+  MapSym *l = lhist_new("@l", 0, NULL, 0, 100, 10);
+  k = nokey();
+  int idx[] = {0, 1, 11};
+  int64_t cnt[] = {1, 1, 1};
+  put_buckets(l, &k, idx, cnt, 3);
+  EXPECT_MAP_AS(l, 0, 0, OUT_JSON,
+      "{\"type\": \"hist\", \"data\": {\"@l\": [{\"max\": -1, \"count\": 1}, "
+      "{\"min\": 0, \"max\": 9, \"count\": 1}, {\"min\": 10, \"max\": 19, "
+      "\"count\": 0}, {\"min\": 20, \"max\": 29, \"count\": 0}, {\"min\": 30, "
+      "\"max\": 39, \"count\": 0}, {\"min\": 40, \"max\": 49, \"count\": 0}, "
+      "{\"min\": 50, \"max\": 59, \"count\": 0}, {\"min\": 60, \"max\": 69, "
+      "\"count\": 0}, {\"min\": 70, \"max\": 79, \"count\": 0}, {\"min\": 80, "
+      "\"max\": 89, \"count\": 0}, {\"min\": 90, \"max\": 99, \"count\": 0}, "
+      "{\"min\": 100, \"count\": 1}]}}\n");
+  map_free(l);
+
+  MapSym *st = map_new("@st", 0, NULL, ty_agg(AGG_STATS));
+  put_agg2(st, &k, 7, 1, 0, 0);
+  EXPECT_MAP_AS(st, 0, 0, OUT_JSON,
+      "{\"type\": \"stats\", \"data\": {\"@st\": {\"count\": 1, "
+      "\"average\": 7, \"total\": 7}}}\n");
+  map_free(st);
+
+  Type ks[] = {ty_str(2)};
+  MapSym *st2 = map_new("@st2", 1, ks, ty_agg(AGG_STATS));
+  key_str(st2, &k, 0, "a");
+  put_agg2(st2, &k, 3, 1, 0, 0);
+  EXPECT_MAP_AS(st2, 0, 0, OUT_JSON,
+      "{\"type\": \"stats\", \"data\": {\"@st2\": {\"a\": {\"count\": 1, "
+      "\"average\": 3, \"total\": 3}}}}\n");
+  map_free(st2);
+
+  MapSym *av = map_new("@av", 0, NULL, ty_agg(AGG_AVG));
+  k = nokey();
+  put_agg2(av, &k, 3, 1, 0, 0);
+  EXPECT_MAP_AS(av, 0, 0, OUT_JSON,
+                "{\"type\": \"stats\", \"data\": {\"@av\": 3}}\n");
+  map_free(av);
+
+  MapSym *mn = map_new("@mn", 0, NULL, ty_agg(AGG_MIN));
+  put_agg2(mn, &k, 4, 1, 0, 0);
+  EXPECT_MAP_AS(mn, 0, 0, OUT_JSON,
+                "{\"type\": \"map\", \"data\": {\"@mn\": 4}}\n");
+  map_free(mn);
+
+  /* Empty maps print nothing, but a keyless count() prints 0; strings are
+   * escaped as bpftrace escapes them.
+   * bpftrace -f json -e 'BEGIN { @s["a\"b"] = "x\ty\xc3\xa9\x01";
+   *   @e[1] = 1; delete(@e[1]); @z = count(); clear(@z); exit(); }'   */
+  MapSym *e = map_new("@e", 1, k1, ty_int(8, true));
+  EXPECT_MAP_AS(e, 0, 0, OUT_JSON, "");
+  map_free(e);
+  MapSym *z = map_new("@z", 0, NULL, ty_agg(AGG_COUNT));
+  EXPECT_MAP_AS(z, 0, 0, OUT_JSON,
+                "{\"type\": \"map\", \"data\": {\"@z\": 0}}\n");
+  map_free(z);
+  Type k4[] = {ty_str(4)};
+  MapSym *q = map_new("@s", 1, k4, ty_str(8));
+  key_str(q, &k, 0, "a\"b");
+  put_str(q, &k, "x\ty\xc3\xa9\x01");
+  EXPECT_MAP_AS(q, 0, 0, OUT_JSON,
+                "{\"type\": \"map\", \"data\": {\"@s\": {\"a\\\"b\": "
+                "\"x\\ty\\uffffffc3\\uffffffa9\\u0001\"}}}\n");
+  map_free(q);
+}
+
+/* buf() values in maps print like %r.
+ * bpftrace -e 'BEGIN { @b = buf("q\n", 3); @c[1] = buf("xyz", 2); exit(); }'
+ *   @b: q\x0a\x00
+ *   @c[1]: xy
+ * and -f json: {"type": "map", "data": {"@b": "q\\x0a\\x00"}}         */
+static void test_buf_values(void) {
+  Type tb = {.kind = TY_BUF, .size = 3};
+  MapSym *b = map_new("@b", 0, NULL, tb);
+  Key k = nokey();
+  uint8_t v[16] = {3, 0, 0, 0, 0, 0, 0, 0, 'q', '\n', 0};
+  put_bytes(b, &k, v);
+  EXPECT_MAP(b, "@b: q\\x0a\\x00\n");
+  EXPECT_MAP_AS(b, 0, 0, OUT_JSON,
+                "{\"type\": \"map\", \"data\": {\"@b\": \"q\\\\x0a\\\\x00\"}}\n");
+  map_free(b);
+}
+
 /* ---- printf ------------------------------------------------------------ */
 
 /* A printf record being built: 8-byte integers, or strings of their
@@ -789,6 +1432,47 @@ static void test_printf_literal_text(void) {
   EXPECT_PRINTF(&r, "s|%q|7");
 }
 
+static void rec_buf(Record *r, const void *data, uint64_t len, int size) {
+  FmtArg *a = &r->def.args[r->def.nargs++];
+  a->type.kind = TY_BUF;
+  a->type.size = size;
+  a->offset = r->def.size;
+  memcpy(r->payload + a->offset, &len, 8);
+  memcpy(r->payload + a->offset + 8, data, size);
+  r->def.size += 8 + align8(size);
+}
+
+/* bpftrace -e 'BEGIN { $s = "ab\x01\xff\"\\z~ \x7f";
+ *   printf("[%r]\n", buf($s, 12)); printf("[%rx]\n", buf($s, 8));
+ *   printf("[%10r]\n", buf("ab",2)); printf("[%-10r|%d]\n", buf("ab",2), 5);
+ *   exit(); }'
+ *   [ab\x01\xff"\z~ \x7f\x00\x00]
+ *   [\x61\x62\x01\xff\x22\x5c\x7a\x7e]
+ *   [%10r]
+ *   [%-10r|5]                                                         */
+static void test_printf_buf(void) {
+  Record r;
+  const char s[12] = "ab\x01\xff\"\\z~ \x7f";
+  rec_init(&r, "[%r]\n");
+  rec_buf(&r, s, 12, 12);
+  EXPECT_PRINTF(&r, "[ab\\x01\\xff\"\\z~ \\x7f\\x00\\x00]\n");
+  rec_init(&r, "[%rx]\n");
+  rec_buf(&r, s, 8, 8);
+  EXPECT_PRINTF(&r, "[\\x61\\x62\\x01\\xff\\x22\\x5c\\x7a\\x7e]\n");
+  rec_init(&r, "[%10r]\n");
+  rec_buf(&r, "ab", 2, 2);
+  EXPECT_PRINTF(&r, "[%10r]\n");
+  rec_init(&r, "[%-10r|%d]\n");
+  rec_buf(&r, "ab", 2, 2);
+  rec_int(&r, 5, true);
+  EXPECT_PRINTF(&r, "[%-10r|5]\n");
+  /* The length says how many bytes count (never more than the size). */
+  rec_init(&r, "<%r><%r>");
+  rec_buf(&r, "abcd", 2, 4);
+  rec_buf(&r, "abcd", 99, 4);
+  EXPECT_PRINTF(&r, "<ab><abcd>");
+}
+
 static void test_printf_parse(void) {
   char conv[MAX_PRINTF_ARGS + 1];
   char err[200];
@@ -804,6 +1488,10 @@ static void test_printf_parse(void) {
   CHECK(strstr(err, "too many") != NULL);
   CHECK(printf_parse("%999999d", conv, 2, err, sizeof err) == -1);
   CHECK(printf_parse("%d%i%u%x%X%o%c%s%p", NULL, 16, err, sizeof err) == 9);
+  /* %r and %rx take a buf(): 'r' and 'R'; "%ry" is %r then 'y'. */
+  CHECK(printf_parse("%r %rx %ry %10r %lr", conv, MAX_PRINTF_ARGS, err,
+                     sizeof err) == 4);
+  CHECK(!strcmp(conv, "rRrr"));
 }
 
 /* ---- run: record dispatch and run_script ---------------------------- */
@@ -837,30 +1525,164 @@ static void test_dispatch(void) {
   int exit_seen = 0;
   Rec r;
   size_t n = rec_make(&r, EV_PRINTF, 0, 42);
-  run_handle_record(&c, cap.f, &exit_seen, &r, n);
+  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
   n = rec_make(&r, EV_PRINT_MAP, 0, 0);
-  run_handle_record(&c, cap.f, &exit_seen, &r, n);
+  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
   n = rec_make(&r, EV_ZERO_MAP, 0, 0);
-  run_handle_record(&c, cap.f, &exit_seen, &r, n);
+  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
   n = rec_make(&r, EV_PRINT_MAP, 0, 0);
-  run_handle_record(&c, cap.f, &exit_seen, &r, n);
+  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
   n = rec_make(&r, EV_CLEAR_MAP, 0, 0);
-  run_handle_record(&c, cap.f, &exit_seen, &r, n);
+  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
   n = rec_make(&r, EV_PRINT_MAP, 0, 0);
-  run_handle_record(&c, cap.f, &exit_seen, &r, n);
+  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
   /* Bad ids and short records are ignored. */
   n = rec_make(&r, EV_PRINTF, 5, 1);
-  run_handle_record(&c, cap.f, &exit_seen, &r, n);
-  run_handle_record(&c, cap.f, &exit_seen, &r, sizeof r.h + 4);
-  run_handle_record(&c, cap.f, &exit_seen, &r, 3);
+  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
+  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, sizeof r.h + 4);
+  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, 3);
   n = rec_make(&r, EV_EXIT, 0, 0);
-  run_handle_record(&c, cap.f, &exit_seen, &r, n);
+  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
   CHECK(exit_seen == 1);
   /* After exit() records are dropped. */
   n = rec_make(&r, EV_PRINTF, 0, 43);
-  run_handle_record(&c, cap.f, &exit_seen, &r, n);
+  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
   EXPECT_TEXT(capture_text(&cap), "v=42\n@m[1]: 7\n@m[1]: 0\n\n");
   capture_free(&cap);
+  map_free(m);
+}
+
+/* time(), join(), cat(), system() and JSON printf records.
+ *   bpftrace --unsafe -e 'BEGIN { time("%Y|"); cat("/tmp/f");
+ *     system("echo hi %d", 5); exit(); }'  ->  "2026|" "line1\nline2" "hi 5\n"
+ *   join(args->argv) of /bin/echo a "b c" "" d  ->  "/bin/echo a b c\n"
+ *   -f json: {"type": "time", "data": "2026|"},
+ *            {"type": "cat", "data": "line1\nline2"},
+ *            {"type": "syscall", "data": "hi 5\n"},
+ *            {"type": "join", "data": "/bin/echo\"-a\"-b c"},
+ *            {"type": "printf", "data": "hello \"q\"\n\t5\n"}          */
+typedef struct BigRec {
+  EventHeader h;
+  uint8_t payload[JOIN_MAX_ARGS * JOIN_ARG_SIZE];
+} BigRec;
+
+static char *dispatched(Compiled *c, int format, const BigRec *r,
+                        size_t size) {
+  Capture cap;
+  capture_open(&cap);
+  int exit_seen = 0;
+  run_handle_record(c, cap.f, format, &exit_seen, r, size);
+  capture_text(&cap);
+  return cap.buf;
+}
+
+#define EXPECT_DISPATCH(c, format, r, size, want)           \
+  do {                                                      \
+    char *got_ = dispatched(c, format, r, size);            \
+    expect_text(got_, want, #format " " #r, __LINE__);      \
+    free(got_);                                             \
+  } while (0)
+
+static void test_dispatch_builtins(void) {
+  char path[] = "/tmp/loupe_test_cat_XXXXXX";
+  int fd = mkstemp(path);
+  CHECK(fd >= 0);
+  CHECK(write(fd, "line1\nline2", 11) == 11);
+  close(fd);
+
+  PrintfDef defs[6] = {
+      {.fmt = "%Y|"},
+      {.fmt = (char *)"%s", .nargs = 1, .size = 32},
+      {.fmt = "echo hi %d", .nargs = 1, .size = 8},
+      {.fmt = " "},
+      {.fmt = "\"-"},
+      {.fmt = "hello \"q\"\n\t%d\n", .nargs = 1, .size = 8},
+  };
+  defs[1].args[0].type = ty_str(32);
+  defs[2].args[0].type = ty_int(8, true);
+  defs[5].args[0].type = ty_int(8, true);
+  Compiled c = {.printfs = defs, .nprintfs = 6};
+
+  BigRec r;
+  memset(&r, 0, sizeof r);
+  r.h.kind = EV_TIME;
+  r.h.index = 0;
+  char year[16];
+  time_t now = time(NULL);
+  struct tm tm;
+  localtime_r(&now, &tm);
+  strftime(year, sizeof year, "%Y|", &tm);
+  EXPECT_DISPATCH(&c, OUT_TEXT, &r, sizeof r.h, year);
+  char json[128];
+  snprintf(json, sizeof json, "{\"type\": \"time\", \"data\": \"%s\"}\n", year);
+  EXPECT_DISPATCH(&c, OUT_JSON, &r, sizeof r.h, json);
+
+  r.h.kind = EV_CAT;
+  r.h.index = 1;
+  strcpy((char *)r.payload, path);
+  EXPECT_DISPATCH(&c, OUT_TEXT, &r, sizeof r.h + 32, "line1\nline2");
+  EXPECT_DISPATCH(&c, OUT_JSON, &r, sizeof r.h + 32,
+                  "{\"type\": \"cat\", \"data\": \"line1\\nline2\"}\n");
+  unlink(path);
+  /* A missing file: an error on stderr; an empty record in JSON. */
+  EXPECT_DISPATCH(&c, OUT_TEXT, &r, sizeof r.h + 32, "");
+  EXPECT_DISPATCH(&c, OUT_JSON, &r, sizeof r.h + 32,
+                  "{\"type\": \"cat\", \"data\": \"\"}\n");
+
+  r.h.kind = EV_SYSTEM;
+  r.h.index = 2;
+  int64_t five = 5;
+  memcpy(r.payload, &five, 8);
+  EXPECT_DISPATCH(&c, OUT_TEXT, &r, sizeof r.h + 8, "hi 5\n");
+  EXPECT_DISPATCH(&c, OUT_JSON, &r, sizeof r.h + 8,
+                  "{\"type\": \"syscall\", \"data\": \"hi 5\\n\"}\n");
+
+  r.h.kind = EV_JOIN;
+  r.h.index = 3;
+  memset(r.payload, 0, sizeof r.payload);
+  const char *argv[] = {"/bin/echo", "a", "b c", "", "d"};
+  for (int i = 0; i < 5; i++)
+    strcpy((char *)r.payload + i * JOIN_ARG_SIZE, argv[i]);
+  EXPECT_DISPATCH(&c, OUT_TEXT, &r, sizeof r, "/bin/echo a b c\n");
+  r.h.index = 4;
+  EXPECT_DISPATCH(&c, OUT_JSON, &r, sizeof r,
+                  "{\"type\": \"join\", \"data\": \"/bin/echo\\\"-a\\\"-b c\"}\n");
+  /* All slots full: sixteen arguments. */
+  for (int i = 0; i < JOIN_MAX_ARGS; i++)
+    strcpy((char *)r.payload + i * JOIN_ARG_SIZE, "x");
+  r.h.index = 3;
+  EXPECT_DISPATCH(&c, OUT_TEXT, &r, sizeof r,
+                  "x x x x x x x x x x x x x x x x\n");
+
+  r.h.kind = EV_PRINTF;
+  r.h.index = 5;
+  memcpy(r.payload, &five, 8);
+  EXPECT_DISPATCH(&c, OUT_JSON, &r, sizeof r.h + 8,
+                  "{\"type\": \"printf\", \"data\": \"hello \\\"q\\\"\\n\\t5\\n\"}\n");
+}
+
+/* The print record's {top, div} payload reaches print_map_as. */
+static void test_dispatch_print_top_div(void) {
+  Type k1[] = {ty_int(8, true)};
+  MapSym *m = map_new("@c", 1, k1, ty_int(8, true));
+  Key k = nokey();
+  for (int i = 1; i <= 3; i++) {
+    key_int(m, &k, 0, i);
+    put_int(m, &k, i * 10);
+  }
+  MapSym *maps[] = {m};
+  Compiled c = {.maps = maps, .nmaps = 1};
+  BigRec r;
+  memset(&r, 0, sizeof r);
+  r.h.kind = EV_PRINT_MAP;
+  int64_t top_div[2] = {2, 10};
+  memcpy(r.payload, top_div, 16);
+  EXPECT_DISPATCH(&c, OUT_TEXT, &r, sizeof r.h + 16, "@c[2]: 2\n@c[3]: 3\n");
+  EXPECT_DISPATCH(&c, OUT_JSON, &r, sizeof r.h + 16,
+                  "{\"type\": \"map\", \"data\": {\"@c\": {\"2\": 2, \"3\": 3}}}\n");
+  memset(r.payload, 0, 16);
+  EXPECT_DISPATCH(&c, OUT_TEXT, &r, sizeof r.h + 16,
+                  "@c[1]: 10\n@c[2]: 20\n@c[3]: 30\n");
   map_free(m);
 }
 
@@ -985,6 +1807,19 @@ int main(void) {
   test_printf_strings_chars();
   test_printf_literal_text();
   test_printf_parse();
+  test_printf_buf();
+  test_hist_basic();
+  test_hist_labels();
+  test_hist_bits();
+  test_hist_keyed_top_div();
+  test_lhist();
+  test_stats();
+  test_tuples();
+  test_print_top_div();
+  test_json_maps();
+  test_buf_values();
+  test_dispatch_builtins();
+  test_dispatch_print_top_div();
   test_dispatch();
   test_run_script_begin_end();
   printf("test_print: %d passed, %d failed\n", passed, failed);
