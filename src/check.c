@@ -28,6 +28,8 @@ typedef struct Checker {
 
 static void check_expr(Checker *c, Node *n);
 static void check_block(Checker *c, Node *n);
+static bool same_layout(Type a, Type b);
+static int value_cap(Type t);
 
 /* ---- types ---------------------------------------------------------- */
 
@@ -287,7 +289,8 @@ static void check_map_keys(Checker *c, Node *n) {
                MAX_MAP_KEYS);
       return;
     }
-    if (k->type.kind != TY_INT && k->type.kind != TY_STR) {
+    if (k->type.kind != TY_INT && k->type.kind != TY_STR &&
+        k->type.kind != TY_BUF && k->type.kind != TY_TUPLE) {
       if (k->type.kind != TY_NONE)
         error_at(c, k->span, "%s can not be used as a map key",
                  TYPE_NAME(k->type));
@@ -304,7 +307,9 @@ static void check_map_keys(Checker *c, Node *n) {
   }
   bool same = m->nkeys == nkeys;
   for (int i = 0; same && i < nkeys; i++)
-    same = m->key_types[i].kind == keys[i].kind;
+    same = m->key_types[i].kind == keys[i].kind &&
+           (keys[i].kind == TY_STR || keys[i].kind == TY_INT ||
+            same_layout(keys[i], m->key_types[i]));
   if (!same) {
     char want[200], got[200];
     error_at(c, n->span,
@@ -319,13 +324,11 @@ static void check_map_keys(Checker *c, Node *n) {
       m->key_types[i].size = keys[i].size;
 }
 
-static bool same_layout(Type a, Type b);
-
 /* Records that m holds values of type t (from an assignment at `at`). */
 static void map_set_value(Checker *c, MapSym *m, Type t, Span at) {
   if (t.kind == TY_NONE) return;
   if (t.kind != TY_INT && t.kind != TY_STR && t.kind != TY_AGG &&
-      t.kind != TY_TUPLE) {
+      t.kind != TY_TUPLE && t.kind != TY_BUF) {
     error_at(c, at, "%s can not be stored in a map", TYPE_NAME(t));
     return;
   }
@@ -336,7 +339,8 @@ static void map_set_value(Checker *c, MapSym *m, Type t, Span at) {
     return;
   }
   bool same = v->kind == t.kind && (t.kind != TY_AGG || v->agg == t.agg) &&
-              (t.kind != TY_TUPLE || same_layout(*v, t));
+              (t.kind != TY_TUPLE || same_layout(*v, t)) &&
+              (t.kind != TY_BUF || same_layout(*v, t));
   if (!same) {
     error_at(c, at, "Type mismatch for %s: trying to assign value of type "
              "'%s' when map already contains a value of type '%s'",
@@ -739,7 +743,8 @@ static void check_tuple(Checker *c, Node *n) {
   int k = 0;
   for (Node *e = n->args; e; e = e->next) {
     check_expr(c, e);
-    if (e->type.kind != TY_INT && e->type.kind != TY_STR) {
+    if (e->type.kind != TY_INT && e->type.kind != TY_STR &&
+        e->type.kind != TY_TUPLE && e->type.kind != TY_BUF) {
       if (e->type.kind != TY_NONE)
         error_at(c, e->span, "%s can not be part of a tuple",
                  TYPE_NAME(e->type));
@@ -1180,8 +1185,6 @@ static void check_probe(Checker *c, Probe *p) {
   check_block(c, p->body);
 }
 
-static int value_cap(Type t);
-
 /* Key offsets and value sizes, once every use has been seen. */
 static void map_layout(MapSym *m) {
   if (m->nkeys <= 0) {
@@ -1191,7 +1194,7 @@ static void map_layout(MapSym *m) {
     int off = 0;
     for (int i = 0; i < m->nkeys; i++) {
       m->key_off[i] = off;
-      off += m->key_types[i].kind == TY_STR ? align8(m->key_types[i].size) : 8;
+      off += value_cap(m->key_types[i]);
     }
     m->key_size = off;
   }

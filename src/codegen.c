@@ -332,7 +332,7 @@ static int gen_key(Gen *g, Node *mapnode) {
   }
   int i = 0;
   for (Node *k = mapnode->args; k; k = k->next, i++) {
-    if (k->type.kind == TY_STR) {
+    if (is_buffer(k->type)) {
       gen_buf(g, k, key + m->key_off[i], buf_cap(m->key_types[i]));
     } else {
       int r = gen_int(g, k);
@@ -716,6 +716,7 @@ static void gen_join(Gen *g, Node *n) {
     emit(g, I_LDX(BPF_DW, BPF_REG_3, BPF_REG_10, slot));
     emit(g, I_ST(BPF_B, SCRATCH, base + i * JOIN_ARG_SIZE , 0));
     ends[i] = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_3, 0, 0));
+    emit_scratch(g, BPF_REG_1, base + i * JOIN_ARG_SIZE);
     emit(g, I_MOV64_IMM(BPF_REG_2, JOIN_ARG_SIZE));
     emit_call(g, BPF_FUNC_probe_read_user_str);
   }
