@@ -137,7 +137,9 @@ struct Node {
   /* check annotations */
   struct MapSym *map;        /* N_MAP */
   struct VarSym *var;        /* N_VAR */
-  int field_offset;          /* N_FIELD: byte offset in the context */
+  int field_offset;          /* N_FIELD: byte offset in the context or the
+                                struct */
+  int bit_offset, bit_size;  /* N_FIELD of a C bitfield (bit_size > 0) */
   bool field_data_loc;       /* N_FIELD: __data_loc string */
   int printf_id;             /* N_CALL printf: index in Compiled.printfs */
 };

@@ -11,6 +11,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "ctype.h"
 #include "print.h"
 #include "provider.h"
 
@@ -69,7 +70,15 @@ static const char *agg_name(AggKind a) {
 static const char *type_name(Type t, char *buf, size_t len) {
   switch (t.kind) {
   case TY_INT:
+    if (t.is_pointer && t.ctype) {
+      char inner[120];
+      snprintf(buf, len, "%s *", ctype_name(t.ctype, inner, sizeof(inner)));
+      break;
+    }
     snprintf(buf, len, "%sint%d", t.is_signed ? "" : "u", t.size * 8);
+    break;
+  case TY_RECORD:
+    ctype_name(t.ctype, buf, len);
     break;
   case TY_STR: snprintf(buf, len, "string[%d]", t.size); break;
   case TY_AGG: snprintf(buf, len, "%s_t", agg_name(t.agg)); break;
@@ -163,9 +172,83 @@ static Type field_type(const TpField *f, const char *category, int strlen) {
     /* Syscall arguments are user addresses; other tracepoints record
      * kernel ones. */
     t.as = strcmp(category, "syscalls") == 0 ? AS_USER : AS_KERNEL;
+    /* what it points to, when the type reads as one loupe knows */
+    char err[160];
+    const CType *ct = ctype_parse(f->type_text, err, sizeof(err));
+    if (ct && ct->kind == C_PTR) t.ctype = ct->target;
     return t;
   }
   return ty_int(f->size, f->is_signed);
+}
+
+/* The loupe type of a value of C type ct found in memory of `as`. */
+static bool type_of_ctype(const CType *ct, AddrSpace as, Type *out) {
+  Type t = {0};
+  switch (ct->kind) {
+  case C_INT:
+  case C_ENUM:
+    if (ct->size != 1 && ct->size != 2 && ct->size != 4 && ct->size != 8)
+      return false;
+    t = ty_int(ct->size, ct->is_signed);
+    break;
+  case C_PTR:
+    t = ty_int(8, false);
+    t.is_pointer = true;
+    t.ctype = ct->target;
+    t.as = as;
+    break;
+  case C_STRUCT:
+  case C_UNION:
+    t.kind = TY_RECORD;
+    t.ctype = ct;
+    t.size = ct->size;
+    t.as = as;
+    break;
+  case C_ARRAY:
+    if (ct->target && ct->target->kind == C_INT && ct->target->size == 1) {
+      t = ty_str(ct->nelems > 0 ? ct->nelems : 1);   /* char name[N] */
+      t.as = as;
+    } else {
+      t.kind = TY_RECORD;     /* indexable with [] */
+      t.ctype = ct;
+      t.size = ct->size;
+      t.as = as;
+    }
+    break;
+  default:
+    return false;
+  }
+  *out = t;
+  return true;
+}
+
+/* p->name and r.name on kernel (or script) structs. */
+static void check_struct_field(Checker *c, Node *n) {
+  Type lt = n->lhs->type;
+  const CType *st = lt.ctype;
+  if (!st || (st->kind != C_STRUCT && st->kind != C_UNION)) {
+    error_at(c, n->span, "Can not access field '%s' on type '%s'", n->name,
+             TYPE_NAME(lt));
+    return;
+  }
+  CField f;
+  if (!ctype_field(st, n->name, &f)) {
+    char name[120];
+    error_at(c, n->span, "Struct/union of type '%s' does not contain a field "
+             "named '%s'", ctype_name(st, name, sizeof(name)), n->name);
+    return;
+  }
+  Type t;
+  if (!type_of_ctype(f.type, lt.as ? lt.as : AS_KERNEL, &t)) {
+    char name[120];
+    error_at(c, n->span, "loupe cannot read field '%s' of type '%s' yet",
+             n->name, ctype_name(f.type, name, sizeof(name)));
+    return;
+  }
+  n->field_offset = f.offset;
+  n->bit_offset = f.bit_offset;
+  n->bit_size = f.bit_size;
+  n->type = t;
 }
 
 /* args->name: the field must exist, with one type, in every target. */
@@ -186,6 +269,12 @@ static void check_field(Checker *c, Node *n) {
   check_expr(c, n->lhs);
   if (n->lhs->type.kind == TY_TUPLE) {
     check_tuple_field(c, n);
+    return;
+  }
+  if (n->lhs->type.kind == TY_RECORD ||
+      (n->lhs->type.kind == TY_INT && n->lhs->type.is_pointer &&
+       n->lhs->type.ctype)) {
+    check_struct_field(c, n);
     return;
   }
   if (n->lhs->type.kind != TY_ARGS) {
@@ -240,6 +329,13 @@ static void check_builtin(Checker *c, Node *n) {
     n->type = ty_int(8, false);
   } else if (!strcmp(s, "rand")) {
     n->type = ty_int(4, false);
+  } else if (!strcmp(s, "curtask")) {
+    char err[200];
+    const CType *task = ctype_parse("struct task_struct", err, sizeof(err));
+    n->type = ty_int(8, false);
+    n->type.is_pointer = true;
+    n->type.as = AS_KERNEL;
+    n->type.ctype = task;   /* NULL without BTF: a plain address */
   } else if (!strcmp(s, "comm")) {
     n->type = ty_str(COMM_SIZE);
   } else if (!strcmp(s, "probe")) {
@@ -255,7 +351,7 @@ static void check_builtin(Checker *c, Node *n) {
     n->type.kind = TY_ARGS;
   } else if (!strcmp(s, "kstack") || !strcmp(s, "ustack") ||
              !strcmp(s, "retval") || !strcmp(s, "func") ||
-             !strcmp(s, "curtask") || !strncmp(s, "arg", 3) ||
+             !strncmp(s, "arg", 3) ||
              !strcmp(s, "username") || !strcmp(s, "sarg0")) {
     error_at(c, n->span, "loupe does not support the builtin '%s' yet", s);
   } else {
@@ -803,8 +899,19 @@ static void check_cast(Checker *c, Node *n) {
   check_expr(c, n->lhs);
   Type t;
   if (!int_type_named(n->name, &t)) {
-    error_at(c, n->span, "loupe cannot cast to '%s' yet", n->name);
-    return;
+    char err[200];
+    const CType *ct = ctype_parse(n->name, err, sizeof(err));
+    if (!ct) {
+      error_at(c, n->span, "%s", err);
+      return;
+    }
+    AddrSpace as = n->lhs->type.is_pointer ? n->lhs->type.as : AS_KERNEL;
+    if ((ct->kind != C_PTR && ct->kind != C_INT && ct->kind != C_ENUM) ||
+        !type_of_ctype(ct, as ? as : AS_KERNEL, &t)) {
+      error_at(c, n->span, "Cannot cast to \"%s\": only integer and "
+               "pointer casts are possible", n->name);
+      return;
+    }
   }
   if (n->lhs->type.kind != TY_INT && n->lhs->type.kind != TY_NONE) {
     error_at(c, n->span, "Cannot cast from \"%s\" to \"%s\"",
@@ -893,10 +1000,94 @@ static void check_binop(Checker *c, Node *n) {
     n->type = ty_int(8, result_signed(l, r));
 }
 
+/* *p: what p points to, read from memory (a struct stays in memory). */
+static void check_deref(Checker *c, Node *n) {
+  Type t = n->lhs->type;
+  if (t.kind != TY_INT || !t.is_pointer) {
+    error_at(c, n->span, "Can not dereference type '%s': it is not a "
+             "pointer", TYPE_NAME(t));
+    return;
+  }
+  if (!t.ctype || t.ctype->kind == C_VOID) {
+    error_at(c, n->span, "Can not dereference '%s': what it points to is "
+             "unknown; cast it first, e.g. *(uint8 *)p", TYPE_NAME(t));
+    return;
+  }
+  if (!type_of_ctype(t.ctype, t.as ? t.as : AS_KERNEL, &n->type)) {
+    char name[120];
+    error_at(c, n->span, "loupe cannot read a value of type '%s' yet",
+             ctype_name(t.ctype, name, sizeof(name)));
+  }
+}
+
+/* p[i] on a pointer, or a[i] on an array in memory. */
+static void check_index(Checker *c, Node *n) {
+  check_expr(c, n->lhs);
+  check_expr(c, n->rhs);
+  Type t = n->lhs->type;
+  if (t.kind == TY_NONE) return;
+  const CType *elem = NULL;
+  if (t.kind == TY_INT && t.is_pointer && t.ctype)
+    elem = t.ctype;
+  else if (t.kind == TY_RECORD && t.ctype->kind == C_ARRAY)
+    elem = t.ctype->target;
+  if (!elem || elem->size <= 0) {
+    error_at(c, n->span, "The array index operator [] can not be used on "
+             "expressions of type '%s'", TYPE_NAME(t));
+    return;
+  }
+  if (n->rhs->type.kind != TY_INT) {
+    error_at(c, n->rhs->span, "an index must be an integer, not %s",
+             TYPE_NAME(n->rhs->type));
+    return;
+  }
+  n->field_offset = elem->size;   /* the element size, for codegen */
+  if (!type_of_ctype(elem, t.as ? t.as : AS_KERNEL, &n->type)) {
+    char name[120];
+    error_at(c, n->span, "loupe cannot read a value of type '%s' yet",
+             ctype_name(elem, name, sizeof(name)));
+  }
+}
+
+/* sizeof(TYPE), sizeof(expr), offsetof(TYPE, field): integer constants. */
+static void check_sizeof(Checker *c, Node *n) {
+  int64_t value = 0;
+  char err[200];
+  if (n->kind == N_SIZEOF && !n->name) {
+    check_expr(c, n->lhs);
+    Type t = n->lhs->type;
+    value = t.kind == TY_INT ? (t.is_pointer ? 8 : t.size)
+            : t.kind == TY_RECORD ? t.size : value_cap(t);
+  } else {
+    const CType *ct = ctype_parse(n->name, err, sizeof(err));
+    if (!ct) {
+      error_at(c, n->span, "%s", err);
+      return;
+    }
+    if (n->kind == N_SIZEOF) {
+      value = ct->size;
+    } else {
+      CField f;
+      if (!ctype_field_path(ct, n->sval, &f)) {
+        error_at(c, n->span, "'%s' has no field '%s'", n->name, n->sval);
+        return;
+      }
+      value = f.offset;
+    }
+  }
+  n->kind = N_INT;
+  n->ival = value;
+  n->type = ty_int(8, false);
+}
+
 static void check_unop(Checker *c, Node *n) {
   check_expr(c, n->lhs);
   Type t = n->lhs->type;
   if (t.kind == TY_NONE) return;
+  if (n->op == '*') {
+    check_deref(c, n);
+    return;
+  }
   if (t.kind != TY_INT) {
     error_at(c, n->span, "Invalid operand to unary '%s': %s", op_text(n->op),
              TYPE_NAME(t));
@@ -973,6 +1164,13 @@ static void check_expr(Checker *c, Node *n) {
   case N_CAST:
     check_cast(c, n);
     break;
+  case N_INDEX:
+    check_index(c, n);
+    break;
+  case N_SIZEOF:
+  case N_OFFSETOF:
+    check_sizeof(c, n);
+    break;
   case N_INCDEC:
     /* as an expression: x++ yields an integer */
     check_expr(c, n->lhs);
@@ -1044,7 +1242,12 @@ static void check_assign(Checker *c, Node *n) {
     }
     lhs->var = v;
     if (t.kind == TY_NONE) return;
-    if (t.kind == TY_INT) t = ty_int(8, t.is_signed);
+    if (t.kind == TY_RECORD || t.kind == TY_ARGS) {
+      error_at(c, n->rhs->span, "a variable can not hold %s; keep a pointer "
+               "to it instead", TYPE_NAME(t));
+      return;
+    }
+    if (t.kind == TY_INT && !t.is_pointer) t = ty_int(8, t.is_signed);
     if (v->type.kind == TY_NONE) {
       v->type = t;
     } else if (v->type.kind != t.kind) {
@@ -1323,6 +1526,7 @@ static void read_settings(Checker *c) {
 int check_script(Script *s, Compiled *out, Diag *d) {
   Checker c = {.d = d, .out = out, .script = s};
   read_settings(&c);
+  if (ctype_define_script_structs(s, d) > 0) return -1;
   int errors_before = d->errors;
   for (c.pass = 1; c.pass <= 2; c.pass++) {
     for (Probe *p = s->probes; p; p = p->next) {

@@ -25,8 +25,11 @@
 #include "insn.h"
 #include "provider.h"
 
-#define STACK_LIMIT 512
+/* 512 bytes of BPF stack, less the 8 a subprogram's frame takes */
+#define STACK_LIMIT 504
 #define SLOT_CTX (-8)       /* the program's context pointer */
+/* Subprograms: SUB_OUTPUT, then one SUB_EVENT per EventKind. */
+enum { SUB_OUTPUT, SUB_EVENT, NSUBS = SUB_EVENT + 16 };
 #define SLOT_KEY0 (-16)     /* 0 when used: key 0 of the one-slot arrays */
 #define FIRST_TEMP_REG BPF_REG_6
 #define LAST_TEMP_REG BPF_REG_8
@@ -42,6 +45,8 @@ typedef struct Gen {
   Target *target;      /* the one target, for per-target programs */
   Span span;           /* source of the instructions being emitted */
   bool reg_used[11];
+  int *subcalls[NSUBS];  /* calls to patch, per subprogram (SUB_*) */
+  int nsubcalls[NSUBS];
   int buf_base;        /* BPF_REG_10 or BPF_REG_9, see SCRATCH */
   bool too_big;        /* buffers did not fit on the stack */
   int stack_top;       /* bytes in use below the frame pointer */
@@ -58,10 +63,15 @@ typedef struct Gen {
 } Gen;
 
 static int gen_int(Gen *g, Node *n);
+static void gen_store_int(Gen *g, Node *n, int base, int off);
+static void vars_forget_assigned(Node *n);
+static bool fold(Gen *g, Node *n, int64_t *v);
+static bool fits32(int64_t v);
 static void fail(Gen *g, Span at, const char *fmt, const char *arg);
 static void gen_buf(Gen *g, Node *n, int dst, int cap);
 static int buf_ref(Gen *g, Node *n);
 static bool gen_block(Gen *g, Node *n);
+static bool gen_stmt(Gen *g, Node *n);
 static void gen_while(Gen *g, Node *n);
 static void emit_jump_back(Gen *g, int target);
 
@@ -320,6 +330,97 @@ static void gen_field_str(Gen *g, Node *n, int dst, int cap) {
   emit_call(g, BPF_FUNC_probe_read_kernel_str);
 }
 
+/* ---- memory: struct fields, dereferences, indexes -------------------- */
+
+static bool in_memory(Node *n) {
+  Type lt = n->lhs ? n->lhs->type : (Type){0};
+  switch (n->kind) {
+  case N_FIELD:
+    return lt.kind == TY_RECORD || (lt.kind == TY_INT && lt.is_pointer);
+  case N_UNOP:
+    return n->op == '*';
+  case N_INDEX:
+    return true;
+  default:
+    return false;
+  }
+}
+
+static int read_helper(AddrSpace as) {
+  return as == AS_USER ? BPF_FUNC_probe_read_user : BPF_FUNC_probe_read_kernel;
+}
+
+/* The address of a value that lives in memory (see in_memory), in a new
+ * register. */
+static int gen_addr(Gen *g, Node *n) {
+  Node *lhs = n->lhs;
+  if (n->kind == N_UNOP) return gen_int(g, lhs);
+  int base = lhs->type.kind == TY_RECORD ? gen_addr(g, lhs) : gen_int(g, lhs);
+  if (n->kind == N_FIELD) {
+    if (n->field_offset)
+      emit(g, I_ALU64_IMM(BPF_ADD, base, n->field_offset));
+    return base;
+  }
+  /* N_INDEX: base + index * element size */
+  int64_t k;
+  if (fold(g, n->rhs, &k) && fits32(k * n->field_offset)) {
+    if (k) emit(g, I_ALU64_IMM(BPF_ADD, base, (int32_t)(k * n->field_offset)));
+    return base;
+  }
+  Held h = hold(g, base);
+  int i = gen_int(g, n->rhs);
+  emit(g, I_ALU64_IMM(BPF_MUL, i, n->field_offset));
+  base = held_reg(g, h, BPF_REG_0);
+  emit(g, I_ALU64_REG(BPF_ADD, i, base));
+  if (base != BPF_REG_0) reg_free(g, base);
+  return i;
+}
+
+/* An integer or pointer read from memory. */
+static int gen_mem_int(Gen *g, Node *n) {
+  int addr = gen_addr(g, n);
+  int size = n->type.is_pointer ? 8 : n->type.size;
+  AddrSpace as = n->kind == N_UNOP || n->kind == N_INDEX
+                     ? n->lhs->type.as : n->lhs->type.as;
+  int slot = stack_alloc(g, 8);
+  emit(g, I_MOV64_REG(BPF_REG_3, addr));
+  emit(g, I_MOV64_REG(BPF_REG_1, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_1, slot));
+  emit(g, I_MOV64_IMM(BPF_REG_2, size));
+  emit_call(g, read_helper(as));
+  int r = addr;
+  emit(g, I_LDX(insn_size_code(size), r, BPF_REG_10, slot));
+  if (n->kind == N_FIELD && n->bit_size > 0) {
+    /* a bitfield: its bits, moved down, sign-extended if signed */
+    int keep = 64 - n->bit_offset - n->bit_size;
+    if (size < 8) {
+      emit(g, I_ALU64_IMM(BPF_LSH, r, keep));
+      emit(g, I_ALU64_IMM(n->type.is_signed ? BPF_ARSH : BPF_RSH, r,
+                          64 - n->bit_size));
+    } else {
+      emit(g, I_ALU64_IMM(BPF_LSH, r, keep));
+      emit(g, I_ALU64_IMM(n->type.is_signed ? BPF_ARSH : BPF_RSH, r,
+                          64 - n->bit_size));
+    }
+  } else if (n->type.is_signed && size < 8) {
+    emit(g, I_ALU64_IMM(BPF_LSH, r, 64 - size * 8));
+    emit(g, I_ALU64_IMM(BPF_ARSH, r, 64 - size * 8));
+  }
+  return r;
+}
+
+/* A char array in memory, read as a string. */
+static void gen_mem_str(Gen *g, Node *n, int dst, int cap) {
+  int addr = gen_addr(g, n);
+  emit_zero(g, dst, cap);
+  emit(g, I_MOV64_REG(BPF_REG_3, addr));
+  reg_free(g, addr);
+  emit_scratch(g, BPF_REG_1, dst);
+  emit(g, I_MOV64_IMM(BPF_REG_2, n->type.size < cap ? n->type.size : cap));
+  emit_call(g, n->lhs->type.as == AS_USER ? BPF_FUNC_probe_read_user_str
+                                          : BPF_FUNC_probe_read_kernel_str);
+}
+
 /* ---- maps ----------------------------------------------------------- */
 
 /* Builds the key of @m[...] in a scratch buffer; returns its offset. */
@@ -327,7 +428,7 @@ static int gen_key(Gen *g, Node *mapnode) {
   MapSym *m = mapnode->map;
   int key = scratch_alloc(g, m->key_size);
   if (m->nkeys == 0) {
-    emit(g, I_ST(BPF_DW, SCRATCH, key , 0));
+    emit(g, I_ST(BPF_DW, SCRATCH, key, 0));
     return key;
   }
   int i = 0;
@@ -335,9 +436,7 @@ static int gen_key(Gen *g, Node *mapnode) {
     if (is_buffer(k->type)) {
       gen_buf(g, k, key + m->key_off[i], buf_cap(m->key_types[i]));
     } else {
-      int r = gen_int(g, k);
-      emit(g, I_STX(BPF_DW, SCRATCH, r, key + m->key_off[i] + 0));
-      reg_free(g, r);
+      gen_store_int(g, k, SCRATCH, key + m->key_off[i]);
     }
   }
   return key;
@@ -470,7 +569,7 @@ static int gen_map_update_int(Gen *g, Node *mapnode, int op, Node *rhs,
   } else {
     emit(g, I_ALU64_IMM(BPF_ADD, cur, (int32_t)delta));
   }
-  emit(g, I_STX(BPF_DW, SCRATCH, cur, val + 0));
+  emit(g, I_STX(BPF_DW, SCRATCH, cur, val));
   emit_update(g, m, key, val);
   if (want_old) {
     reg_free(g, cur);
@@ -661,12 +760,56 @@ static void gen_aggregate(Gen *g, Node *mapnode, Node *call) {
 /* ---- events --------------------------------------------------------- */
 
 /* Sends `size` bytes at scratch + rec to user space. */
+/* Events go out through small subprograms placed after the probe's code,
+ * so each printf costs a few instructions at its call site:
+ *   SUB_OUTPUT(r1 = record, r2 = size) sends a record built by the caller;
+ *   SUB_EVENT + kind (r1 = index) sends a bare header of that kind. */
+static void emit_subcall(Gen *g, int sub) {
+  int at = emit(g, insn_make(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_CALL, 0, 0));
+  int *n = &g->nsubcalls[sub];
+  g->subcalls[sub] = realloc(g->subcalls[sub], sizeof(int) * (*n + 1));
+  g->subcalls[sub][(*n)++] = at;
+}
+
 static void emit_output(Gen *g, int rec, int size) {
-  emit_map(g, BPF_REG_1, MAP_ID_RINGBUF);
-  emit_scratch(g, BPF_REG_2, rec);
-  emit(g, I_MOV64_IMM(BPF_REG_3, size));
-  emit(g, I_MOV64_IMM(BPF_REG_4, 0));
-  emit_call(g, BPF_FUNC_ringbuf_output);
+  emit_scratch(g, BPF_REG_1, rec);
+  emit(g, I_MOV64_IMM(BPF_REG_2, size));
+  emit_subcall(g, SUB_OUTPUT);
+}
+
+/* A record that is only a header: two instructions where it is sent. */
+static void emit_event(Gen *g, uint32_t kind, uint32_t index) {
+  emit(g, I_MOV64_IMM(BPF_REG_1, (int32_t)index));
+  emit_subcall(g, SUB_EVENT + (int)kind);
+}
+
+/* The subprograms the probe called, with their calls patched. */
+static void emit_subprograms(Gen *g) {
+  for (int sub = 0; sub < NSUBS; sub++) {
+    if (!g->nsubcalls[sub]) continue;
+    int start = g->p->ninsns;
+    if (sub >= SUB_EVENT) {
+      emit(g, I_ST(BPF_W, BPF_REG_10, -8, sub - SUB_EVENT));
+      emit(g, I_STX(BPF_W, BPF_REG_10, BPF_REG_1, -4));
+      emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
+      emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, -8));
+      emit(g, I_MOV64_IMM(BPF_REG_3, (int32_t)sizeof(EventHeader)));
+    } else {
+      emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_2));
+      emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_1));
+    }
+    emit_map(g, BPF_REG_1, MAP_ID_RINGBUF);
+    emit(g, I_MOV64_IMM(BPF_REG_4, 0));
+    emit_call(g, BPF_FUNC_ringbuf_output);
+    emit_return(g);
+    for (int i = 0; i < g->nsubcalls[sub]; i++) {
+      int at = g->subcalls[sub][i];
+      g->p->insns[at].imm = start - at - 1;
+    }
+    free(g->subcalls[sub]);
+    g->subcalls[sub] = NULL;
+    g->nsubcalls[sub] = 0;
+  }
 }
 
 static int emit_header(Gen *g, int payload, uint32_t kind, uint32_t index) {
@@ -679,6 +822,10 @@ static int emit_header(Gen *g, int payload, uint32_t kind, uint32_t index) {
 /* printf(), system() and cat(): a record laid out by the PrintfDef. */
 static void gen_format(Gen *g, Node *n, uint32_t kind) {
   PrintfDef *def = &g->c->printfs[n->printf_id];
+  if (def->nargs == 0) {
+    emit_event(g, kind, (uint32_t)n->printf_id);
+    return;
+  }
   int rec = emit_header(g, def->size, kind, (uint32_t)n->printf_id);
   int base = rec + (int)sizeof(EventHeader);
   int i = 0;
@@ -687,9 +834,7 @@ static void gen_format(Gen *g, Node *n, uint32_t kind) {
     if (is_buffer(a->type)) {
       gen_buf(g, a, at, buf_cap(a->type));
     } else {
-      int r = gen_int(g, a);
-      emit(g, I_STX(BPF_DW, SCRATCH, r, at + 0));
-      reg_free(g, r);
+      gen_store_int(g, a, SCRATCH, at);
     }
   }
   emit_output(g, rec, (int)sizeof(EventHeader) + def->size);
@@ -714,7 +859,7 @@ static void gen_join(Gen *g, Node *n) {
     emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, i * 8));
     emit_call(g, BPF_FUNC_probe_read_user);
     emit(g, I_LDX(BPF_DW, BPF_REG_3, BPF_REG_10, slot));
-    emit(g, I_ST(BPF_B, SCRATCH, base + i * JOIN_ARG_SIZE , 0));
+    emit(g, I_ST(BPF_B, SCRATCH, base + i * JOIN_ARG_SIZE, 0));
     ends[i] = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_3, 0, 0));
     emit_scratch(g, BPF_REG_1, base + i * JOIN_ARG_SIZE);
     emit(g, I_MOV64_IMM(BPF_REG_2, JOIN_ARG_SIZE));
@@ -745,8 +890,7 @@ static void gen_call_stmt(Gen *g, Node *n) {
   } else if (!strcmp(f, "cat")) {
     gen_format(g, n, EV_CAT);
   } else if (!strcmp(f, "time")) {
-    int rec = emit_header(g, 0, EV_TIME, (uint32_t)n->printf_id);
-    emit_output(g, rec, sizeof(EventHeader));
+    emit_event(g, EV_TIME, (uint32_t)n->printf_id);
   } else if (!strcmp(f, "join")) {
     gen_join(g, n);
   } else if (!strcmp(f, "signal")) {
@@ -755,13 +899,11 @@ static void gen_call_stmt(Gen *g, Node *n) {
   } else if (!strcmp(f, "print")) {
     gen_print(g, n);
   } else if (!strcmp(f, "exit")) {
-    int rec = emit_header(g, 0, EV_EXIT, 0);
-    emit_output(g, rec, sizeof(EventHeader));
+    emit_event(g, EV_EXIT, 0);
     emit_return(g);
   } else if (!strcmp(f, "clear") || !strcmp(f, "zero")) {
     uint32_t kind = f[0] == 'c' ? EV_CLEAR_MAP : EV_ZERO_MAP;
-    int rec = emit_header(g, 0, kind, (uint32_t)n->args->map->id);
-    emit_output(g, rec, sizeof(EventHeader));
+    emit_event(g, kind, (uint32_t)n->args->map->id);
   } else if (!strcmp(f, "delete")) {
     int key = gen_key(g, n->args);
     emit_map(g, BPF_REG_1, n->args->map->id);
@@ -801,9 +943,7 @@ static void gen_tuple(Gen *g, Node *n, int dst, int cap) {
   for (Node *e = n->args; e; e = e->next, i++) {
     int at = dst + t->offs[i];
     if (e->type.kind == TY_INT) {
-      int r = gen_int(g, e);
-      emit(g, I_STX(BPF_DW, SCRATCH, r, at + 0));
-      reg_free(g, r);
+      gen_store_int(g, e, SCRATCH, at);
     } else {
       gen_buf(g, e, at, buf_cap(t->elems[i]));
     }
@@ -871,8 +1011,14 @@ static void gen_buf(Gen *g, Node *n, int dst, int cap) {
   case N_FIELD:
     if (n->lhs->type.kind == TY_TUPLE)
       gen_tuple_field_buf(g, n, dst, cap);
+    else if (in_memory(n))
+      gen_mem_str(g, n, dst, cap);
     else
       gen_field_str(g, n, dst, cap);
+    return;
+  case N_INDEX:
+  case N_UNOP:
+    gen_mem_str(g, n, dst, cap);
     return;
   case N_TUPLE:
     gen_tuple(g, n, dst, cap);
@@ -892,6 +1038,8 @@ static void gen_buf(Gen *g, Node *n, int dst, int cap) {
     patch_here(g, to_else);
     gen_buf(g, n->els, dst, cap);
     patch_here(g, done);
+    vars_forget_assigned(n->then);
+    vars_forget_assigned(n->els);
     return;
   }
   default:
@@ -971,6 +1119,9 @@ static int gen_builtin_int(Gen *g, Node *n) {
   } else if (!strcmp(s, "rand")) {
     emit_call(g, BPF_FUNC_get_prandom_u32);
     emit(g, I_MOV32_REG(r, BPF_REG_0));
+  } else if (!strcmp(s, "curtask")) {
+    emit_call(g, BPF_FUNC_get_current_task);
+    emit(g, I_MOV64_REG(r, BPF_REG_0));
   } else if (!strcmp(s, "cgroup")) {
     emit_call(g, BPF_FUNC_get_current_cgroup_id);
     emit(g, I_MOV64_REG(r, BPF_REG_0));
@@ -980,8 +1131,162 @@ static int gen_builtin_int(Gen *g, Node *n) {
   return r;
 }
 
-static bool fits_imm(Node *n) {
-  return n->kind == N_INT && n->ival >= INT32_MIN && n->ival <= INT32_MAX;
+/* ---- constants ------------------------------------------------------
+ * Integer expressions whose value is known while generating (literals,
+ * variables last assigned a known value, and operators over them) are
+ * folded: unrolled loops over constant indexes then cost no arithmetic. */
+
+static bool operands_signed(Node *n);
+
+/* a op b with the program's 64-bit semantics; false if it cannot be
+ * folded (division by zero is left to the kernel's rules). */
+static bool apply_op(int op, int64_t a, int64_t b, bool is_signed,
+                     int64_t *out) {
+  uint64_t ua = (uint64_t)a, ub = (uint64_t)b;
+  switch (op) {
+  case '+': *out = (int64_t)(ua + ub); return true;
+  case '-': *out = (int64_t)(ua - ub); return true;
+  case '*': *out = (int64_t)(ua * ub); return true;
+  case '/':
+  case '%':
+    if (b == 0 || (is_signed && a == INT64_MIN && b == -1)) return false;
+    if (is_signed)
+      *out = op == '/' ? a / b : a % b;
+    else
+      *out = (int64_t)(op == '/' ? ua / ub : ua % ub);
+    return true;
+  case '&': *out = a & b; return true;
+  case '|': *out = a | b; return true;
+  case '^': *out = a ^ b; return true;
+  case OP_SHL: *out = (int64_t)(ua << (ub & 63)); return true;
+  case OP_SHR:
+    *out = is_signed ? a >> (ub & 63) : (int64_t)(ua >> (ub & 63));
+    return true;
+  case OP_EQ: *out = a == b; return true;
+  case OP_NE: *out = a != b; return true;
+  case '<': *out = is_signed ? a < b : ua < ub; return true;
+  case '>': *out = is_signed ? a > b : ua > ub; return true;
+  case OP_LE: *out = is_signed ? a <= b : ua <= ub; return true;
+  case OP_GE: *out = is_signed ? a >= b : ua >= ub; return true;
+  case OP_AND: *out = a && b; return true;
+  case OP_OR: *out = a || b; return true;
+  }
+  return false;
+}
+
+static int64_t truncate_to(Type t, int64_t v) {
+  if (t.size >= 8) return v;
+  int bits = t.size * 8;
+  uint64_t mask = (1ull << bits) - 1;
+  uint64_t u = (uint64_t)v & mask;
+  if (t.is_signed && (u >> (bits - 1))) u |= ~mask;
+  return (int64_t)u;
+}
+
+/* The value of integer expression n if it is known now. */
+static bool fold(Gen *g, Node *n, int64_t *v) {
+  int64_t a, b;
+  switch (n->kind) {
+  case N_INT:
+    *v = n->ival;
+    return true;
+  case N_VAR:
+    if (n->type.kind != TY_INT || !n->var || !n->var->known) return false;
+    *v = n->var->value;
+    return true;
+  case N_UNOP:
+    if (n->op == '*' || !fold(g, n->lhs, &a)) return false;
+    *v = n->op == '-' ? (int64_t)(0 - (uint64_t)a) : n->op == '~' ? ~a : !a;
+    return true;
+  case N_BINOP:
+    if (n->lhs->type.kind != TY_INT || !fold(g, n->lhs, &a) ||
+        !fold(g, n->rhs, &b))
+      return false;
+    return apply_op(n->op, a, b, operands_signed(n), v);
+  case N_CAST:
+    if (n->type.kind != TY_INT || n->type.is_pointer || !fold(g, n->lhs, &a))
+      return false;
+    *v = !strcmp(n->name, "bool") ? a != 0 : truncate_to(n->type, a);
+    return true;
+  default:
+    return false;
+  }
+}
+
+static bool fits32(int64_t v) { return v >= INT32_MIN && v <= INT32_MAX; }
+
+static bool fold_imm(Gen *g, Node *n, int64_t *v) {
+  return fold(g, n, v) && fits32(*v);
+}
+
+/* *(u64 *)(base + off) = v, for a known v. */
+static void emit_store_const(Gen *g, int base, int off, int64_t v) {
+  if (fits32(v)) {
+    emit(g, I_ST(BPF_DW, base, off, (int32_t)v));
+    return;
+  }
+  emit_imm64(g, BPF_REG_1, v);
+  emit(g, I_STX(BPF_DW, base, BPF_REG_1, off));
+}
+
+/* Stores integer expression n at base + off. */
+static void gen_store_int(Gen *g, Node *n, int base, int off) {
+  int64_t v;
+  if (fold(g, n, &v)) {
+    emit_store_const(g, base, off, v);
+    return;
+  }
+  int r = gen_int(g, n);
+  emit(g, I_STX(BPF_DW, base, r, off));
+  reg_free(g, r);
+}
+
+/* What is known of the variables, saved around branches. */
+typedef struct VarState {
+  bool known;
+  int64_t value;
+} VarState;
+
+static VarState *vars_save(Gen *g) {
+  int n = 0;
+  for (VarSym *v = g->probe->vars; v; v = v->next) n++;
+  VarState *st = calloc(n + 1, sizeof(*st));
+  int i = 0;
+  for (VarSym *v = g->probe->vars; v; v = v->next, i++)
+    st[i] = (VarState){v->known, v->value};
+  return st;
+}
+
+static void vars_restore(Gen *g, const VarState *st) {
+  int i = 0;
+  for (VarSym *v = g->probe->vars; v; v = v->next, i++) {
+    v->known = st[i].known;
+    v->value = st[i].value;
+  }
+}
+
+/* Keeps only what both paths agree on. */
+static void vars_merge(Gen *g, const VarState *other) {
+  int i = 0;
+  for (VarSym *v = g->probe->vars; v; v = v->next, i++)
+    if (!other[i].known || !v->known || other[i].value != v->value)
+      v->known = false;
+}
+
+/* Forgets what is known of every variable that n assigns. */
+static void vars_forget_assigned(Node *n) {
+  for (; n; n = n->next) {
+    if ((n->kind == N_ASSIGN || n->kind == N_INCDEC) && n->lhs &&
+        n->lhs->kind == N_VAR && n->lhs->var)
+      n->lhs->var->known = false;
+    vars_forget_assigned(n->lhs);
+    vars_forget_assigned(n->rhs);
+    vars_forget_assigned(n->cond);
+    vars_forget_assigned(n->then);
+    vars_forget_assigned(n->els);
+    vars_forget_assigned(n->args);
+    vars_forget_assigned(n->body);
+  }
 }
 
 static bool operands_signed(Node *n) {
@@ -1002,6 +1307,7 @@ static int gen_logical(Gen *g, Node *n) {
   patch_here(g, j2);
   emit(g, I_MOV64_IMM(b, is_and ? 0 : 1));
   patch_here(g, done);
+  vars_forget_assigned(n->rhs);   /* it ran only on some paths */
   return b;
 }
 
@@ -1010,10 +1316,11 @@ static int gen_binop(Gen *g, Node *n) {
   if (n->lhs->type.kind == TY_STR) return gen_str_compare(g, n);
   bool is_signed = operands_signed(n);
   int a = gen_int(g, n->lhs);
-  if (fits_imm(n->rhs) && !(n->rhs->ival == 0 && (n->op == '/' ||
-                                                  n->op == '%'))) {
+  int64_t k;
+  if (fold_imm(g, n->rhs, &k) && !(k == 0 && (n->op == '/' ||
+                                               n->op == '%'))) {
     /* a constant right operand: the immediate form, no register */
-    emit_op(g, n->op, a, -1, (int32_t)n->rhs->ival, is_signed);
+    emit_op(g, n->op, a, -1, (int32_t)k, is_signed);
     return a;
   }
   Held h = hold(g, a);
@@ -1029,6 +1336,7 @@ static int gen_binop(Gen *g, Node *n) {
 }
 
 static int gen_unop(Gen *g, Node *n) {
+  if (n->op == '*') return gen_mem_int(g, n);
   int r = gen_int(g, n->lhs);
   switch (n->op) {
   case '-': emit(g, I_NEG64(r)); break;
@@ -1043,10 +1351,66 @@ static int gen_unop(Gen *g, Node *n) {
   return r;
 }
 
+/* The jump opcode that is taken when `op` is false. */
+static int inverse_jump(int op, bool is_signed) {
+  switch (op) {
+  case OP_EQ: return BPF_JNE;
+  case OP_NE: return BPF_JEQ;
+  case '<': return is_signed ? BPF_JSGE : BPF_JGE;
+  case '>': return is_signed ? BPF_JSLE : BPF_JLE;
+  case OP_LE: return is_signed ? BPF_JSGT : BPF_JGT;
+  case OP_GE: return is_signed ? BPF_JSLT : BPF_JLT;
+  default: return -1;
+  }
+}
+
+/* Emits a forward jump taken when cond is false (when_true: when it is
+ * true) and returns it for patch_here. An integer comparison becomes one
+ * conditional jump instead of a 0/1 value and a test. */
+static int gen_cond_jump(Gen *g, Node *cond, bool when_true) {
+  Span saved = g->span;
+  if (cond->span.line) g->span = cond->span;
+  int at;
+  bool is_signed = cond->kind == N_BINOP && operands_signed(cond);
+  int jmp = cond->kind == N_BINOP && cond->lhs->type.kind == TY_INT
+                ? inverse_jump(cond->op, is_signed) : -1;
+  int64_t k;
+  if (jmp >= 0 && fold_imm(g, cond->lhs, &k) && !fold(g, cond->rhs, &k)) {
+    /* 3 < x: test x > 3, with the constant as the immediate */
+    Node swapped = *cond;
+    swapped.lhs = cond->rhs;
+    swapped.rhs = cond->lhs;
+    swapped.op = cond->op == '<' ? '>' : cond->op == '>' ? '<'
+                 : cond->op == OP_LE ? OP_GE : cond->op == OP_GE ? OP_LE
+                 : cond->op;
+    g->span = saved;
+    return gen_cond_jump(g, &swapped, when_true);
+  }
+  if (jmp >= 0) {
+    if (when_true) jmp = jmp_code(cond->op, is_signed);
+    int a = gen_int(g, cond->lhs);
+    if (fold_imm(g, cond->rhs, &k)) {
+      at = emit_jump(g, I_JMP_IMM(jmp, a, (int32_t)k, 0));
+      reg_free(g, a);
+    } else {
+      Held h = hold(g, a);
+      int b = gen_int(g, cond->rhs);
+      a = held_reg(g, h, BPF_REG_0);
+      at = emit_jump(g, I_JMP_REG(jmp, a, b, 0));
+      reg_free(g, a);
+      reg_free(g, b);
+    }
+  } else {
+    int r = gen_int(g, cond);
+    at = emit_jump(g, I_JMP_IMM(when_true ? BPF_JNE : BPF_JEQ, r, 0, 0));
+    reg_free(g, r);
+  }
+  g->span = saved;
+  return at;
+}
+
 static int gen_ternary_int(Gen *g, Node *n) {
-  int c = gen_int(g, n->cond);
-  int to_else = emit_jump(g, I_JMP_IMM(BPF_JEQ, c, 0, 0));
-  reg_free(g, c);
+  int to_else = gen_cond_jump(g, n->cond, false);
   int t = gen_int(g, n->then);
   int done = emit_jump(g, I_JA(0));
   patch_here(g, to_else);
@@ -1058,6 +1422,9 @@ static int gen_ternary_int(Gen *g, Node *n) {
   }
   g->reg_used[t] = true;
   patch_here(g, done);
+  /* an x++ in one branch happened only on that path */
+  vars_forget_assigned(n->then);
+  vars_forget_assigned(n->els);
   return t;
 }
 
@@ -1068,8 +1435,16 @@ static int gen_incdec(Gen *g, Node *n, bool as_stmt) {
   bool prefix = n->ival != 0 || as_stmt;
   if (n->lhs->kind == N_MAP)
     return gen_map_update_int(g, n->lhs, '+', NULL, delta, !prefix);
-  int slot = n->lhs->var->stack_off;
+  VarSym *v = n->lhs->var;
+  int slot = v->stack_off;
   int r = reg_alloc(g);
+  if (v->known) {
+    int64_t old = v->value;
+    v->value = (int64_t)((uint64_t)old + (uint64_t)delta);
+    emit_store_const(g, BPF_REG_10, slot, v->value);
+    emit_imm64(g, r, prefix ? v->value : old);
+    return r;
+  }
   emit(g, I_LDX(BPF_DW, r, BPF_REG_10, slot));
   emit(g, I_ALU64_IMM(BPF_ADD, r, (int32_t)delta));
   emit(g, I_STX(BPF_DW, BPF_REG_10, r, slot));
@@ -1150,6 +1525,13 @@ static int gen_int(Gen *g, Node *n) {
   Span saved = g->span;
   if (n->span.line) g->span = n->span;
   int r;
+  int64_t v;
+  if (fold(g, n, &v)) {
+    r = reg_alloc(g);
+    emit_imm64(g, r, v);
+    g->span = saved;
+    return r;
+  }
   switch (n->kind) {
   case N_INT:
     r = reg_alloc(g);
@@ -1167,7 +1549,11 @@ static int gen_int(Gen *g, Node *n) {
     break;
   case N_FIELD:
     r = n->lhs->type.kind == TY_TUPLE ? gen_tuple_field_int(g, n)
+        : in_memory(n)                ? gen_mem_int(g, n)
                                       : gen_field_int(g, n);
+    break;
+  case N_INDEX:
+    r = gen_mem_int(g, n);
     break;
   case N_CAST:
     r = gen_cast(g, n);
@@ -1206,17 +1592,35 @@ static void gen_assign(Gen *g, Node *n) {
       gen_buf(g, rhs, v->stack_off, buf_cap(v->type));
       return;
     }
-    int r = gen_int(g, rhs);
-    if (n->op != '=') {
+    bool is_signed = v->type.is_signed && rhs->type.is_signed;
+    int64_t k, now;
+    bool known = n->op == '=' ? fold(g, rhs, &now)
+                 : v->known && fold(g, rhs, &k) &&
+                       apply_op(n->op, v->value, k, is_signed, &now);
+    if (known) {
+      emit_store_const(g, BPF_REG_10, v->stack_off, now);
+      v->known = true;
+      v->value = now;
+      return;
+    }
+    if (n->op == '=') {
+      gen_store_int(g, rhs, BPF_REG_10, v->stack_off);
+    } else {
       int cur = reg_alloc(g);
       emit(g, I_LDX(BPF_DW, cur, BPF_REG_10, v->stack_off));
-      emit_op(g, n->op, cur, r, 0,
-              v->type.is_signed && rhs->type.is_signed);
-      reg_free(g, r);
-      r = cur;
+      if (fold_imm(g, rhs, &k) && !(k == 0 && (n->op == '/' || n->op == '%'))) {
+        emit_op(g, n->op, cur, -1, (int32_t)k, is_signed);
+      } else {
+        Held h = hold(g, cur);
+        int r = gen_int(g, rhs);
+        cur = held_reg(g, h, BPF_REG_0);
+        emit_op(g, n->op, cur, r, 0, is_signed);
+        reg_free(g, r);
+      }
+      emit(g, I_STX(BPF_DW, BPF_REG_10, cur, v->stack_off));
+      reg_free(g, cur);
     }
-    emit(g, I_STX(BPF_DW, BPF_REG_10, r, v->stack_off));
-    reg_free(g, r);
+    v->known = false;
     return;
   }
   MapSym *m = lhs->map;
@@ -1235,13 +1639,52 @@ static void gen_assign(Gen *g, Node *n) {
     emit_update(g, m, key, val);
     return;
   }
+  int64_t k;
+  if (fold(g, rhs, &k)) {
+    int key = gen_key(g, lhs);
+    int val = scratch_alloc(g, 8);
+    emit_store_const(g, SCRATCH, val, k);
+    emit_update(g, m, key, val);
+    return;
+  }
   Held v = hold(g, gen_int(g, rhs));
   int key = gen_key(g, lhs);
   int val = scratch_alloc(g, 8);
   int r = held_reg(g, v, BPF_REG_2);
-  emit(g, I_STX(BPF_DW, SCRATCH, r, val + 0));
+  emit(g, I_STX(BPF_DW, SCRATCH, r, val));
   held_free(g, v);
   emit_update(g, m, key, val);
+}
+
+/* if/else. A condition known now generates only the branch taken; else
+ * what is known of variables after it is what both branches agree on. */
+static bool gen_if(Gen *g, Node *n) {
+  int64_t k;
+  if (fold(g, n->cond, &k)) {
+    if (k) return gen_block(g, n->then);
+    return n->els ? gen_stmt(g, n->els) : false;
+  }
+  VarState *before = vars_save(g);
+  int to_else = gen_cond_jump(g, n->cond, false);
+  bool then_ends = gen_block(g, n->then);
+  VarState *after_then = vars_save(g);
+  vars_restore(g, before);
+  bool else_ends = false;
+  if (n->els) {
+    int done = then_ends ? -1 : emit_jump(g, I_JA(0));
+    patch_here(g, to_else);
+    else_ends = gen_stmt(g, n->els);
+    if (done >= 0) patch_here(g, done);
+  } else {
+    patch_here(g, to_else);
+  }
+  if (else_ends && !then_ends)
+    vars_restore(g, after_then);
+  else if (!then_ends)
+    vars_merge(g, after_then);
+  free(before);
+  free(after_then);
+  return then_ends && else_ends;
 }
 
 static void emit_jump_back(Gen *g, int target) {
@@ -1259,18 +1702,20 @@ static void gen_while(Gen *g, Node *n) {
     return;
   }
   struct Loop *l = &g->loops[g->nloops++];
+  /* nothing the body assigns is known at the top of the loop */
+  vars_forget_assigned(n->then);
+  vars_forget_assigned(n->cond);
   l->start = g->p->ninsns;
   l->breaks = NULL;
   l->nbreaks = 0;
-  int c = gen_int(g, n->cond);
-  int out = emit_jump(g, I_JMP_IMM(BPF_JEQ, c, 0, 0));
-  reg_free(g, c);
+  int out = gen_cond_jump(g, n->cond, false);
   if (!gen_block(g, n->then)) {
     g->span = n->span;
     emit_jump_back(g, l->start);
   }
   patch_here(g, out);
   for (int i = 0; i < l->nbreaks; i++) patch_here(g, l->breaks[i]);
+  vars_forget_assigned(n->then);
   free(l->breaks);
   g->nloops--;
 }
@@ -1299,22 +1744,9 @@ static bool gen_stmt(Gen *g, Node *n) {
   case N_INCDEC:
     reg_free(g, gen_incdec(g, n, true));
     break;
-  case N_IF: {
-    int c = gen_int(g, n->cond);
-    int to_else = emit_jump(g, I_JMP_IMM(BPF_JEQ, c, 0, 0));
-    reg_free(g, c);
-    bool then_ends = gen_block(g, n->then);
-    if (n->els) {
-      int done = then_ends ? -1 : emit_jump(g, I_JA(0));
-      patch_here(g, to_else);
-      bool else_ends = gen_stmt(g, n->els);
-      if (done >= 0) patch_here(g, done);
-      ends = then_ends && else_ends;
-    } else {
-      patch_here(g, to_else);
-    }
+  case N_IF:
+    ends = gen_if(g, n);
     break;
-  }
   case N_BLOCK:
     ends = gen_block(g, n);
     break;
@@ -1362,6 +1794,7 @@ static bool gen_block(Gen *g, Node *n) {
  * strings in the scratch area. */
 static void place_vars(Gen *g, Probe *p) {
   for (VarSym *v = p->vars; v; v = v->next) {
+    v->known = false;
     if (is_buffer(v->type))
       v->stack_off = scratch_alloc(g, buf_cap(v->type));
     else
@@ -1402,6 +1835,11 @@ static void gen_body(Gen *g, Probe *probe, int buf_base) {
   g->buf_base = buf_base;
   g->too_big = false;
   memset(g->reg_used, 0, sizeof(g->reg_used));
+  for (int sub = 0; sub < NSUBS; sub++) {
+    free(g->subcalls[sub]);
+    g->subcalls[sub] = NULL;
+    g->nsubcalls[sub] = 0;
+  }
   g->stack_top = g->stack_max = 16;
   g->scratch_top = 0;
   g->span = probe->span;
@@ -1424,10 +1862,12 @@ static void gen_body(Gen *g, Probe *probe, int buf_base) {
   if (probe->pred) {
     int stack_mark = g->stack_top, scratch_mark = g->scratch_top;
     g->span = probe->pred->span;
-    int r = gen_int(g, probe->pred);
-    emit(g, I_JMP_IMM(BPF_JNE, r, 0, 2));
-    emit_return(g);
-    reg_free(g, r);
+    int64_t k;
+    if (!fold(g, probe->pred, &k) || !k) {
+      int pass = gen_cond_jump(g, probe->pred, true);
+      emit_return(g);
+      patch_here(g, pass);
+    }
     g->stack_top = stack_mark;
     g->scratch_top = scratch_mark;
   }
@@ -1436,6 +1876,9 @@ static void gen_body(Gen *g, Probe *probe, int buf_base) {
     g->span = probe->span;
     emit_return(g);
   }
+  g->span = probe->span;
+  g->p->nmain = g->p->ninsns;
+  emit_subprograms(g);
 }
 
 static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t) {

@@ -190,6 +190,9 @@ static const char *explain_reason(const char *reason) {
       {"BPF program is too large",
        "the verifier could not prove this probe ends: a loop runs too long "
        "(or has no bound it can see); lower the bound or use unroll"},
+      {"jumps is too complex",
+       "the verifier could not prove this probe ends: a loop runs too long "
+       "(or has no bound it can see); lower the bound or use unroll"},
       {"back-edge", "this kernel does not accept loops; use unroll"},
       {"unreachable insn", "the probe has code that can never run"},
       {"combined stack size", "the probe uses too much stack"},
@@ -208,15 +211,21 @@ static void report_rejection(const BpfProg *p, char *log, Diag *d) {
   int n = split_lines(log, &lines);
   int last_insn = -1;
   const char *reason = NULL;
+  /* The subprograms after nmain are shared by many call sites: a problem
+   * found in one is placed at the last probe instruction that ran. */
+  int last_main = -1;
   for (int i = 0; i < n; i++) {
     int idx = insn_index_of_line(lines[i]);
     if (idx >= 0) last_insn = idx;
+    if (idx >= 0 && (p->nmain == 0 || idx < p->nmain)) last_main = idx;
     if (!is_stats_line(lines[i]) && !is_state_line(lines[i]))
       reason = lines[i];
   }
   /* "infinite loop detected at insn 26": the loop itself is the place */
   const char *at_insn = reason ? strstr(reason, "at insn ") : NULL;
   if (at_insn) last_insn = atoi(at_insn + 8);
+  if (p->nmain > 0 && last_insn >= p->nmain && last_main >= 0)
+    last_insn = last_main;
   const char *means = reason ? explain_reason(reason) : NULL;
   Span at = no_span;
   if (last_insn >= 0 && last_insn < p->ninsns && p->insn_span)

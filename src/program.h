@@ -80,6 +80,8 @@ typedef struct VarSym {
   Type type;
   struct VarSym *next;
   int stack_off;   /* codegen: frame offset (negative), 0 if unassigned */
+  bool known;      /* codegen: the variable holds `value` at this point */
+  int64_t value;
 } VarSym;
 
 /* Records sent to user space through the ring buffer start with this. */
@@ -136,6 +138,7 @@ typedef struct BpfProg {
   struct bpf_insn *insns;  /* map loads carry the map id in imm until load */
   Span *insn_span;         /* source span each instruction came from */
   int ninsns;
+  int nmain;               /* instructions before the shared subprograms */
   int cap;
   int fd;                  /* -1 until loaded */
   char name[16];           /* kernel-visible name, e.g. "tp_sys_enter_ope" */

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Runs loupe's test suite: the unit test binaries (build/unit/test_*), then
-# every declarative test under tests/runtime and tests/errors.
+# every declarative test under tests/runtime and tests/errors, then the
+# test scripts tests/tetris/*.sh (exit 0 passes, 77 skips).
 #
 #   tests/run.sh              all tests
 #   tests/run.sh WORD...      only test files whose path contains a WORD
@@ -285,6 +286,18 @@ check_no_leak() {
   return 1
 }
 
+# A test that is a script (tests/tetris/*.sh): exit 0 passes, 77 skips.
+run_script_test() {
+  local out status
+  name=${1#"$ROOT"/tests/}
+  out=$(LOUPE=$LOUPE timeout 120 "$1" 2>&1); status=$?
+  case $status in
+    0) echo "PASS $name"; passed=$((passed + 1)) ;;
+    77) echo "SKIP $name ($(tail -n 1 <<<"$out"))"; skipped=$((skipped + 1)) ;;
+    *) fail "exit status $status"$'\n'"$(tail -n 40 <<<"$out")" ;;
+  esac
+}
+
 cleanup_dir() {
   [ -n "${KEEP:-}" ] && { echo "    (kept $1)"; return; }
   rm -rf "$1"
@@ -298,6 +311,11 @@ main() {
     [ -f "$file" ] || continue
     [ $# -gt 0 ] && ! matches_filter "$file" "$@" && continue
     run_test "$file"
+  done
+  for file in "$ROOT"/tests/tetris/*.sh; do
+    [ -x "$file" ] || continue
+    [ $# -gt 0 ] && ! matches_filter "$file" "$@" && continue
+    run_script_test "$file"
   done
   local summary="$passed passed, $failed failed"
   [ $skipped -gt 0 ] && summary+=", $skipped skipped"
