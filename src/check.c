@@ -994,10 +994,15 @@ static void check_binop(Checker *c, Node *n) {
              op_text(n->op), TYPE_NAME(l), TYPE_NAME(r));
     return;
   }
-  if (is_comparison(n->op) || n->op == OP_AND || n->op == OP_OR)
+  if (is_comparison(n->op) || n->op == OP_AND || n->op == OP_OR) {
     n->type = ty_int(8, false);
-  else
+  } else if (l.is_pointer && !r.is_pointer && (n->op == '+' || n->op == '-')) {
+    /* p + i moves by whole elements, as in C */
+    n->type = l;
+    n->field_offset = l.ctype && l.ctype->size > 1 ? l.ctype->size : 1;
+  } else {
     n->type = ty_int(8, result_signed(l, r));
+  }
 }
 
 /* *p: what p points to, read from memory (a struct stays in memory). */

@@ -1199,7 +1199,8 @@ static bool fold(Gen *g, Node *n, int64_t *v) {
     *v = n->op == '-' ? (int64_t)(0 - (uint64_t)a) : n->op == '~' ? ~a : !a;
     return true;
   case N_BINOP:
-    if (n->lhs->type.kind != TY_INT || !fold(g, n->lhs, &a) ||
+    if (n->lhs->type.kind != TY_INT || n->type.is_pointer ||
+        !fold(g, n->lhs, &a) ||
         !fold(g, n->rhs, &b))
       return false;
     return apply_op(n->op, a, b, operands_signed(n), v);
@@ -1317,6 +1318,24 @@ static int gen_binop(Gen *g, Node *n) {
   bool is_signed = operands_signed(n);
   int a = gen_int(g, n->lhs);
   int64_t k;
+  if (n->type.is_pointer && n->field_offset > 1) {
+    /* pointer arithmetic: the offset counts elements */
+    if (fold(g, n->rhs, &k) && fits32(k * n->field_offset)) {
+      emit_op(g, n->op, a, -1, (int32_t)(k * n->field_offset), false);
+      return a;
+    }
+    Held h = hold(g, a);
+    int b = gen_int(g, n->rhs);
+    emit(g, I_ALU64_IMM(BPF_MUL, b, n->field_offset));
+    int ar = held_reg(g, h, BPF_REG_0);
+    emit_op(g, n->op, ar, b, 0, false);
+    if (ar == BPF_REG_0) {
+      emit(g, I_MOV64_REG(b, BPF_REG_0));
+      return b;
+    }
+    reg_free(g, b);
+    return ar;
+  }
   if (fold_imm(g, n->rhs, &k) && !(k == 0 && (n->op == '/' ||
                                                n->op == '%'))) {
     /* a constant right operand: the immediate form, no register */
