@@ -95,6 +95,9 @@ typedef enum NodeKind {
                    N_CAST; sizeof(expr): name NULL, lhs the expression */
   N_OFFSETOF,   /* offsetof(TYPE, field[.field...]): name is the type text,
                    sval the member path as written ("a.b") */
+  N_FOR,        /* for ($v : @map) or for ($v : a..b): lhs the variable,
+                   args the map (rhs NULL) or the range start (rhs its
+                   end, exclusive), then the body */
 } NodeKind;
 
 /* Operators: single characters stand for themselves ('+', '<', '!', ...);

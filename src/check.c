@@ -23,6 +23,8 @@ typedef struct Checker {
   int pass;            /* 1: learn map types quietly; 2: check and report */
   bool in_assign_rhs;  /* aggregation calls are only valid there */
   int loop_depth;      /* while loops around the statement being checked */
+  int frame;           /* 0, or the for-over-map body being checked */
+  int nframes;         /* for-over-map bodies seen in this probe */
   int strlen;          /* str() buffer size: BPFTRACE_STRLEN or config */
   int map_keys;        /* max entries of a map: BPFTRACE_MAP_KEYS_MAX ... */
 } Checker;
@@ -127,15 +129,18 @@ static MapSym *map_get(Checker *c, Node *n) {
   return m;
 }
 
+/* Variables are seen within their frame: a for loop over a map runs its
+ * body as a separate function, which sees only its own variables. */
 static VarSym *var_find(Checker *c, const char *name) {
   for (VarSym *v = c->probe->vars; v; v = v->next)
-    if (strcmp(v->name, name) == 0) return v;
+    if (strcmp(v->name, name) == 0 && v->frame == c->frame) return v;
   return NULL;
 }
 
 static VarSym *var_new(Checker *c, const char *name) {
   VarSym *v = calloc(1, sizeof(*v));
   v->name = strdup(name);
+  v->frame = c->frame;
   v->next = c->probe->vars;
   c->probe->vars = v;
   return v;
@@ -342,6 +347,12 @@ static void check_builtin(Checker *c, Node *n) {
     c->probe->uses_probe = true;
     n->type = ty_str(probe_name_size(c->probe));
   } else if (!strcmp(s, "args")) {
+    if (c->frame != 0) {
+      error_at(c, n->span, "args can not be used inside a for loop over a "
+               "map (its body runs as a separate function); copy what you "
+               "need into a map first");
+      return;
+    }
     if (!probe_is_tracepoint(c->probe)) {
       error_at(c, n->span,
                "The args builtin can only be used with tracepoint probes");
@@ -1319,6 +1330,93 @@ static void check_incdec(Checker *c, Node *n) {
   lhs->type = m->value_type;
 }
 
+/* The loop variable of a for: declared by it, an error if it exists. */
+static VarSym *for_variable(Checker *c, Node *var, Type t) {
+  VarSym *v = var_find(c, var->name);
+  if (v && v->type.kind != TY_NONE && !same_layout(v->type, t)) {
+    error_at(c, var->span, "Type mismatch for %s: the loop gives it type "
+             "'%s' but it already holds '%s'", var->name, TYPE_NAME(t),
+             TYPE_NAME(v->type));
+    return NULL;
+  }
+  if (!v) v = var_new(c, var->name);
+  v->type = t;
+  var->var = v;
+  var->type = t;
+  return v;
+}
+
+/* for ($i : a..b) counts from a up to b - 1; for ($kv : @m) visits each
+ * entry with $kv = (key, value). */
+static void check_for(Checker *c, Node *n) {
+  Node *src = n->args;
+  if (n->lhs->kind != N_VAR || n->lhs->name[1] == '#' ||
+      (n->lhs->name[1] >= '0' && n->lhs->name[1] <= '9')) {
+    error_at(c, n->lhs->span, "a for loop needs a $variable");
+    return;
+  }
+  if (n->rhs) {
+    check_expr(c, src);
+    check_expr(c, n->rhs);
+    for (Node *e = src; e; e = e == src ? n->rhs : NULL)
+      if (e->type.kind != TY_INT && e->type.kind != TY_NONE) {
+        error_at(c, e->span, "a range's bounds must be integers, not %s",
+                 TYPE_NAME(e->type));
+        return;
+      }
+    for_variable(c, n->lhs, ty_int(8, true));
+    c->loop_depth++;
+    check_block(c, n->then);
+    c->loop_depth--;
+    return;
+  }
+  MapSym *m = map_get(c, src);
+  src->map = m;
+  if (m->value_type.kind == TY_NONE) {
+    error_at(c, src->span, "Undefined map: %s", m->name);
+    return;
+  }
+  if (m->value_type.kind == TY_AGG || m->nkeys <= 0) {
+    error_at(c, src->span, "loupe can loop over maps of keys and plain "
+             "values only; %s holds %s", m->name,
+             m->nkeys <= 0 ? "no keys" : TYPE_NAME(m->value_type));
+    return;
+  }
+  /* the body runs in its own frame: $kv and what it declares */
+  int outer = c->frame, outer_depth = c->loop_depth;
+  c->frame = ++c->nframes;
+  n->ival = c->frame;
+  TupleType *kv = calloc(1, sizeof(*kv));
+  kv->n = 2;
+  kv->elems = calloc(2, sizeof(Type));
+  kv->offs = calloc(2, sizeof(int));
+  if (m->nkeys == 1) {
+    kv->elems[0] = m->key_types[0];
+  } else {
+    TupleType *keys = calloc(1, sizeof(*keys));
+    keys->n = m->nkeys;
+    keys->elems = calloc(m->nkeys, sizeof(Type));
+    keys->offs = calloc(m->nkeys, sizeof(int));
+    for (int i = 0; i < m->nkeys; i++) {
+      keys->elems[i] = m->key_types[i];
+      keys->offs[i] = keys->size;
+      keys->size += value_cap(m->key_types[i]);
+    }
+    kv->elems[0].kind = TY_TUPLE;
+    kv->elems[0].tuple = keys;
+    kv->elems[0].size = keys->size;
+  }
+  kv->elems[1] = m->value_type;
+  kv->offs[1] = value_cap(kv->elems[0]);
+  kv->size = kv->offs[1] + value_cap(kv->elems[1]);
+  Type t = {.kind = TY_TUPLE, .tuple = kv, .size = kv->size};
+  for_variable(c, n->lhs, t);
+  c->loop_depth = 1;
+  check_block(c, n->then);
+  c->loop_depth = outer_depth;
+  c->frame = outer;
+}
+
 static void check_stmt(Checker *c, Node *n) {
   switch (n->kind) {
   case N_EXPR_STMT:
@@ -1364,12 +1462,15 @@ static void check_stmt(Checker *c, Node *n) {
   case N_BREAK:
   case N_CONTINUE:
     if (c->loop_depth == 0)
-      error_at(c, n->span, "%s used outside of a while loop",
+      error_at(c, n->span, "%s used outside of a loop",
                n->kind == N_BREAK ? "break" : "continue");
     break;
   case N_RETURN:
     if (n->lhs)
       error_at(c, n->lhs->span, "a probe's return takes no value");
+    break;
+  case N_FOR:
+    check_for(c, n);
     break;
   default:
     error_at(c, n->span, "loupe does not support this statement yet");
@@ -1383,6 +1484,7 @@ static void check_block(Checker *c, Node *n) {
 
 static void check_probe(Checker *c, Probe *p) {
   c->probe = p;
+  c->frame = c->nframes = 0;
   p->vars = NULL;
   if (p->pred) {
     check_expr(c, p->pred);

@@ -53,12 +53,22 @@ typedef struct Gen {
   int stack_max;
   int scratch_top;     /* bytes in use in the scratch area */
   int scratch_max;
-  struct Loop {        /* the while loops around the code being generated */
-    int start;         /* first instruction of the condition */
+  struct Loop {        /* the loops around the code being generated */
+    int start;         /* where continue goes back to; -1: forward, to
+                          where conts are patched */
     int *breaks;       /* jumps to patch to the loop's end */
     int nbreaks;
+    int *conts;        /* forward continue jumps (for ranges) */
+    int nconts;
+    bool callback;     /* a for-over-map body: break and continue return */
   } loops[64];
   int nloops;
+  struct Pending {     /* for-over-map bodies, generated after the probe */
+    Node *loop;
+    int at;            /* the LD_IMM64 of the callback's address */
+  } *pending;
+  int npending;
+  int frame;           /* the frame being generated (VarSym.frame) */
   bool failed;
 } Gen;
 
@@ -73,6 +83,9 @@ static int buf_ref(Gen *g, Node *n);
 static bool gen_block(Gen *g, Node *n);
 static bool gen_stmt(Gen *g, Node *n);
 static void gen_while(Gen *g, Node *n);
+static void gen_for_range(Gen *g, Node *n);
+static void gen_for_map(Gen *g, Node *n);
+static void place_vars(Gen *g, Probe *p);
 static void emit_jump_back(Gen *g, int target);
 
 static int align8(int n) { return (n + 7) & ~7; }
@@ -181,7 +194,10 @@ static int stack_alloc(Gen *g, int size) {
   g->stack_top += align8(size);
   if (g->stack_top > g->stack_max) g->stack_max = g->stack_top;
   if (g->stack_top > STACK_LIMIT) {
-    if (g->buf_base == BPF_REG_10)
+    if (g->frame != 0)
+      fail(g, g->span, "%s", "the body of this for loop needs more than the "
+           "BPF stack it can have; make it smaller");
+    else if (g->buf_base == BPF_REG_10)
       g->too_big = true;   /* gen_prog tries again with the scratch area */
     else
       fail(g, g->span, "%s", "this probe needs more than the 512 bytes of "
@@ -1706,6 +1722,107 @@ static bool gen_if(Gen *g, Node *n) {
   return then_ends && else_ends;
 }
 
+/* for ($i : a..b): $i = a; while ($i < b) { body; $i++ }, with b
+ * evaluated once and continue going to the increment. */
+static void gen_for_range(Gen *g, Node *n) {
+  if (g->nloops == (int)(sizeof(g->loops) / sizeof(g->loops[0]))) {
+    fail(g, n->span, "%s", "loops are nested too deeply");
+    return;
+  }
+  VarSym *v = n->lhs->var;
+  gen_store_int(g, n->args, BPF_REG_10, v->stack_off);
+  int end = stack_alloc(g, 8);
+  gen_store_int(g, n->rhs, BPF_REG_10, end);
+  v->known = false;
+  vars_forget_assigned(n->then);
+  struct Loop *l = &g->loops[g->nloops++];
+  memset(l, 0, sizeof(*l));
+  l->start = -1;
+  int top = g->p->ninsns;
+  int r = reg_alloc(g);
+  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, v->stack_off));
+  emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_10, end));
+  int out = emit_jump(g, I_JMP_REG(BPF_JSGE, r, BPF_REG_1, 0));
+  reg_free(g, r);
+  gen_block(g, n->then);
+  for (int i = 0; i < l->nconts; i++) patch_here(g, l->conts[i]);
+  g->span = n->span;
+  r = reg_alloc(g);
+  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, v->stack_off));
+  emit(g, I_ALU64_IMM(BPF_ADD, r, 1));
+  emit(g, I_STX(BPF_DW, BPF_REG_10, r, v->stack_off));
+  reg_free(g, r);
+  emit_jump_back(g, top);
+  patch_here(g, out);
+  for (int i = 0; i < l->nbreaks; i++) patch_here(g, l->breaks[i]);
+  free(l->breaks);
+  free(l->conts);
+  g->nloops--;
+  vars_forget_assigned(n->then);
+}
+
+/* for ($kv : @m): bpf_for_each_map_elem calls the body, generated later
+ * as a function of its own (see gen_callbacks). */
+static void gen_for_map(Gen *g, Node *n) {
+  MapSym *m = n->args->map;
+  emit_map(g, BPF_REG_1, m->id);
+  g->pending = realloc(g->pending, sizeof(*g->pending) * (g->npending + 1));
+  g->pending[g->npending].loop = n;
+  g->pending[g->npending].at = g->p->ninsns;
+  g->npending++;
+  emit(g, I_LD_IMM64_LO(BPF_REG_2, BPF_PSEUDO_FUNC, 0));
+  emit(g, I_LD_IMM64_HI(0));
+  emit(g, I_MOV64_IMM(BPF_REG_3, 0));
+  emit(g, I_MOV64_IMM(BPF_REG_4, 0));
+  emit_call(g, BPF_FUNC_for_each_map_elem);
+}
+
+/* A for-over-map body as a callback (r1 map, r2 key, r3 value, r4 ctx):
+ * $kv gets a copy of the key and the value, then the body runs with its
+ * own stack frame and variables. Returns 0 to go on, 1 to stop. */
+static void gen_callback(Gen *g, Node *n) {
+  MapSym *m = n->args->map;
+  VarSym *kv = n->lhs->var;
+  int start = g->p->ninsns;
+  struct Pending *pd = NULL;
+  for (int i = 0; i < g->npending; i++)
+    if (g->pending[i].loop == n) pd = &g->pending[i];
+  g->p->insns[pd->at].imm = start - pd->at - 1;
+
+  g->frame = (int)n->ival;
+  g->buf_base = BPF_REG_10;
+  memset(g->reg_used, 0, sizeof(g->reg_used));
+  g->stack_top = 16;
+  g->span = n->span;
+  place_vars(g, g->probe);
+  int kv_off = kv->stack_off;
+  for (int i = 0; i < m->key_size; i += 8) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_2, i));
+    emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, kv_off + i));
+  }
+  int voff = kv_off + kv->type.tuple->offs[1];
+  for (int i = 0; i < m->value_size; i += 8) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_3, i));
+    emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, voff + i));
+  }
+  struct Loop *l = &g->loops[g->nloops++];
+  memset(l, 0, sizeof(*l));
+  l->callback = true;
+  if (!gen_block(g, n->then)) emit_return(g);
+  g->nloops--;
+}
+
+/* Generates every pending for-over-map body (bodies may add more). */
+static void gen_callbacks(Gen *g) {
+  int saved_base = g->buf_base, saved_frame = g->frame;
+  for (int i = 0; i < g->npending; i++) gen_callback(g, g->pending[i].loop);
+  free(g->pending);
+  g->pending = NULL;
+  g->npending = 0;
+  g->buf_base = saved_base;
+  g->frame = saved_frame;
+}
+
 static void emit_jump_back(Gen *g, int target) {
   int off = target - g->p->ninsns - 1;
   if (off < INT16_MIN)
@@ -1724,9 +1841,8 @@ static void gen_while(Gen *g, Node *n) {
   /* nothing the body assigns is known at the top of the loop */
   vars_forget_assigned(n->then);
   vars_forget_assigned(n->cond);
+  memset(l, 0, sizeof(*l));
   l->start = g->p->ninsns;
-  l->breaks = NULL;
-  l->nbreaks = 0;
   int out = gen_cond_jump(g, n->cond, false);
   if (!gen_block(g, n->then)) {
     g->span = n->span;
@@ -1778,14 +1894,34 @@ static bool gen_stmt(Gen *g, Node *n) {
     break;
   case N_BREAK: {
     struct Loop *l = &g->loops[g->nloops - 1];
-    l->breaks = realloc(l->breaks, sizeof(int) * (l->nbreaks + 1));
-    l->breaks[l->nbreaks++] = emit_jump(g, I_JA(0));
+    if (l->callback) {
+      emit(g, I_MOV64_IMM(BPF_REG_0, 1));   /* stop the iteration */
+      emit(g, I_EXIT());
+    } else {
+      l->breaks = realloc(l->breaks, sizeof(int) * (l->nbreaks + 1));
+      l->breaks[l->nbreaks++] = emit_jump(g, I_JA(0));
+    }
     ends = true;
     break;
   }
-  case N_CONTINUE:
-    emit_jump_back(g, g->loops[g->nloops - 1].start);
+  case N_CONTINUE: {
+    struct Loop *l = &g->loops[g->nloops - 1];
+    if (l->callback) {
+      emit_return(g);                        /* on to the next entry */
+    } else if (l->start >= 0) {
+      emit_jump_back(g, l->start);
+    } else {
+      l->conts = realloc(l->conts, sizeof(int) * (l->nconts + 1));
+      l->conts[l->nconts++] = emit_jump(g, I_JA(0));
+    }
     ends = true;
+    break;
+  }
+  case N_FOR:
+    if (n->rhs)
+      gen_for_range(g, n);
+    else
+      gen_for_map(g, n);
     break;
   case N_RETURN:
     emit_return(g);
@@ -1814,6 +1950,7 @@ static bool gen_block(Gen *g, Node *n) {
 static void place_vars(Gen *g, Probe *p) {
   for (VarSym *v = p->vars; v; v = v->next) {
     v->known = false;
+    if (v->frame != g->frame) continue;
     if (is_buffer(v->type))
       v->stack_off = scratch_alloc(g, buf_cap(v->type));
     else
@@ -1853,6 +1990,10 @@ static void gen_body(Gen *g, Probe *probe, int buf_base) {
   g->p->ninsns = 0;
   g->buf_base = buf_base;
   g->too_big = false;
+  g->frame = 0;
+  free(g->pending);
+  g->pending = NULL;
+  g->npending = 0;
   memset(g->reg_used, 0, sizeof(g->reg_used));
   for (int sub = 0; sub < NSUBS; sub++) {
     free(g->subcalls[sub]);
@@ -1897,6 +2038,7 @@ static void gen_body(Gen *g, Probe *probe, int buf_base) {
   }
   g->span = probe->span;
   g->p->nmain = g->p->ninsns;
+  gen_callbacks(g);
   emit_subprograms(g);
 }
 

@@ -367,7 +367,8 @@ static const struct {
     {"==", TK_PUNCT, OP_EQ},    {"!=", TK_PUNCT, OP_NE},
     {"&&", TK_PUNCT, OP_AND},   {"||", TK_PUNCT, OP_OR},
     {"++", TK_PUNCT, OP_INC},   {"--", TK_PUNCT, OP_DEC},
-    {"->", TK_PUNCT, P_ARROW},  {"+=", TK_ASSIGN, '+'},
+    {"->", TK_PUNCT, P_ARROW},  {"..", TK_PUNCT, P_RANGE},
+    {"+=", TK_ASSIGN, '+'},
     {"-=", TK_ASSIGN, '-'},     {"*=", TK_ASSIGN, '*'},
     {"/=", TK_ASSIGN, '/'},     {"%=", TK_ASSIGN, '%'},
     {"&=", TK_ASSIGN, '&'},     {"|=", TK_ASSIGN, '|'},
@@ -489,7 +490,8 @@ void lex_top(Lexer *lx, Token *t) {
 
 static const char *const keywords[] = {
     "if",     "else",  "while",  "unroll", "return", "break",
-    "continue", "config", "struct", "union", "enum", "sizeof", "offsetof",
+    "continue", "for", "config", "struct", "union", "enum", "sizeof",
+    "offsetof",
     NULL,
 };
 

@@ -25,7 +25,7 @@ typedef enum TokenKind {
   TK_DIRECTIVE,  /* a "#..." preprocessor line */
 } TokenKind;
 
-enum { P_ARROW = 400 };  /* "->" */
+enum { P_ARROW = 400, P_RANGE };  /* "->", ".." */
 
 typedef struct Token {
   TokenKind kind;

@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/btf.h>
 
 #define DEFAULT_RINGBUF_SIZE (1u << 20)
 #define VERIFIER_LOG_START (4u << 20)
@@ -252,13 +253,88 @@ static void report_rejection(const BpfProg *p, char *log, Diag *d) {
 /* Loads once more with the verifier's log on, growing the buffer while the
  * kernel says it was too small (kernels before 6.4 keep the head of the log,
  * and the failure is at its tail). */
+/* A program made of several functions (subprograms for events, callbacks
+ * of for loops over maps) describes each to the kernel in BTF: callbacks
+ * are refused without it. */
+typedef struct FuncBtf {
+  struct btf *btf;
+  struct bpf_func_info *info;
+  int n;
+} FuncBtf;
+
+static int cmp_int(const void *a, const void *b) {
+  return *(const int *)a - *(const int *)b;
+}
+
+static void func_btf_free(FuncBtf *fb) {
+  btf__free(fb->btf);
+  free(fb->info);
+  memset(fb, 0, sizeof(*fb));
+}
+
+/* Fills fb for p; leaves it empty for a program of one function. */
+static int func_btf_build(const BpfProg *p, FuncBtf *fb) {
+  memset(fb, 0, sizeof(*fb));
+  int *starts = malloc(sizeof(int) * (p->ninsns + 1));
+  int n = 0;
+  starts[n++] = 0;
+  for (int i = 0; i < p->ninsns; i++) {
+    const struct bpf_insn *in = &p->insns[i];
+    bool call = in->code == (BPF_JMP | BPF_CALL) &&
+                in->src_reg == BPF_PSEUDO_CALL;
+    bool func = in->code == (BPF_LD | BPF_DW | BPF_IMM) &&
+                in->src_reg == BPF_PSEUDO_FUNC;
+    if (call || func) starts[n++] = i + in->imm + 1;
+  }
+  qsort(starts, n, sizeof(int), cmp_int);
+  int uniq = 0;
+  for (int i = 0; i < n; i++)
+    if (uniq == 0 || starts[uniq - 1] != starts[i]) starts[uniq++] = starts[i];
+  if (uniq == 1) {
+    free(starts);
+    return 0;
+  }
+  fb->btf = btf__new_empty();
+  int int_id = btf__add_int(fb->btf, "int", 4, BTF_INT_SIGNED);
+  int ptr_id = btf__add_ptr(fb->btf, 0);
+  int proto = btf__add_func_proto(fb->btf, int_id);
+  btf__add_func_param(fb->btf, "ctx", ptr_id);
+  fb->info = calloc(uniq, sizeof(*fb->info));
+  for (int i = 0; i < uniq; i++) {
+    char name[32];
+    snprintf(name, sizeof name, i ? "loupe_fn%d" : "loupe_main", i);
+    fb->info[i].insn_off = (uint32_t)starts[i];
+    fb->info[i].type_id = (uint32_t)btf__add_func(
+        fb->btf, name, i ? BTF_FUNC_STATIC : BTF_FUNC_GLOBAL, proto);
+  }
+  fb->n = uniq;
+  free(starts);
+  if (btf__load_into_kernel(fb->btf) < 0) {
+    int err = errno;
+    func_btf_free(fb);
+    errno = err;
+    return -1;
+  }
+  return 0;
+}
+
+static void func_btf_opts(const FuncBtf *fb, struct bpf_prog_load_opts *o) {
+  if (!fb->n) return;
+  o->prog_btf_fd = btf__fd(fb->btf);
+  o->func_info = fb->info;
+  o->func_info_cnt = (uint32_t)fb->n;
+  o->func_info_rec_size = sizeof(*fb->info);
+}
+
 static int load_with_log(const BpfProg *p, const char *name,
-                         const struct bpf_insn *insns, char **log_out) {
+                         const struct bpf_insn *insns, const FuncBtf *fb,
+                         char **log_out) {
   size_t size = VERIFIER_LOG_START;
   for (;;) {
     char *log = calloc(1, size);
     LIBBPF_OPTS(bpf_prog_load_opts, opts, .log_level = 1, .log_size = size,
                 .log_buf = log);
+    func_btf_opts(fb, &opts);
     int fd = bpf_prog_load(p->prog_type, name, "GPL", insns, p->ninsns,
                            &opts);
     if (fd >= 0 || errno != ENOSPC || size >= VERIFIER_LOG_MAX) {
@@ -275,19 +351,30 @@ static int load_prog(Compiled *c, BpfProg *p, Diag *d) {
   if (!insns) return -1;
   char name[BPF_OBJ_NAME_LEN];
   object_name(p->name[0] ? p->name : "loupe", name, sizeof name);
-  p->fd = bpf_prog_load(p->prog_type, name, "GPL", insns, p->ninsns, NULL);
+  FuncBtf fb;
+  if (func_btf_build(p, &fb) < 0) {
+    report_bpf_failure(d, no_span, errno, "the BTF of program", name);
+    free(insns);
+    return -1;
+  }
+  LIBBPF_OPTS(bpf_prog_load_opts, opts);
+  func_btf_opts(&fb, &opts);
+  p->fd = bpf_prog_load(p->prog_type, name, "GPL", insns, p->ninsns, &opts);
   if (p->fd >= 0) {
+    func_btf_free(&fb);
     free(insns);
     return 0;
   }
   int err = errno;
   if (err == EPERM || err == ENOSYS) {
     report_bpf_failure(d, no_span, err, "program", name);
+    func_btf_free(&fb);
     free(insns);
     return -1;
   }
   char *log = NULL;
-  p->fd = load_with_log(p, name, insns, &log);
+  p->fd = load_with_log(p, name, insns, &fb, &log);
+  func_btf_free(&fb);
   free(insns);
   if (p->fd < 0) {
     if (log && *log)

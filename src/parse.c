@@ -272,7 +272,8 @@ static Node *parse_paren(Parser *P) {
 
 static Node *parse_identifier(Parser *P) {
   static const char *const reserved[] = {
-      "if", "else", "while", "unroll", "return", "break", "continue", NULL,
+      "if", "else", "while", "unroll", "for", "return", "break", "continue",
+      NULL,
   };
   for (int i = 0; reserved[i]; i++)
     if (is_word(P, reserved[i])) unexpected(P, NULL);
@@ -498,6 +499,28 @@ static Node *parse_loop(Parser *P, NodeKind kind) {
   return n;
 }
 
+/* for ($v : @map) { } and for ($v : start..end) { }. */
+static Node *parse_for(Parser *P) {
+  Span kw = P->tok.span;
+  next(P);
+  Node *n = node_new(N_FOR, kw);
+  expect(P, '(', "(");
+  if (P->tok.kind != TK_VAR) unexpected(P, "variable");
+  n->lhs = parse_primary(P);
+  expect(P, ':', ":");
+  if (P->tok.kind == TK_MAP) {
+    n->args = parse_primary(P);
+  } else {
+    n->args = parse_expr(P);
+    expect(P, P_RANGE, "..");
+    n->rhs = parse_expr(P);
+  }
+  n->span = span_join(kw, expect(P, ')', ")"));
+  if (!is_punct(P, '{')) unexpected(P, "{");
+  n->then = parse_block(P, false);
+  return n;
+}
+
 /* return, break, continue. */
 static Node *parse_jump(Parser *P, NodeKind kind) {
   Node *n = node_new(kind, P->tok.span);
@@ -531,6 +554,7 @@ static Node *parse_simple_stmt(Parser *P) {
 
 static bool ends_with_block(const Node *n) {
   return n->kind == N_IF || n->kind == N_WHILE || n->kind == N_UNROLL ||
+         n->kind == N_FOR ||
          n->kind == N_BLOCK;
 }
 
@@ -543,6 +567,8 @@ static Node *parse_stmt(Parser *P) {
     n = parse_loop(P, N_WHILE);
   else if (is_word(P, "unroll"))
     n = parse_loop(P, N_UNROLL);
+  else if (is_word(P, "for"))
+    n = parse_for(P);
   else if (is_word(P, "return"))
     n = parse_jump(P, N_RETURN);
   else if (is_word(P, "break"))

@@ -80,6 +80,8 @@ typedef struct VarSym {
   Type type;
   struct VarSym *next;
   int stack_off;   /* codegen: frame offset (negative), 0 if unassigned */
+  int frame;       /* 0: the probe's; k: the body of the k-th for loop over
+                      a map, which runs as a callback with its own frame */
   bool known;      /* codegen: the variable holds `value` at this point */
   int64_t value;
 } VarSym;
