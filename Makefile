@@ -37,7 +37,7 @@ build:
 
 static:
 	$(MAKE) clean
-	$(MAKE) LDFLAGS=-static LDLIBS="-lbpf -lelf -lz -lzstd" loupe
+	$(MAKE) LDFLAGS=-static LDLIBS="$$(pkg-config --static --libs $(PKGS) 2>/dev/null || echo -lbpf -lelf -lz)" loupe
 
 asan:
 	$(MAKE) clean
