@@ -27,6 +27,7 @@ typedef struct Checker {
   int nframes;         /* for-over-map bodies seen in this probe */
   int strlen;          /* str() buffer size: BPFTRACE_STRLEN or config */
   int map_keys;        /* max entries of a map: BPFTRACE_MAP_KEYS_MAX ... */
+  bool positional_as_string;  /* inside str(): $1 is its text */
 } Checker;
 
 static void check_expr(Checker *c, Node *n);
@@ -699,7 +700,9 @@ static void check_call(Checker *c, Node *n) {
   } else if (!strcmp(f, "str")) {
     if (!want_args(c, n, 1, 2)) return;
     Node *p = n->args;
+    c->positional_as_string = true;   /* str($1) is the word as given */
     check_expr(c, p);
+    c->positional_as_string = false;
     int size = c->strlen;
     if (p->next) {
       Node *len = p->next;
@@ -947,7 +950,12 @@ static bool check_positional(Checker *c, Node *n) {
   if (*end || i < 1) return false;
   const char *text = i <= c->script->nparams ? c->script->params[i - 1] : "";
   long long v = strtoll(text, &end, 0);
-  if (*text && !*end) {
+  if (!*text && !c->positional_as_string) {
+    /* a missing parameter reads as 0 (and as "" inside str()) */
+    n->kind = N_INT;
+    n->ival = 0;
+    n->type = ty_int(8, true);
+  } else if (*text && !*end && !c->positional_as_string) {
     n->kind = N_INT;
     n->ival = v;
     n->type = ty_int(8, true);
