@@ -136,6 +136,8 @@ struct Node {
   int64_t ival;
   char *sval;         /* N_STR bytes (NUL-terminated as well) */
   int slen;           /* N_STR length without the NUL */
+  Span part_span;     /* N_ASSIGN: the operator ('='); N_CAST: the type
+                         with its parentheses; where bpftrace points */
 
   /* check annotations */
   struct MapSym *map;        /* N_MAP */

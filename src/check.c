@@ -65,21 +65,61 @@ static const char *agg_name(AggKind a) {
   case AGG_MIN: return "min";
   case AGG_MAX: return "max";
   case AGG_AVG: return "avg";
+  case AGG_HIST: return "hist";
+  case AGG_LHIST: return "lhist";
+  case AGG_STATS: return "stats";
   default: return "none";
   }
 }
 
-/* The name bpftrace users know a type by: int64, uint32, string[16]. */
+/* Appends '*' to a type name: "int8 *", "char **". */
+static void add_star(char *buf, size_t len) {
+  size_t n = strlen(buf);
+  if (n == 0 || n + 3 > len) return;
+  if (buf[n - 1] != '*') buf[n++] = ' ';
+  buf[n++] = '*';
+  buf[n] = 0;
+}
+
+/* A C type as bpftrace names it: integers by size ("unsigned int8"),
+ * pointers by what they point to ("unsigned int8 *"). */
+static const char *c_type_name(const CType *ct, char *buf, size_t len) {
+  if (ct->kind == C_INT && !ct->is_bool) {
+    snprintf(buf, len, "%sint%d", ct->is_signed ? "" : "unsigned ",
+             ct->size * 8);
+  } else if (ct->kind == C_PTR && ct->target) {
+    c_type_name(ct->target, buf, len);
+    add_star(buf, len);
+  } else {
+    ctype_name(ct, buf, len);
+  }
+  return buf;
+}
+
+/* The name bpftrace users know a type by: int64, unsigned int32,
+ * string[16], (int64,string[2]). */
 static const char *type_name(Type t, char *buf, size_t len) {
   switch (t.kind) {
   case TY_INT:
     if (t.is_pointer && t.ctype) {
-      char inner[120];
-      snprintf(buf, len, "%s *", ctype_name(t.ctype, inner, sizeof(inner)));
+      c_type_name(t.ctype, buf, len);
+      add_star(buf, len);
       break;
     }
-    snprintf(buf, len, "%sint%d", t.is_signed ? "" : "u", t.size * 8);
+    snprintf(buf, len, "%sint%d", t.is_signed ? "" : "unsigned ",
+             t.size * 8);
     break;
+  case TY_TUPLE: {
+    size_t used = snprintf(buf, len, "(");
+    for (int i = 0; i < t.tuple->n && used < len; i++) {
+      char elem[120];
+      used += snprintf(buf + used, len - used, "%s%s", i ? "," : "",
+                       type_name(t.tuple->elems[i], elem, sizeof(elem)));
+    }
+    if (used < len) snprintf(buf + used, len - used, ")");
+    break;
+  }
+  case TY_BUF: snprintf(buf, len, "buffer[%d]", t.size); break;
   case TY_RECORD:
     ctype_name(t.ctype, buf, len);
     break;
@@ -92,7 +132,24 @@ static const char *type_name(Type t, char *buf, size_t len) {
   return buf;
 }
 
-#define TYPE_NAME(t) type_name((t), (char[40]){0}, 40)
+#define TYPE_NAME(t) type_name((t), (char[200]){0}, 200)
+
+/* The kind of a type as bpftrace's argument messages name it: "integer",
+ * "string", "tuple", ... */
+static const char *kind_name(Type t) {
+  switch (t.kind) {
+  case TY_INT: return t.is_pointer ? "pointer" : "integer";
+  case TY_STR: return "string";
+  case TY_AGG: return agg_name(t.agg);
+  case TY_ARGS: return "record";
+  case TY_TUPLE: return "tuple";
+  case TY_BUF: return "buffer";
+  case TY_RECORD:
+    return t.ctype && t.ctype->kind == C_ARRAY ? "array" : "record";
+  case TY_VOID: return "void";
+  default: return "none";
+  }
+}
 
 /* ---- reporting ------------------------------------------------------ */
 
@@ -233,8 +290,12 @@ static void check_struct_field(Checker *c, Node *n) {
   Type lt = n->lhs->type;
   const CType *st = lt.ctype;
   if (!st || (st->kind != C_STRUCT && st->kind != C_UNION)) {
-    error_at(c, n->span, "Can not access field '%s' on type '%s'", n->name,
-             TYPE_NAME(lt));
+    /* bpftrace names what a pointer points to: p->x reads through it */
+    char name[120];
+    error_at(c, n->span, "Can not access field '%s' on expression of type "
+             "'%s'", n->name, lt.kind == TY_INT && st
+                                  ? c_type_name(st, name, sizeof(name))
+                                  : TYPE_NAME(lt));
     return;
   }
   CField f;
@@ -262,9 +323,14 @@ static void check_tuple_field(Checker *c, Node *n) {
   TupleType *t = n->lhs->type.tuple;
   char *end;
   long i = strtol(n->name, &end, 10);
-  if (*end || i < 0 || i >= t->n) {
-    error_at(c, n->span, "tuple index %s is out of range (the tuple has %d "
-             "elements)", n->name, t->n);
+  if (*end || i < 0) {
+    error_at(c, n->span, "Tuples must be indexed with a constant and "
+             "non-negative integer");
+    return;
+  }
+  if (i >= t->n) {
+    error_at(c, n->span, "Invalid tuple index: %s. Found %d elements in "
+             "tuple.", n->name, t->n);
     return;
   }
   n->ival = i;
@@ -285,8 +351,8 @@ static void check_field(Checker *c, Node *n) {
   }
   if (n->lhs->type.kind != TY_ARGS) {
     if (n->lhs->type.kind != TY_NONE)
-      error_at(c, n->span, "Can not access field '%s' on type '%s'", n->name,
-               TYPE_NAME(n->lhs->type));
+      error_at(c, n->span, "Can not access field '%s' on expression of type "
+               "'%s'", n->name, TYPE_NAME(n->lhs->type));
     return;
   }
   bool first = true;
@@ -432,8 +498,9 @@ static void check_map_keys(Checker *c, Node *n) {
       m->key_types[i].size = keys[i].size;
 }
 
-/* Records that m holds values of type t (from an assignment at `at`). */
-static void map_set_value(Checker *c, MapSym *m, Type t, Span at) {
+/* Records that m holds values of type t, from an assignment to the map
+ * at `at` whose operator is at op (where tuple mismatches point). */
+static void map_set_value(Checker *c, MapSym *m, Type t, Span at, Span op) {
   if (t.kind == TY_NONE) return;
   if (t.kind != TY_INT && t.kind != TY_STR && t.kind != TY_AGG &&
       t.kind != TY_TUPLE && t.kind != TY_BUF) {
@@ -446,8 +513,12 @@ static void map_set_value(Checker *c, MapSym *m, Type t, Span at) {
     *v = t;
     return;
   }
+  if (v->kind == TY_TUPLE && t.kind == TY_TUPLE && !same_layout(*v, t)) {
+    error_at(c, op, "Tuple type mismatch: %s != %s.", TYPE_NAME(*v),
+             TYPE_NAME(t));
+    return;
+  }
   bool same = v->kind == t.kind && (t.kind != TY_AGG || v->agg == t.agg) &&
-              (t.kind != TY_TUPLE || same_layout(*v, t)) &&
               (t.kind != TY_BUF || same_layout(*v, t));
   if (!same) {
     error_at(c, at, "Type mismatch for %s: trying to assign value of type "
@@ -482,22 +553,35 @@ static int count_args(Node *n) {
   return k;
 }
 
+/* "no arguments", "one argument", "3 arguments". */
+static const char *arg_count_words(int k, char *buf, size_t len) {
+  if (k == 0) return "no arguments";
+  if (k == 1) return "one argument";
+  snprintf(buf, len, "%d arguments", k);
+  return buf;
+}
+
 static bool want_args(Checker *c, Node *n, int min, int max) {
   int k = count_args(n);
   if (k >= min && k <= max) return true;
+  char words[40];
   if (min == max)
-    error_at(c, n->span, "%s() requires %d argument%s (%d provided)", n->name,
-             min, min == 1 ? "" : "s", k);
+    error_at(c, n->span, "%s() requires %s (%d provided)", n->name,
+             arg_count_words(min, words, sizeof(words)), k);
+  else if (k < min)
+    error_at(c, n->span, "%s() requires at least %s (%d provided)", n->name,
+             arg_count_words(min, words, sizeof(words)), k);
   else
-    error_at(c, n->span, "%s() requires %d to %d arguments (%d provided)",
-             n->name, min, max, k);
+    error_at(c, n->span, "%s() takes up to %s (%d provided)", n->name,
+             arg_count_words(max, words, sizeof(words)), k);
   return false;
 }
 
-static bool want_int(Checker *c, Node *arg, const char *fn, int pos) {
+/* An integer argument of the call n. */
+static bool want_int(Checker *c, Node *n, Node *arg) {
   if (arg->type.kind == TY_INT || arg->type.kind == TY_NONE) return true;
-  error_at(c, arg->span, "%s() expects an integer as argument %d, got %s", fn,
-           pos, TYPE_NAME(arg->type));
+  error_at(c, n->span, "%s() only supports integer arguments (%s provided)",
+           n->name, kind_name(arg->type));
   return false;
 }
 
@@ -540,7 +624,7 @@ static int value_cap(Type t) {
 static void check_printf(Checker *c, Node *n) {
   Node *fmt = n->args;
   if (!fmt) {
-    error_at(c, n->span, "%s() requires at least 1 argument (0 provided)",
+    error_at(c, n->span, "%s() requires at least one argument (0 provided)",
              n->name);
     return;
   }
@@ -616,6 +700,41 @@ static bool want_const(Checker *c, Node *arg, const char *fn, const char *what,
   return true;
 }
 
+/* lhist(v, min, max, step): integer literals making at most 1000
+ * buckets. Negative bounds, which bpftrace 0.17 refuses, are fine. */
+static void check_lhist_bounds(Checker *c, Node *n) {
+  static const char *const names[] = {"min", "max", "step"};
+  int64_t b[3];
+  Node *a = n->args->next;
+  for (int i = 0; i < 3; i++, a = a->next) {
+    check_expr(c, a);
+    if (a->type.kind == TY_NONE) return;
+    if (!const_int(a, &b[i])) {
+      error_at(c, n->span, "lhist() expects a integer literal (%s provided)",
+               kind_name(a->type));
+      return;
+    }
+    if (b[i] < INT32_MIN || b[i] > INT32_MAX) {
+      error_at(c, a->span, "lhist(): %s must be between %d and %d", names[i],
+               INT32_MIN, INT32_MAX);
+      return;
+    }
+  }
+  int64_t lo = b[0], hi = b[1], step = b[2];
+  if (step < 1)
+    error_at(c, n->span, "lhist() step must be >= 1 (%lld provided)",
+             (long long)step);
+  else if (lo > hi)
+    error_at(c, n->span, "lhist() min must be less than max (provided min "
+             "%lld and max %lld)", (long long)lo, (long long)hi);
+  else if (lo == hi)
+    error_at(c, n->span, "lhist() step is too large for the given range "
+             "(provided step %lld for range 0)", (long long)step);
+  else if ((hi - lo) / step > 1000)
+    error_at(c, n->span, "lhist() too many buckets, must be <= 1000 (would "
+             "need %lld)", (long long)((hi - lo) / step));
+}
+
 static bool want_unsafe(Checker *c, Node *n) {
   if (c->script->unsafe) return true;
   error_at(c, n->span, "%s() is an unsafe function; run loupe with --unsafe "
@@ -661,33 +780,20 @@ static void check_call(Checker *c, Node *n) {
       return;
     }
     int min = agg == AGG_COUNT ? 0 : agg == AGG_LHIST ? 4 : 1;
-    int max = agg == AGG_COUNT ? 0 : agg == AGG_LHIST ? 4
-              : agg == AGG_HIST ? 2 : 1;
+    int max = agg == AGG_COUNT ? 0 : agg == AGG_LHIST ? 4 : 1;
+    /* hist(v, bits) as later bpftrace versions take it; without an
+     * argument the message is bpftrace 0.17's "requires one argument" */
+    if (agg == AGG_HIST && n->args) max = 2;
     n->type = ty_agg(agg);
     if (!want_args(c, n, min, max)) return;
     if (agg == AGG_COUNT) return;
     check_expr(c, n->args);
-    want_int(c, n->args, f, 1);
+    if (!want_int(c, n, n->args)) return;
     int64_t v;
     Node *a = n->args->next;
     if (agg == AGG_HIST && a && want_const(c, a, f, "bits", 0, 5, &v))
       n->ival = v;
-    if (agg == AGG_LHIST) {
-      int64_t lo, hi, step;
-      if (!want_const(c, a, f, "min", INT32_MIN, INT32_MAX, &lo) ||
-          !want_const(c, a->next, f, "max", INT32_MIN, INT32_MAX, &hi) ||
-          !want_const(c, a->next->next, f, "step", 1, INT32_MAX, &step))
-        return;
-      if (hi <= lo) {
-        error_at(c, a->next->span, "lhist(): max must be greater than min");
-        return;
-      }
-      if ((hi - lo) / step > 1000) {
-        error_at(c, a->next->next->span, "lhist(): (max - min) / step must "
-                 "be at most 1000 buckets");
-        return;
-      }
-    }
+    if (agg == AGG_LHIST) check_lhist_bounds(c, n);
     return;
   }
   if (!strcmp(f, "printf")) {
@@ -698,6 +804,8 @@ static void check_call(Checker *c, Node *n) {
              !strcmp(f, "buf") || !strcmp(f, "has_key")) {
     check_format_calls(c, n);
   } else if (!strcmp(f, "str")) {
+    /* a value once checked: no "has no value" after an error here */
+    n->type.kind = TY_NONE;
     if (!want_args(c, n, 1, 2)) return;
     Node *p = n->args;
     c->positional_as_string = true;   /* str($1) is the word as given */
@@ -707,6 +815,7 @@ static void check_call(Checker *c, Node *n) {
     if (p->next) {
       Node *len = p->next;
       check_expr(c, len);
+      if (!want_int(c, n, len)) return;
       if (len->kind != N_INT || len->ival < 1) {
         error_at(c, len->span, "str(): the length must be a positive integer "
                  "literal");
@@ -714,13 +823,14 @@ static void check_call(Checker *c, Node *n) {
       }
       if (len->ival < size) size = (int)len->ival + 1;
     }
+    /* str() of a string is fine, as in later bpftrace versions */
     if (p->type.kind == TY_STR) {
       n->type = ty_str(p->type.size < size ? p->type.size : size);
     } else if (p->type.kind == TY_INT) {
       n->type = ty_str(size);
     } else if (p->type.kind != TY_NONE) {
-      error_at(c, p->span, "str() expects a pointer or a string, got %s",
-               TYPE_NAME(p->type));
+      error_at(c, n->span, "str() expects an integer or a pointer type as "
+               "first argument (%s provided)", TYPE_NAME(p->type));
     }
   } else if (!strcmp(f, "exit")) {
     want_args(c, n, 0, 0);
@@ -807,16 +917,29 @@ static void check_format_calls(Checker *c, Node *n) {
       n->ival = v;
     }
   } else if (!strcmp(f, "strncmp")) {
+    n->type.kind = TY_NONE;   /* a value: no "has no value" after errors */
     if (!want_args(c, n, 3, 3)) return;
     check_expr(c, a);
     check_expr(c, a->next);
     for (Node *s = a; s != a->next->next; s = s->next)
       if (s->type.kind != TY_STR && s->type.kind != TY_NONE) {
-        error_at(c, s->span, "strncmp() expects strings, got %s",
-                 TYPE_NAME(s->type));
+        error_at(c, n->span, "strncmp() only supports string arguments (%s "
+                 "provided)", kind_name(s->type));
         return;
       }
-    if (!want_const(c, a->next->next, f, "the length", 0, 4096, &v)) return;
+    Node *len = a->next->next;
+    check_expr(c, len);
+    if (len->type.kind == TY_NONE) return;
+    if (!const_int(len, &v)) {
+      error_at(c, n->span, "strncmp() expects a integer literal (%s "
+               "provided)", kind_name(len->type));
+      return;
+    }
+    if (v < 0) {
+      error_at(c, n->span, "Builtin strncmp requires a non-negative size");
+      return;
+    }
+    if (!want_const(c, len, f, "the length", 0, 4096, &v)) return;
     n->ival = v;
     n->type = ty_int(8, false);
   } else if (!strcmp(f, "buf")) {
@@ -909,6 +1032,7 @@ static bool int_type_named(const char *name, Type *out) {
   return false;
 }
 
+/* (type)x. Errors about the type point at "(type)", as bpftrace's do. */
 static void check_cast(Checker *c, Node *n) {
   check_expr(c, n->lhs);
   Type t;
@@ -916,7 +1040,15 @@ static void check_cast(Checker *c, Node *n) {
     char err[200];
     const CType *ct = ctype_parse(n->name, err, sizeof(err));
     if (!ct) {
-      error_at(c, n->span, "%s", err);
+      /* bpftrace takes any unknown name in a cast for a struct's */
+      if (!strncmp(err, "Unknown type: ", 14))
+        error_at(c, n->part_span, "Unknown struct/union: %s", err + 14);
+      else
+        error_at(c, n->part_span, "%s", err);
+      return;
+    }
+    if (ct->kind == C_STRUCT || ct->kind == C_UNION) {
+      error_at(c, n->span, "Cannot cast to struct type \"%s\"", n->name);
       return;
     }
     AddrSpace as = n->lhs->type.is_pointer ? n->lhs->type.as : AS_KERNEL;
@@ -928,8 +1060,8 @@ static void check_cast(Checker *c, Node *n) {
     }
   }
   if (n->lhs->type.kind != TY_INT && n->lhs->type.kind != TY_NONE) {
-    error_at(c, n->span, "Cannot cast from \"%s\" to \"%s\"",
-             TYPE_NAME(n->lhs->type), n->name);
+    error_at(c, n->part_span, "Casts are not supported for type: \"%s\"",
+             TYPE_NAME(n->lhs->type));
     return;
   }
   n->type = t;
@@ -981,6 +1113,8 @@ static const char *op_text(int op) {
   case OP_OR: return "||";
   case OP_SHL: return "<<";
   case OP_SHR: return ">>";
+  case OP_INC: return "++";
+  case OP_DEC: return "--";
   default: one[0] = (char)op; one[1] = 0; return one;
   }
 }
@@ -1123,12 +1257,42 @@ static void check_unop(Checker *c, Node *n) {
     n->type = ty_int(8, n->op == '-' ? true : t.is_signed);
 }
 
+/* cond ? a : b: both integers or both strings. */
+static void check_ternary(Checker *c, Node *n) {
+  check_expr(c, n->cond);
+  check_expr(c, n->then);
+  check_expr(c, n->els);
+  Type a = n->then->type, b = n->els->type;
+  if (n->cond->type.kind != TY_INT && n->cond->type.kind != TY_NONE) {
+    error_at(c, n->span, "Invalid condition in ternary: %s",
+             kind_name(n->cond->type));
+    return;
+  }
+  if (a.kind == TY_NONE || b.kind == TY_NONE) return;
+  if (a.kind != TY_INT && a.kind != TY_STR) {
+    error_at(c, n->span, "Ternary return type unsupported %s", kind_name(a));
+  } else if (a.kind != b.kind) {
+    error_at(c, n->span, "Ternary operator must return the same type: have "
+             "'%s' and '%s'", kind_name(a), kind_name(b));
+  } else if (a.kind == TY_INT) {
+    n->type = ty_int(8, result_signed(a, b));
+  } else {
+    n->type = ty_str(a.size > b.size ? a.size : b.size);
+  }
+}
+
 static void check_expr(Checker *c, Node *n) {
   switch (n->kind) {
   case N_INT:
     n->type = ty_int(8, true);
     break;
   case N_STR:
+    /* a string literal must fit the string buffers (formats need not);
+     * a positional parameter made into a string (it keeps its name "$1")
+     * is cut to size instead */
+    if (!n->name && n->slen + 1 > c->strlen)
+      error_at(c, n->span, "String is too long (over %d bytes): %s",
+               c->strlen, n->sval);
     n->type = ty_str(n->slen + 1);
     break;
   case N_BUILTIN:
@@ -1165,22 +1329,7 @@ static void check_expr(Checker *c, Node *n) {
     check_field(c, n);
     break;
   case N_TERNARY:
-    check_expr(c, n->cond);
-    check_expr(c, n->then);
-    check_expr(c, n->els);
-    if (n->cond->type.kind != TY_INT && n->cond->type.kind != TY_NONE)
-      error_at(c, n->cond->span, "a condition must be an integer, not %s",
-               TYPE_NAME(n->cond->type));
-    if (n->then->type.kind == TY_INT && n->els->type.kind == TY_INT) {
-      n->type = ty_int(8, result_signed(n->then->type, n->els->type));
-    } else if (n->then->type.kind == TY_STR && n->els->type.kind == TY_STR) {
-      int a = n->then->type.size, b = n->els->type.size;
-      n->type = ty_str(a > b ? a : b);
-    } else if (n->then->type.kind != TY_NONE && n->els->type.kind != TY_NONE) {
-      error_at(c, n->span, "Ternary operator branches have different types: "
-               "'%s' and '%s'", TYPE_NAME(n->then->type),
-               TYPE_NAME(n->els->type));
-    }
+    check_ternary(c, n);
     break;
   case N_TUPLE:
     check_tuple(c, n);
@@ -1199,8 +1348,8 @@ static void check_expr(Checker *c, Node *n) {
     /* as an expression: x++ yields an integer */
     check_expr(c, n->lhs);
     if (n->lhs->type.kind != TY_INT && n->lhs->type.kind != TY_NONE)
-      error_at(c, n->span, "%s needs an integer, got %s", op_text(n->op),
-               TYPE_NAME(n->lhs->type));
+      error_at(c, n->span, "The %s operator can not be used on expressions "
+               "of type '%s'", op_text(n->op), TYPE_NAME(n->lhs->type));
     n->type = ty_int(8, true);
     break;
   default:
@@ -1223,11 +1372,12 @@ static void map_set_agg_params(Checker *c, MapSym *m, Node *call) {
     m->hist_bits = bits;
     m->lhist_step = -1; /* a hist map has no step: -1 says bits are set */
   } else if (call->type.agg == AGG_LHIST) {
-    Node *a = call->args->next;
+    Node *a = call->args ? call->args->next : NULL;
     int64_t lo = 0, hi = 0, step = 0;
-    if (!a || !const_int(a, &lo) || !const_int(a->next, &hi) ||
-        !const_int(a->next->next, &step))
-      return;
+    if (count_args(call) != 4 || !const_int(a, &lo) ||
+        !const_int(a->next, &hi) || !const_int(a->next->next, &step) ||
+        step < 1 || hi < lo)
+      return;   /* reported by check_lhist_bounds */
     if (m->lhist_step && (m->lhist_min != lo || m->lhist_max != hi ||
                           m->lhist_step != step))
       error_at(c, call->span, "%s is used with lhist() of different bounds",
@@ -1236,6 +1386,20 @@ static void map_set_agg_params(Checker *c, MapSym *m, Node *call) {
     m->lhist_max = hi;
     m->lhist_step = step;
   }
+}
+
+/* The value x op= v combines with: what the variable or map holds. */
+static Type compound_target_type(Checker *c, Node *lhs) {
+  Type t = ty_int(8, true);
+  if (lhs->kind == N_VAR) {
+    VarSym *v = var_find(c, lhs->name);
+    if (v && v->type.kind != TY_NONE) t = v->type;
+  } else if (lhs->kind == N_MAP) {
+    MapSym *m = map_find(c->out, lhs->name);
+    if (m && m->value_type.kind != TY_NONE && m->value_type.kind != TY_AGG)
+      t = m->value_type;
+  }
+  return t;
 }
 
 static void check_assign(Checker *c, Node *n) {
@@ -1249,8 +1413,10 @@ static void check_assign(Checker *c, Node *n) {
     return;
   }
   if (n->op != '=' && t.kind != TY_INT && t.kind != TY_NONE) {
-    error_at(c, n->rhs->span, "Type mismatch for '%s=': '%s' is not an "
-             "integer", op_text(n->op), TYPE_NAME(t));
+    /* x op= v is x = x op v, and fails as that binary operation does */
+    error_at(c, n->span, "Type mismatch for '%s': comparing '%s' with '%s'",
+             op_text(n->op), TYPE_NAME(compound_target_type(c, lhs)),
+             TYPE_NAME(t));
     return;
   }
   if (lhs->kind == N_VAR) {
@@ -1272,21 +1438,23 @@ static void check_assign(Checker *c, Node *n) {
       return;
     }
     if (t.kind == TY_INT && !t.is_pointer) t = ty_int(8, t.is_signed);
+    /* bpftrace points at the '=' of a plain assignment */
+    Span at = n->op == '=' ? n->part_span : n->span;
     if (v->type.kind == TY_NONE) {
       v->type = t;
-    } else if (v->type.kind != t.kind) {
-      error_at(c, n->span, "Type mismatch for %s: trying to assign value of "
+    } else if (v->type.kind == TY_TUPLE && t.kind == TY_TUPLE &&
+               !same_layout(v->type, t)) {
+      error_at(c, at, "Tuple type mismatch: %s != %s.", TYPE_NAME(v->type),
+               TYPE_NAME(t));
+      return;
+    } else if (v->type.kind != t.kind ||
+               (t.kind == TY_BUF && !same_layout(v->type, t))) {
+      error_at(c, at, "Type mismatch for %s: trying to assign value of "
                "type '%s' when variable already contains a value of type "
                "'%s'", lhs->name, TYPE_NAME(t), TYPE_NAME(v->type));
       return;
     } else if (t.kind == TY_STR && t.size > v->type.size) {
       v->type.size = t.size;
-    } else if ((t.kind == TY_TUPLE || t.kind == TY_BUF) &&
-               !same_layout(v->type, t)) {
-      error_at(c, n->span, "Type mismatch for %s: trying to assign value of "
-               "type '%s' when variable already contains a value of type "
-               "'%s'", lhs->name, TYPE_NAME(t), TYPE_NAME(v->type));
-      return;
     }
     lhs->type = v->type;
     return;
@@ -1305,9 +1473,9 @@ static void check_assign(Checker *c, Node *n) {
                op_text(n->op));
       return;
     }
-    map_set_value(c, m, ty_int(8, true), n->span);
+    map_set_value(c, m, ty_int(8, true), lhs->span, n->span);
   } else {
-    map_set_value(c, lhs->map, t, n->span);
+    map_set_value(c, lhs->map, t, lhs->span, n->part_span);
     if (t.kind == TY_AGG) map_set_agg_params(c, lhs->map, n->rhs);
   }
   lhs->type = lhs->map->value_type;
@@ -1318,8 +1486,8 @@ static void check_incdec(Checker *c, Node *n) {
   if (lhs->kind == N_VAR) {
     check_expr(c, lhs);
     if (lhs->type.kind != TY_INT && lhs->type.kind != TY_NONE)
-      error_at(c, n->span, "%s needs an integer variable, %s is %s",
-               op_text(n->op), lhs->name, TYPE_NAME(lhs->type));
+      error_at(c, n->span, "The %s operator can not be used on expressions "
+               "of type '%s'", op_text(n->op), TYPE_NAME(lhs->type));
     return;
   }
   if (lhs->kind != N_MAP) {
@@ -1329,12 +1497,14 @@ static void check_incdec(Checker *c, Node *n) {
   }
   check_map_keys(c, lhs);
   MapSym *m = lhs->map;
-  if (m->value_type.kind == TY_AGG || m->value_type.kind == TY_STR) {
-    error_at(c, n->span, "%s holds %s values; %s needs integers", m->name,
-             TYPE_NAME(m->value_type), op_text(n->op));
+  Type v = m->value_type;
+  if (v.kind != TY_INT && v.kind != TY_NONE) {
+    error_at(c, n->span, "The %s operator can not be used on expressions "
+             "of type '%s'", op_text(n->op),
+             v.kind == TY_AGG ? agg_name(v.agg) : TYPE_NAME(v));
     return;
   }
-  map_set_value(c, m, ty_int(8, true), n->span);
+  map_set_value(c, m, ty_int(8, true), lhs->span, n->span);
   lhs->type = m->value_type;
 }
 
@@ -1460,8 +1630,10 @@ static void check_stmt(Checker *c, Node *n) {
     int64_t v = 0;
     if (!const_int(n->lhs, &v)) {
       error_at(c, n->lhs->span, "unroll needs an integer literal count");
-    } else if (v < 1 || v > 100) {
-      error_at(c, n->lhs->span, "unroll maximum value is 100");
+    } else if (v > 100) {
+      error_at(c, n->span, "unroll maximum value is 100");
+    } else if (v < 1) {
+      error_at(c, n->span, "unroll minimum value is 1");
     }
     n->ival = v;
     check_block(c, n->then);
@@ -1527,7 +1699,8 @@ static void map_layout(MapSym *m) {
       m->value_size = 8 * hist_buckets(m->hist_bits);
       break;
     case AGG_LHIST:
-      m->value_size = 8 * lhist_buckets(m);
+      /* no step after an error in its bounds: the script is not run */
+      m->value_size = m->lhist_step > 0 ? 8 * lhist_buckets(m) : 8;
       break;
     default:
       m->value_size = 8;

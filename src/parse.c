@@ -186,9 +186,10 @@ static char *parse_type_text(Parser *P, Span *at) {
 static Node *parse_cast(Parser *P, Span open) {
   Span type_span;
   char *type = parse_type_text(P, &type_span);
-  expect(P, ')', ")");
+  Span close = expect(P, ')', ")");
   Node *operand = parse_unary(P);
   Node *n = node_new(N_CAST, span_join(open, operand->span));
+  n->part_span = span_join(open, close);
   n->name = type;
   n->lhs = operand;
   return n;
@@ -247,12 +248,43 @@ static Node *parse_offsetof(Parser *P) {
   return n;
 }
 
+/* Whether a token can begin an operand: what may follow a cast. */
+static bool starts_operand(const Token *t) {
+  switch (t->kind) {
+  case TK_INT: case TK_STR: case TK_VAR: case TK_MAP: case TK_IDENT:
+    return true;
+  case TK_PUNCT:
+    return t->op == '(' || t->op == '-' || t->op == '!' || t->op == '~' ||
+           t->op == '*';
+  default:
+    return false;
+  }
+}
+
+/* After '(': a plain identifier (no builtin) that reads as a type name,
+ * as in bpftrace: "(name)" followed by an operand, or "(name *". Such a
+ * cast names a typedef, or a type the checker reports as unknown. */
+static bool starts_named_cast(Parser *P) {
+  char buf[64];
+  if (P->tok.kind != TK_IDENT ||
+      strcmp(lex_token_name(&P->tok, buf, sizeof buf), "identifier"))
+    return false;
+  Lexer saved = P->lx;
+  Token a, b;
+  lex_next(&P->lx, &a);
+  lex_next(&P->lx, &b);
+  P->lx = saved;
+  if (a.kind != TK_PUNCT) return false;
+  if (a.op == ')') return starts_operand(&b);
+  return a.op == '*' && b.kind == TK_PUNCT && (b.op == ')' || b.op == '*');
+}
+
 /* '(' expr ')', a tuple '(' a, b ')' or a cast. */
 static Node *parse_paren(Parser *P) {
   Span open = P->tok.span;
-  Token after = peek(P);
   next(P);
-  if (is_type_word(&after)) return parse_cast(P, open);
+  if (is_type_word(&P->tok) || starts_named_cast(P))
+    return parse_cast(P, open);
   Node *e = parse_expr(P);
   if (!is_punct(P, ',')) {
     expect(P, ')', ") or \",\"");
@@ -341,13 +373,15 @@ static Node *parse_primary(Parser *P) {
 
 /* Field access, indexing and postfix ++/-- after a primary. */
 static Node *parse_postfix(Parser *P) {
+  /* a field access spans its operand as written, parentheses included */
+  Span from = P->tok.span;
   Node *e = parse_primary(P);
   for (;;) {
     if (is_punct(P, P_ARROW) || is_punct(P, '.')) {
       next(P);
       if (P->tok.kind != TK_IDENT && P->tok.kind != TK_INT)
         unexpected(P, "identifier");
-      Node *f = node_new(N_FIELD, span_join(e->span, P->tok.span));
+      Node *f = node_new(N_FIELD, span_join(from, P->tok.span));
       f->name = dup_text(P->tok.text, P->tok.len);
       f->lhs = e;
       next(P);
@@ -539,9 +573,11 @@ static Node *parse_simple_stmt(Parser *P) {
   if (P->tok.kind == TK_ASSIGN) {
     if (!is_lvalue(e)) unexpected(P, "}");
     int op = P->tok.op;
+    Span op_span = P->tok.span;
     next(P);
     Node *rhs = parse_expr(P);
     Node *n = node_new(N_ASSIGN, span_join(e->span, rhs->span));
+    n->part_span = op_span;
     n->op = op;
     n->lhs = e;
     n->rhs = rhs;
