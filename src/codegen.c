@@ -154,6 +154,26 @@ static void patch_here(Gen *g, int at) {
   g->p->insns[at].off = (int16_t)off;
 }
 
+/* Forward jumps waiting for the same target. */
+typedef struct Jumps {
+  int *at;
+  int n;
+} Jumps;
+
+static void jumps_add(Jumps *j, int at) {
+  j->at = realloc(j->at, sizeof(int) * (j->n + 1));
+  j->at[j->n++] = at;
+}
+
+static void jumps_patch_here(Gen *g, Jumps *j) {
+  for (int i = 0; i < j->n; i++) patch_here(g, j->at[i]);
+  free(j->at);
+  j->at = NULL;
+  j->n = 0;
+}
+
+static void gen_cond(Gen *g, Node *cond, bool when, Jumps *out);
+
 /* Leaves the program. Done in place (two instructions) rather than by a
  * jump to one epilogue, which could be out of a jump's reach. */
 static void emit_return(Gen *g) {
@@ -1046,12 +1066,11 @@ static void gen_buf(Gen *g, Node *n, int dst, int cap) {
     gen_map_str(g, n, dst, cap);
     return;
   case N_TERNARY: {
-    int c = gen_int(g, n->cond);
-    int to_else = emit_jump(g, I_JMP_IMM(BPF_JEQ, c, 0, 0));
-    reg_free(g, c);
+    Jumps to_else = {0};
+    gen_cond(g, n->cond, false, &to_else);
     gen_buf(g, n->then, dst, cap);
     int done = emit_jump(g, I_JA(0));
-    patch_here(g, to_else);
+    jumps_patch_here(g, &to_else);
     gen_buf(g, n->els, dst, cap);
     patch_here(g, done);
     vars_forget_assigned(n->then);
@@ -1312,20 +1331,14 @@ static bool operands_signed(Node *n) {
 
 /* && and ||, short-circuit, giving 0 or 1. */
 static int gen_logical(Gen *g, Node *n) {
-  bool is_and = n->op == OP_AND;
-  int a = gen_int(g, n->lhs);
-  int j1 = emit_jump(g, I_JMP_IMM(is_and ? BPF_JEQ : BPF_JNE, a, 0, 0));
-  reg_free(g, a);
-  int b = gen_int(g, n->rhs);
-  int j2 = emit_jump(g, I_JMP_IMM(is_and ? BPF_JEQ : BPF_JNE, b, 0, 0));
-  emit(g, I_MOV64_IMM(b, is_and ? 1 : 0));
-  int done = emit_jump(g, I_JA(0));
-  patch_here(g, j1);
-  patch_here(g, j2);
-  emit(g, I_MOV64_IMM(b, is_and ? 0 : 1));
-  patch_here(g, done);
-  vars_forget_assigned(n->rhs);   /* it ran only on some paths */
-  return b;
+  Jumps is_false = {0};
+  gen_cond(g, n, false, &is_false);
+  int r = reg_alloc(g);
+  emit(g, I_MOV64_IMM(r, 1));
+  emit(g, I_JA(1));
+  jumps_patch_here(g, &is_false);
+  emit(g, I_MOV64_IMM(r, 0));
+  return r;
 }
 
 static int gen_binop(Gen *g, Node *n) {
@@ -1399,56 +1412,72 @@ static int inverse_jump(int op, bool is_signed) {
   }
 }
 
-/* Emits a forward jump taken when cond is false (when_true: when it is
- * true) and returns it for patch_here. An integer comparison becomes one
- * conditional jump instead of a 0/1 value and a test. */
-static int gen_cond_jump(Gen *g, Node *cond, bool when_true) {
+/* Emits jumps taken when cond is `when` (true or false), adding them to
+ * out; control falls through otherwise. Comparisons become one conditional
+ * jump each, and && || ! become jumps too, never 0/1 values. */
+static void gen_cond(Gen *g, Node *cond, bool when, Jumps *out) {
   Span saved = g->span;
   if (cond->span.line) g->span = cond->span;
-  int at;
-  bool is_signed = cond->kind == N_BINOP && operands_signed(cond);
-  int jmp = cond->kind == N_BINOP && cond->lhs->type.kind == TY_INT
-                ? inverse_jump(cond->op, is_signed) : -1;
   int64_t k;
-  if (jmp >= 0 && fold_imm(g, cond->lhs, &k) && !fold(g, cond->rhs, &k)) {
-    /* 3 < x: test x > 3, with the constant as the immediate */
-    Node swapped = *cond;
-    swapped.lhs = cond->rhs;
-    swapped.rhs = cond->lhs;
-    swapped.op = cond->op == '<' ? '>' : cond->op == '>' ? '<'
-                 : cond->op == OP_LE ? OP_GE : cond->op == OP_GE ? OP_LE
-                 : cond->op;
-    g->span = saved;
-    return gen_cond_jump(g, &swapped, when_true);
-  }
-  if (jmp >= 0) {
-    if (when_true) jmp = jmp_code(cond->op, is_signed);
-    int a = gen_int(g, cond->lhs);
-    if (fold_imm(g, cond->rhs, &k)) {
-      at = emit_jump(g, I_JMP_IMM(jmp, a, (int32_t)k, 0));
+  bool is_logic = cond->kind == N_BINOP &&
+                  (cond->op == OP_AND || cond->op == OP_OR);
+  if (fold(g, cond, &k)) {
+    if ((k != 0) == when) jumps_add(out, emit_jump(g, I_JA(0)));
+  } else if (is_logic) {
+    /* a && b is false when either is; a || b is true when either is */
+    bool shortcut = cond->op == OP_AND ? false : true;
+    if (when == shortcut) {
+      gen_cond(g, cond->lhs, when, out);
+      gen_cond(g, cond->rhs, when, out);
+    } else {
+      Jumps decided = {0};
+      gen_cond(g, cond->lhs, shortcut, &decided);
+      gen_cond(g, cond->rhs, when, out);
+      jumps_patch_here(g, &decided);
+    }
+    vars_forget_assigned(cond->rhs);   /* it ran only on some paths */
+  } else if (cond->kind == N_UNOP && cond->op == '!') {
+    gen_cond(g, cond->lhs, !when, out);
+  } else if (cond->kind == N_BINOP && cond->lhs->type.kind == TY_INT &&
+             jmp_code(cond->op, false) >= 0) {
+    bool is_signed = operands_signed(cond);
+    Node *l = cond->lhs, *r = cond->rhs;
+    int op = cond->op;
+    if (fold_imm(g, l, &k) && !fold(g, r, &k)) {
+      /* 3 < x: test x > 3, with the constant as the immediate */
+      Node *t = l;
+      l = r;
+      r = t;
+      op = op == '<' ? '>' : op == '>' ? '<' : op == OP_LE ? OP_GE
+           : op == OP_GE ? OP_LE : op;
+    }
+    int jmp = when ? jmp_code(op, is_signed) : inverse_jump(op, is_signed);
+    int a = gen_int(g, l);
+    if (fold_imm(g, r, &k)) {
+      jumps_add(out, emit_jump(g, I_JMP_IMM(jmp, a, (int32_t)k, 0)));
       reg_free(g, a);
     } else {
       Held h = hold(g, a);
-      int b = gen_int(g, cond->rhs);
+      int b = gen_int(g, r);
       a = held_reg(g, h, BPF_REG_0);
-      at = emit_jump(g, I_JMP_REG(jmp, a, b, 0));
+      jumps_add(out, emit_jump(g, I_JMP_REG(jmp, a, b, 0)));
       reg_free(g, a);
       reg_free(g, b);
     }
   } else {
     int r = gen_int(g, cond);
-    at = emit_jump(g, I_JMP_IMM(when_true ? BPF_JNE : BPF_JEQ, r, 0, 0));
+    jumps_add(out, emit_jump(g, I_JMP_IMM(when ? BPF_JNE : BPF_JEQ, r, 0, 0)));
     reg_free(g, r);
   }
   g->span = saved;
-  return at;
 }
 
 static int gen_ternary_int(Gen *g, Node *n) {
-  int to_else = gen_cond_jump(g, n->cond, false);
+  Jumps to_else = {0};
+  gen_cond(g, n->cond, false, &to_else);
   int t = gen_int(g, n->then);
   int done = emit_jump(g, I_JA(0));
-  patch_here(g, to_else);
+  jumps_patch_here(g, &to_else);
   reg_free(g, t);
   int e = gen_int(g, n->els);
   if (e != t) {
@@ -1699,19 +1728,20 @@ static bool gen_if(Gen *g, Node *n) {
     if (k) return gen_block(g, n->then);
     return n->els ? gen_stmt(g, n->els) : false;
   }
+  Jumps to_else = {0};
+  gen_cond(g, n->cond, false, &to_else);
   VarState *before = vars_save(g);
-  int to_else = gen_cond_jump(g, n->cond, false);
   bool then_ends = gen_block(g, n->then);
   VarState *after_then = vars_save(g);
   vars_restore(g, before);
   bool else_ends = false;
   if (n->els) {
     int done = then_ends ? -1 : emit_jump(g, I_JA(0));
-    patch_here(g, to_else);
+    jumps_patch_here(g, &to_else);
     else_ends = gen_stmt(g, n->els);
     if (done >= 0) patch_here(g, done);
   } else {
-    patch_here(g, to_else);
+    jumps_patch_here(g, &to_else);
   }
   if (else_ends && !then_ends)
     vars_restore(g, after_then);
@@ -1843,12 +1873,13 @@ static void gen_while(Gen *g, Node *n) {
   vars_forget_assigned(n->cond);
   memset(l, 0, sizeof(*l));
   l->start = g->p->ninsns;
-  int out = gen_cond_jump(g, n->cond, false);
+  Jumps out = {0};
+  gen_cond(g, n->cond, false, &out);
   if (!gen_block(g, n->then)) {
     g->span = n->span;
     emit_jump_back(g, l->start);
   }
-  patch_here(g, out);
+  jumps_patch_here(g, &out);
   for (int i = 0; i < l->nbreaks; i++) patch_here(g, l->breaks[i]);
   vars_forget_assigned(n->then);
   free(l->breaks);
@@ -2024,9 +2055,10 @@ static void gen_body(Gen *g, Probe *probe, int buf_base) {
     g->span = probe->pred->span;
     int64_t k;
     if (!fold(g, probe->pred, &k) || !k) {
-      int pass = gen_cond_jump(g, probe->pred, true);
+      Jumps pass = {0};
+      gen_cond(g, probe->pred, true, &pass);
       emit_return(g);
-      patch_here(g, pass);
+      jumps_patch_here(g, &pass);
     }
     g->stack_top = stack_mark;
     g->scratch_top = scratch_mark;
@@ -2042,6 +2074,88 @@ static void gen_body(Gen *g, Probe *probe, int buf_base) {
   emit_subprograms(g);
 }
 
+/* ---- unreachable code ------------------------------------------------
+ * Folded conditions leave branches that can never run, which the verifier
+ * refuses; they are removed here, once, with every jump re-aimed. */
+
+static bool is_ld_imm64(const struct bpf_insn *in) {
+  return in->code == (BPF_LD | BPF_DW | BPF_IMM);
+}
+
+static bool is_jump(const struct bpf_insn *in) {
+  int cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+  return (cls == BPF_JMP || cls == BPF_JMP32) && op != BPF_CALL &&
+         op != BPF_EXIT;
+}
+
+static bool is_pseudo_call(const struct bpf_insn *in) {
+  return in->code == (BPF_JMP | BPF_CALL) && in->src_reg == BPF_PSEUDO_CALL;
+}
+
+static bool is_pseudo_func(const struct bpf_insn *in) {
+  return is_ld_imm64(in) && in->src_reg == BPF_PSEUDO_FUNC;
+}
+
+static void mark_reachable(const BpfProg *p, bool *seen, int *stack,
+                           int start) {
+  int top = 0;
+  stack[top++] = start;
+  while (top) {
+    int i = stack[--top];
+    if (i < 0 || i >= p->ninsns || seen[i]) continue;
+    seen[i] = true;
+    const struct bpf_insn *in = &p->insns[i];
+    if (is_ld_imm64(in)) {
+      seen[i + 1] = true;
+      if (is_pseudo_func(in)) stack[top++] = i + in->imm + 1;
+      stack[top++] = i + 2;
+    } else if (in->code == (BPF_JMP | BPF_EXIT)) {
+      /* nothing follows */
+    } else if (is_jump(in)) {
+      stack[top++] = i + in->off + 1;
+      if (BPF_OP(in->code) != BPF_JA) stack[top++] = i + 1;
+    } else {
+      if (is_pseudo_call(in)) stack[top++] = i + in->imm + 1;
+      stack[top++] = i + 1;
+    }
+  }
+}
+
+static void prune_unreachable(BpfProg *p) {
+  int n = p->ninsns;
+  bool *seen = calloc(n + 1, sizeof(bool));
+  int *stack = malloc(sizeof(int) * (3 * n + 3));
+  int *to = malloc(sizeof(int) * (n + 1));
+  mark_reachable(p, seen, stack, 0);
+  int kept = 0;
+  for (int i = 0; i < n; i++) {
+    to[i] = kept;
+    if (seen[i]) kept++;
+  }
+  to[n] = kept;
+  if (kept < n) {
+    int nmain = p->nmain ? to[p->nmain] : 0;
+    for (int i = 0; i < n; i++) {
+      if (!seen[i]) continue;
+      struct bpf_insn *in = &p->insns[i];
+      if (is_jump(in))
+        in->off = (int16_t)(to[i + in->off + 1] - to[i] - 1);
+      else if (is_pseudo_call(in) || is_pseudo_func(in))
+        in->imm = to[i + in->imm + 1] - to[i] - 1;
+    }
+    for (int i = 0; i < n; i++)
+      if (seen[i]) {
+        p->insns[to[i]] = p->insns[i];
+        p->insn_span[to[i]] = p->insn_span[i];
+      }
+    p->ninsns = kept;
+    p->nmain = nmain;
+  }
+  free(seen);
+  free(stack);
+  free(to);
+}
+
 static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t) {
   BpfProg *p = new_prog(g->c, probe, ap, t);
   g->p = p;
@@ -2050,6 +2164,7 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t) {
   /* Buffers go on the stack when they fit: no scratch lookup then. */
   gen_body(g, probe, BPF_REG_10);
   if (g->too_big && !g->failed) gen_body(g, probe, BPF_REG_9);
+  if (!g->failed) prune_unreachable(p);
   if ((uint32_t)g->scratch_max > g->c->scratch_size)
     g->c->scratch_size = (uint32_t)g->scratch_max;
   return g->failed ? -1 : 0;
