@@ -2121,12 +2121,11 @@ static void mark_reachable(const BpfProg *p, bool *seen, int *stack,
   }
 }
 
-static void prune_unreachable(BpfProg *p) {
+/* Drops the instructions not marked in `keep`, re-aiming every jump and
+ * call (a jump to a dropped instruction goes to the next kept one). */
+static void compact(BpfProg *p, const bool *seen) {
   int n = p->ninsns;
-  bool *seen = calloc(n + 1, sizeof(bool));
-  int *stack = malloc(sizeof(int) * (3 * n + 3));
   int *to = malloc(sizeof(int) * (n + 1));
-  mark_reachable(p, seen, stack, 0);
   int kept = 0;
   for (int i = 0; i < n; i++) {
     to[i] = kept;
@@ -2151,9 +2150,72 @@ static void prune_unreachable(BpfProg *p) {
     p->ninsns = kept;
     p->nmain = nmain;
   }
+  free(to);
+}
+
+static void prune_unreachable(BpfProg *p) {
+  bool *seen = calloc(p->ninsns + 1, sizeof(bool));
+  int *stack = malloc(sizeof(int) * (3 * p->ninsns + 3));
+  mark_reachable(p, seen, stack, 0);
+  compact(p, seen);
   free(seen);
   free(stack);
-  free(to);
+}
+
+/* Drops a load of a stack slot into a register that already holds it
+ * (variables are re-read at each use). A register mirrors a slot from a
+ * load or store until the register or the slot is written, a call (which
+ * may write the stack through a pointer), or a jump target. */
+static void drop_redundant_loads(BpfProg *p) {
+  int n = p->ninsns;
+  bool *target = calloc(n + 1, sizeof(bool));
+  bool *keep = malloc(sizeof(bool) * (n + 1));
+  for (int i = 0; i < n; i++) {
+    const struct bpf_insn *in = &p->insns[i];
+    keep[i] = true;
+    if (is_jump(in)) target[i + in->off + 1] = true;
+    if (is_pseudo_call(in) || is_pseudo_func(in)) target[i + in->imm + 1] = true;
+    if (is_ld_imm64(in)) keep[++i] = true;
+  }
+  enum { NONE = 1 };   /* slot offsets are <= 0 */
+  int mirror[11];
+  for (int r = 0; r < 11; r++) mirror[r] = NONE;
+  for (int i = 0; i < n; i++) {
+    const struct bpf_insn *in = &p->insns[i];
+    int cls = BPF_CLASS(in->code), size = BPF_SIZE(in->code);
+    if (target[i])
+      for (int r = 0; r < 11; r++) mirror[r] = NONE;
+    if (cls == BPF_LDX && in->src_reg == BPF_REG_10 && size == BPF_DW &&
+        BPF_MODE(in->code) == BPF_MEM) {
+      if (mirror[in->dst_reg] == in->off) {
+        keep[i] = false;
+        continue;
+      }
+      mirror[in->dst_reg] = in->off;
+      continue;
+    }
+    if ((cls == BPF_STX || cls == BPF_ST) && in->dst_reg == BPF_REG_10) {
+      int bytes = size == BPF_DW ? 8 : size == BPF_W ? 4 : size == BPF_H ? 2 : 1;
+      for (int r = 0; r < 11; r++)
+        if (mirror[r] != NONE && mirror[r] < in->off + bytes &&
+            in->off < mirror[r] + 8)
+          mirror[r] = NONE;
+      if (cls == BPF_STX && size == BPF_DW && BPF_MODE(in->code) == BPF_MEM)
+        mirror[in->src_reg] = in->off;
+      continue;
+    }
+    if (in->code == (BPF_JMP | BPF_CALL)) {
+      for (int r = 0; r < 11; r++) mirror[r] = NONE;
+      continue;
+    }
+    if (cls == BPF_ALU || cls == BPF_ALU64 || cls == BPF_LDX ||
+        is_ld_imm64(in))
+      mirror[in->dst_reg] = NONE;
+    if (is_ld_imm64(in)) i++;
+  }
+  compact(p, keep);
+  free(target);
+  free(keep);
 }
 
 static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t) {
@@ -2164,7 +2226,10 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t) {
   /* Buffers go on the stack when they fit: no scratch lookup then. */
   gen_body(g, probe, BPF_REG_10);
   if (g->too_big && !g->failed) gen_body(g, probe, BPF_REG_9);
-  if (!g->failed) prune_unreachable(p);
+  if (!g->failed) {
+    prune_unreachable(p);
+    drop_redundant_loads(p);
+  }
   if ((uint32_t)g->scratch_max > g->c->scratch_size)
     g->c->scratch_size = (uint32_t)g->scratch_max;
   return g->failed ? -1 : 0;
