@@ -801,7 +801,8 @@ static void check_call(Checker *c, Node *n) {
   } else if (!strcmp(f, "system") || !strcmp(f, "cat") ||
              !strcmp(f, "time") || !strcmp(f, "join") ||
              !strcmp(f, "signal") || !strcmp(f, "strncmp") ||
-             !strcmp(f, "buf") || !strcmp(f, "has_key")) {
+             !strcmp(f, "buf") || !strcmp(f, "has_key") ||
+             !strcmp(f, "strcontains")) {
     check_format_calls(c, n);
   } else if (!strcmp(f, "str")) {
     /* a value once checked: no "has no value" after an error here */
@@ -865,7 +866,7 @@ static void check_call(Checker *c, Node *n) {
              !strcmp(f, "cgroupid") || !strcmp(f, "override") ||
              !strcmp(f, "strftime") || !strcmp(f, "len") ||
              !strcmp(f, "macaddr") ||
-             !strcmp(f, "path") || !strcmp(f, "strcontains")) {
+             !strcmp(f, "path")) {
     error_at(c, n->span, "loupe does not support the function '%s' yet", f);
   } else {
     error_at(c, n->span, "Unknown function: '%s'", f);
@@ -916,6 +917,18 @@ static void check_format_calls(Checker *c, Node *n) {
     } else if (want_const(c, a, f, "the signal", 1, 64, &v)) {
       n->ival = v;
     }
+  } else if (!strcmp(f, "strcontains")) {
+    n->type.kind = TY_NONE;
+    if (!want_args(c, n, 2, 2)) return;
+    check_expr(c, a);
+    check_expr(c, a->next);
+    for (Node *s = a; s; s = s->next)
+      if (s->type.kind != TY_STR && s->type.kind != TY_NONE) {
+        error_at(c, n->span, "strcontains() only supports string arguments "
+                 "(%s provided)", kind_name(s->type));
+        return;
+      }
+    n->type = ty_int(1, false);
   } else if (!strcmp(f, "strncmp")) {
     n->type.kind = TY_NONE;   /* a value: no "has no value" after errors */
     if (!want_args(c, n, 3, 3)) return;

@@ -1561,8 +1561,51 @@ static int gen_strncmp(Gen *g, Node *n) {
   return r;
 }
 
+/* strcontains(h, s): a bounded loop over the positions of h, comparing s
+ * there byte by byte (no helper call inside, so r1..r5 serve). */
+static int gen_strcontains(Gen *g, Node *n) {
+  Node *hay = n->args, *needle = hay->next;
+  int ph = buf_ref(g, hay), pn = buf_ref(g, needle);
+  int hcap = hay->type.size, ncap = needle->type.size;
+  int r = reg_alloc(g);
+  Jumps found = {0}, missing = {0};
+  emit(g, I_MOV64_IMM(BPF_REG_1, 0));                       /* i */
+  int outer = g->p->ninsns;
+  jumps_add(&missing, emit_jump(g, I_JMP_IMM(BPF_JGE, BPF_REG_1, hcap, 0)));
+  emit(g, I_MOV64_IMM(BPF_REG_2, 0));                       /* j */
+  int inner = g->p->ninsns;
+  jumps_add(&found, emit_jump(g, I_JMP_IMM(BPF_JGE, BPF_REG_2, ncap, 0)));
+  emit(g, I_MOV64_REG(BPF_REG_4, SCRATCH));
+  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_4, BPF_REG_2));
+  emit(g, I_LDX(BPF_B, BPF_REG_3, BPF_REG_4, pn));         /* s[j] */
+  jumps_add(&found, emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_3, 0, 0)));
+  emit(g, I_MOV64_REG(BPF_REG_5, BPF_REG_1));
+  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_5, BPF_REG_2));
+  jumps_add(&missing, emit_jump(g, I_JMP_IMM(BPF_JGE, BPF_REG_5, hcap, 0)));
+  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_5, SCRATCH));
+  emit(g, I_LDX(BPF_B, BPF_REG_5, BPF_REG_5, ph));         /* h[i + j] */
+  int next_i = emit_jump(g, I_JMP_REG(BPF_JNE, BPF_REG_5, BPF_REG_3, 0));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, 1));
+  emit_jump_back(g, inner);
+  patch_here(g, next_i);
+  emit(g, I_MOV64_REG(BPF_REG_4, SCRATCH));
+  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_4, BPF_REG_1));
+  emit(g, I_LDX(BPF_B, BPF_REG_3, BPF_REG_4, ph));         /* h[i] */
+  jumps_add(&missing, emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_3, 0, 0)));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_1, 1));
+  emit_jump_back(g, outer);
+  jumps_patch_here(g, &found);
+  emit(g, I_MOV64_IMM(r, 1));
+  int done = emit_jump(g, I_JA(0));
+  jumps_patch_here(g, &missing);
+  emit(g, I_MOV64_IMM(r, 0));
+  patch_here(g, done);
+  return r;
+}
+
 static int gen_call_int(Gen *g, Node *n) {
   if (!strcmp(n->name, "strncmp")) return gen_strncmp(g, n);
+  if (!strcmp(n->name, "strcontains")) return gen_strcontains(g, n);
   if (!strcmp(n->name, "has_key")) {
     int key = gen_key(g, n->args);
     emit_lookup(g, n->args->map, key);
