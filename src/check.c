@@ -802,7 +802,7 @@ static void check_call(Checker *c, Node *n) {
              !strcmp(f, "time") || !strcmp(f, "join") ||
              !strcmp(f, "signal") || !strcmp(f, "strncmp") ||
              !strcmp(f, "buf") || !strcmp(f, "has_key") ||
-             !strcmp(f, "strcontains")) {
+             !strcmp(f, "strcontains") || !strcmp(f, "len")) {
     check_format_calls(c, n);
   } else if (!strcmp(f, "str")) {
     /* a value once checked: no "has no value" after an error here */
@@ -864,7 +864,7 @@ static void check_call(Checker *c, Node *n) {
              !strcmp(f, "sizeof") || !strcmp(f, "reg") ||
              !strcmp(f, "kaddr") || !strcmp(f, "uaddr") ||
              !strcmp(f, "cgroupid") || !strcmp(f, "override") ||
-             !strcmp(f, "strftime") || !strcmp(f, "len") ||
+             !strcmp(f, "strftime") ||
              !strcmp(f, "macaddr") ||
              !strcmp(f, "path")) {
     error_at(c, n->span, "loupe does not support the function '%s' yet", f);
@@ -917,6 +917,16 @@ static void check_format_calls(Checker *c, Node *n) {
     } else if (want_const(c, a, f, "the signal", 1, 64, &v)) {
       n->ival = v;
     }
+  } else if (!strcmp(f, "len")) {
+    n->type.kind = TY_NONE;
+    if (!want_args(c, n, 1, 1) || !want_map(c, n, a, false)) return;
+    MapSym *m = map_get(c, a);
+    a->map = m;
+    if (m->value_type.kind == TY_NONE) {
+      error_at(c, a->span, "Undefined map: %s", m->name);
+      return;
+    }
+    n->type = ty_int(8, false);
   } else if (!strcmp(f, "strcontains")) {
     n->type.kind = TY_NONE;
     if (!want_args(c, n, 2, 2)) return;

@@ -28,8 +28,9 @@
 /* 512 bytes of BPF stack, less the 8 a subprogram's frame takes */
 #define STACK_LIMIT 504
 #define SLOT_CTX (-8)       /* the program's context pointer */
-/* Subprograms: SUB_OUTPUT, then one SUB_EVENT per EventKind. */
-enum { SUB_OUTPUT, SUB_EVENT, NSUBS = SUB_EVENT + 16 };
+/* Subprograms: SUB_OUTPUT, SUB_COUNT (len's callback), then one
+ * SUB_EVENT per EventKind. */
+enum { SUB_OUTPUT, SUB_COUNT, SUB_EVENT, NSUBS = SUB_EVENT + 16 };
 #define SLOT_KEY0 (-16)     /* 0 when used: key 0 of the one-slot arrays */
 #define FIRST_TEMP_REG BPF_REG_6
 #define LAST_TEMP_REG BPF_REG_8
@@ -824,7 +825,13 @@ static void emit_subprograms(Gen *g) {
   for (int sub = 0; sub < NSUBS; sub++) {
     if (!g->nsubcalls[sub]) continue;
     int start = g->p->ninsns;
-    if (sub >= SUB_EVENT) {
+    if (sub == SUB_COUNT) {
+      /* bpf_for_each_map_elem callback: ++*(u64 *)ctx, go on */
+      emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_4, 0));
+      emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_1, 1));
+      emit(g, I_STX(BPF_DW, BPF_REG_4, BPF_REG_1, 0));
+      emit_return(g);
+    } else if (sub >= SUB_EVENT) {
       emit(g, I_ST(BPF_W, BPF_REG_10, -8, sub - SUB_EVENT));
       emit(g, I_STX(BPF_W, BPF_REG_10, BPF_REG_1, -4));
       emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
@@ -834,10 +841,12 @@ static void emit_subprograms(Gen *g) {
       emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_2));
       emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_1));
     }
-    emit_map(g, BPF_REG_1, MAP_ID_RINGBUF);
-    emit(g, I_MOV64_IMM(BPF_REG_4, 0));
-    emit_call(g, BPF_FUNC_ringbuf_output);
-    emit_return(g);
+    if (sub != SUB_COUNT) {
+      emit_map(g, BPF_REG_1, MAP_ID_RINGBUF);
+      emit(g, I_MOV64_IMM(BPF_REG_4, 0));
+      emit_call(g, BPF_FUNC_ringbuf_output);
+      emit_return(g);
+    }
     for (int i = 0; i < g->nsubcalls[sub]; i++) {
       int at = g->subcalls[sub][i];
       g->p->insns[at].imm = start - at - 1;
@@ -1603,8 +1612,29 @@ static int gen_strcontains(Gen *g, Node *n) {
   return r;
 }
 
+/* len(@m): the entries counted by a callback over the map. */
+static int gen_len(Gen *g, Node *n) {
+  int slot = stack_alloc(g, 8);
+  emit(g, I_ST(BPF_DW, BPF_REG_10, slot, 0));
+  emit_map(g, BPF_REG_1, n->args->map->id);
+  int at = emit(g, I_LD_IMM64_LO(BPF_REG_2, BPF_PSEUDO_FUNC, 0));
+  emit(g, I_LD_IMM64_HI(0));
+  int *cnt = &g->nsubcalls[SUB_COUNT];
+  g->subcalls[SUB_COUNT] =
+      realloc(g->subcalls[SUB_COUNT], sizeof(int) * (*cnt + 1));
+  g->subcalls[SUB_COUNT][(*cnt)++] = at;
+  emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, slot));
+  emit(g, I_MOV64_IMM(BPF_REG_4, 0));
+  emit_call(g, BPF_FUNC_for_each_map_elem);
+  int r = reg_alloc(g);
+  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, slot));
+  return r;
+}
+
 static int gen_call_int(Gen *g, Node *n) {
   if (!strcmp(n->name, "strncmp")) return gen_strncmp(g, n);
+  if (!strcmp(n->name, "len")) return gen_len(g, n);
   if (!strcmp(n->name, "strcontains")) return gen_strcontains(g, n);
   if (!strcmp(n->name, "has_key")) {
     int key = gen_key(g, n->args);
