@@ -1389,11 +1389,11 @@ static void map_set_agg_params(Checker *c, MapSym *m, Node *call) {
   if (call->kind != N_CALL || c->pass != 2) return;
   if (call->type.agg == AGG_HIST) {
     int bits = (int)call->ival;
-    if (m->lhist_step == -1 && m->hist_bits != bits)
+    if (m->agg_params_set && m->hist_bits != bits)
       error_at(c, call->span, "%s is used with hist() of %d and of %d bits",
                m->name, m->hist_bits, bits);
     m->hist_bits = bits;
-    m->lhist_step = -1; /* a hist map has no step: -1 says bits are set */
+    m->agg_params_set = true;
   } else if (call->type.agg == AGG_LHIST) {
     Node *a = call->args ? call->args->next : NULL;
     int64_t lo = 0, hi = 0, step = 0;
@@ -1401,13 +1401,14 @@ static void map_set_agg_params(Checker *c, MapSym *m, Node *call) {
         !const_int(a->next, &hi) || !const_int(a->next->next, &step) ||
         step < 1 || hi < lo)
       return;   /* reported by check_lhist_bounds */
-    if (m->lhist_step && (m->lhist_min != lo || m->lhist_max != hi ||
-                          m->lhist_step != step))
+    if (m->agg_params_set && (m->lhist_min != lo || m->lhist_max != hi ||
+                              m->lhist_step != step))
       error_at(c, call->span, "%s is used with lhist() of different bounds",
                m->name);
     m->lhist_min = lo;
     m->lhist_max = hi;
     m->lhist_step = step;
+    m->agg_params_set = true;
   }
 }
 
@@ -1723,7 +1724,7 @@ static void map_layout(MapSym *m) {
       break;
     case AGG_LHIST:
       /* no step after an error in its bounds: the script is not run */
-      m->value_size = m->lhist_step > 0 ? 8 * lhist_buckets(m) : 8;
+      m->value_size = m->agg_params_set ? 8 * lhist_buckets(m) : 8;
       break;
     default:
       m->value_size = 8;

@@ -417,8 +417,7 @@ static int gen_addr(Gen *g, Node *n) {
 static int gen_mem_int(Gen *g, Node *n) {
   int addr = gen_addr(g, n);
   int size = n->type.is_pointer ? 8 : n->type.size;
-  AddrSpace as = n->kind == N_UNOP || n->kind == N_INDEX
-                     ? n->lhs->type.as : n->lhs->type.as;
+  AddrSpace as = n->lhs->type.as;
   int slot = stack_alloc(g, 8);
   emit(g, I_MOV64_REG(BPF_REG_3, addr));
   emit(g, I_MOV64_REG(BPF_REG_1, BPF_REG_10));
@@ -429,16 +428,9 @@ static int gen_mem_int(Gen *g, Node *n) {
   emit(g, I_LDX(insn_size_code(size), r, BPF_REG_10, slot));
   if (n->kind == N_FIELD && n->bit_size > 0) {
     /* a bitfield: its bits, moved down, sign-extended if signed */
-    int keep = 64 - n->bit_offset - n->bit_size;
-    if (size < 8) {
-      emit(g, I_ALU64_IMM(BPF_LSH, r, keep));
-      emit(g, I_ALU64_IMM(n->type.is_signed ? BPF_ARSH : BPF_RSH, r,
-                          64 - n->bit_size));
-    } else {
-      emit(g, I_ALU64_IMM(BPF_LSH, r, keep));
-      emit(g, I_ALU64_IMM(n->type.is_signed ? BPF_ARSH : BPF_RSH, r,
-                          64 - n->bit_size));
-    }
+    emit(g, I_ALU64_IMM(BPF_LSH, r, 64 - n->bit_offset - n->bit_size));
+    emit(g, I_ALU64_IMM(n->type.is_signed ? BPF_ARSH : BPF_RSH, r,
+                        64 - n->bit_size));
   } else if (n->type.is_signed && size < 8) {
     emit(g, I_ALU64_IMM(BPF_LSH, r, 64 - size * 8));
     emit(g, I_ALU64_IMM(BPF_ARSH, r, 64 - size * 8));

@@ -58,6 +58,7 @@ typedef struct MapSym {
   int fd;                          /* -1 until loaded */
   bool internal;                   /* loupe's own (e.g. the elapsed base):
                                       never printed */
+  bool agg_params_set;             /* hist_bits / lhist_* are known */
   int hist_bits;                   /* AGG_HIST */
   int64_t lhist_min, lhist_max, lhist_step;  /* AGG_LHIST */
 } MapSym;
