@@ -2229,58 +2229,96 @@ static void prune_unreachable(BpfProg *p) {
 
 /* Drops a load of a stack slot into a register that already holds it
  * (variables are re-read at each use). A register mirrors a slot from a
- * load or store until the register or the slot is written, a call (which
- * may write the stack through a pointer), or a jump target. */
+ * load or store until the register or the slot is written or a call
+ * (which may write the stack through a pointer). Where jumps meet, only
+ * what every forward path agrees on is kept; targets of backward jumps
+ * and function entries start knowing nothing. */
+enum { NO_SLOT = 1, NREGS = 11 };   /* stack slot offsets are <= 0 */
+
+static void mirror_forget(int *m) {
+  for (int r = 0; r < NREGS; r++) m[r] = NO_SLOT;
+}
+
+static void mirror_meet(int *into, const int *from) {
+  for (int r = 0; r < NREGS; r++)
+    if (into[r] != from[r]) into[r] = NO_SLOT;
+}
+
+/* What instruction `in` does to the mirrors; returns true if it is a load
+ * the mirrors make redundant. */
+static bool mirror_step(int *m, const struct bpf_insn *in) {
+  int cls = BPF_CLASS(in->code), size = BPF_SIZE(in->code);
+  bool mem = BPF_MODE(in->code) == BPF_MEM;
+  if (cls == BPF_LDX && mem && in->src_reg == BPF_REG_10 && size == BPF_DW) {
+    if (m[in->dst_reg] == in->off) return true;
+    m[in->dst_reg] = in->off;
+    return false;
+  }
+  if ((cls == BPF_STX || cls == BPF_ST) && in->dst_reg == BPF_REG_10) {
+    int bytes = size == BPF_DW ? 8 : size == BPF_W ? 4 : size == BPF_H ? 2 : 1;
+    for (int r = 0; r < NREGS; r++)
+      if (m[r] != NO_SLOT && m[r] < in->off + bytes && in->off < m[r] + 8)
+        m[r] = NO_SLOT;
+    if (cls == BPF_STX && size == BPF_DW && mem) m[in->src_reg] = in->off;
+    return false;
+  }
+  if (in->code == (BPF_JMP | BPF_CALL)) {
+    mirror_forget(m);
+    return false;
+  }
+  if (cls == BPF_ALU || cls == BPF_ALU64 || cls == BPF_LDX || is_ld_imm64(in))
+    m[in->dst_reg] = NO_SLOT;
+  return false;
+}
+
 static void drop_redundant_loads(BpfProg *p) {
   int n = p->ninsns;
-  bool *target = calloc(n + 1, sizeof(bool));
   bool *keep = malloc(sizeof(bool) * (n + 1));
+  bool *fresh = calloc(n + 1, sizeof(bool));   /* starts knowing nothing */
+  bool *has_in = calloc(n + 1, sizeof(bool));  /* a forward jump arrives */
+  int (*in_state)[NREGS] = malloc(sizeof(*in_state) * (n + 1));
   for (int i = 0; i < n; i++) {
     const struct bpf_insn *in = &p->insns[i];
     keep[i] = true;
-    if (is_jump(in)) target[i + in->off + 1] = true;
-    if (is_pseudo_call(in) || is_pseudo_func(in)) target[i + in->imm + 1] = true;
+    if (is_jump(in) && in->off < 0) fresh[i + in->off + 1] = true;
+    if (is_pseudo_call(in) || is_pseudo_func(in)) fresh[i + in->imm + 1] = true;
     if (is_ld_imm64(in)) keep[++i] = true;
   }
-  enum { NONE = 1 };   /* slot offsets are <= 0 */
-  int mirror[11];
-  for (int r = 0; r < 11; r++) mirror[r] = NONE;
+  int m[NREGS];
+  mirror_forget(m);
+  bool falls_in = true;   /* the previous instruction continues here */
   for (int i = 0; i < n; i++) {
     const struct bpf_insn *in = &p->insns[i];
-    int cls = BPF_CLASS(in->code), size = BPF_SIZE(in->code);
-    if (target[i])
-      for (int r = 0; r < 11; r++) mirror[r] = NONE;
-    if (cls == BPF_LDX && in->src_reg == BPF_REG_10 && size == BPF_DW &&
-        BPF_MODE(in->code) == BPF_MEM) {
-      if (mirror[in->dst_reg] == in->off) {
-        keep[i] = false;
-        continue;
+    if (fresh[i] || (!falls_in && !has_in[i])) {
+      mirror_forget(m);
+    } else if (has_in[i]) {
+      if (falls_in)
+        mirror_meet(m, in_state[i]);
+      else
+        memcpy(m, in_state[i], sizeof(m));
+    }
+    if (mirror_step(m, in)) keep[i] = false;
+    falls_in = true;
+    if (is_jump(in)) {
+      int t = i + in->off + 1;
+      if (in->off >= 0) {
+        if (has_in[t])
+          mirror_meet(in_state[t], m);
+        else
+          memcpy(in_state[t], m, sizeof(m));
+        has_in[t] = true;
       }
-      mirror[in->dst_reg] = in->off;
-      continue;
+      falls_in = BPF_OP(in->code) != BPF_JA;
+    } else if (in->code == (BPF_JMP | BPF_EXIT)) {
+      falls_in = false;
     }
-    if ((cls == BPF_STX || cls == BPF_ST) && in->dst_reg == BPF_REG_10) {
-      int bytes = size == BPF_DW ? 8 : size == BPF_W ? 4 : size == BPF_H ? 2 : 1;
-      for (int r = 0; r < 11; r++)
-        if (mirror[r] != NONE && mirror[r] < in->off + bytes &&
-            in->off < mirror[r] + 8)
-          mirror[r] = NONE;
-      if (cls == BPF_STX && size == BPF_DW && BPF_MODE(in->code) == BPF_MEM)
-        mirror[in->src_reg] = in->off;
-      continue;
-    }
-    if (in->code == (BPF_JMP | BPF_CALL)) {
-      for (int r = 0; r < 11; r++) mirror[r] = NONE;
-      continue;
-    }
-    if (cls == BPF_ALU || cls == BPF_ALU64 || cls == BPF_LDX ||
-        is_ld_imm64(in))
-      mirror[in->dst_reg] = NONE;
     if (is_ld_imm64(in)) i++;
   }
   compact(p, keep);
-  free(target);
   free(keep);
+  free(fresh);
+  free(has_in);
+  free(in_state);
 }
 
 static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t) {
