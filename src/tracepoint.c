@@ -11,6 +11,7 @@
 #include <linux/perf_event.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 
@@ -265,9 +266,15 @@ static int tracepoint_expand(AttachPoint *ap, Diag *d) {
   }
   const char *cat = ap->parts[0], *ev = ap->parts[1];
   if (!tracefs_dir()) {
+    int err = errno;
     diag_error(d, ap->span, "cannot find or mount tracefs: %s",
-               strerror(errno));
-    diag_hint(d, "mount it with: mount -t tracefs nodev /sys/kernel/tracing");
+               strerror(err));
+    if ((err == EPERM || err == EACCES) && geteuid() != 0)
+      diag_hint(d, "tracepoints can only be read as root: run loupe with "
+                "sudo");
+    else
+      diag_hint(d, "mount it with: mount -t tracefs nodev "
+                "/sys/kernel/tracing");
     return -1;
   }
   bool wild = has_wildcard(cat) || has_wildcard(ev);
