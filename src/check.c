@@ -32,6 +32,7 @@ typedef struct Checker {
 
 static void check_expr(Checker *c, Node *n);
 static void check_block(Checker *c, Node *n);
+static bool want_args(Checker *c, Node *n, int min, int max);
 static bool same_layout(Type a, Type b);
 static int value_cap(Type t);
 
@@ -433,8 +434,52 @@ static void check_builtin(Checker *c, Node *n) {
              !strcmp(s, "username") || !strcmp(s, "sarg0")) {
     error_at(c, n->span, "loupe does not support the builtin '%s' yet", s);
   } else {
+    /* an enumerator of the kernel's (from BTF) is a constant */
+    int64_t v;
+    if (ctype_enum_value(s, &v)) {
+      n->kind = N_INT;
+      n->ival = v;
+      n->type = ty_int(8, true);
+      return;
+    }
     error_at(c, n->span, "Unknown identifier: '%s'", s);
   }
+}
+
+/* kaddr("sym"): the address of a kernel symbol, from /proc/kallsyms. */
+static void check_kaddr(Checker *c, Node *n) {
+  Node *a = n->args;
+  n->type = ty_int(8, false);
+  if (!want_args(c, n, 1, 1)) return;
+  if (a->kind != N_STR) {
+    error_at(c, n->span, "kaddr() expects a string literal");
+    return;
+  }
+  FILE *f = fopen("/proc/kallsyms", "r");
+  char line[512];
+  unsigned long long addr = 0;
+  bool found = false;
+  while (f && !found && fgets(line, sizeof(line), f)) {
+    char type, name[256];
+    if (sscanf(line, "%llx %c %255s", &addr, &type, name) == 3 &&
+        strcmp(name, a->sval) == 0)
+      found = true;
+  }
+  if (f) fclose(f);
+  if (!found) {
+    error_at(c, n->span, "Failed to resolve kernel symbol: %s", a->sval);
+    return;
+  }
+  if (addr == 0) {
+    error_at(c, n->span, "kaddr(\"%s\"): /proc/kallsyms shows address 0; "
+             "kernel addresses are hidden (kptr_restrict) or loupe is not "
+             "root", a->sval);
+    return;
+  }
+  n->kind = N_INT;
+  n->ival = (int64_t)addr;
+  n->type.is_pointer = true;
+  n->type.as = AS_KERNEL;
 }
 
 /* ---- maps ----------------------------------------------------------- */
@@ -798,6 +843,8 @@ static void check_call(Checker *c, Node *n) {
   }
   if (!strcmp(f, "printf")) {
     check_printf(c, n);
+  } else if (!strcmp(f, "kaddr")) {
+    check_kaddr(c, n);
   } else if (!strcmp(f, "system") || !strcmp(f, "cat") ||
              !strcmp(f, "time") || !strcmp(f, "join") ||
              !strcmp(f, "signal") || !strcmp(f, "strncmp") ||
@@ -862,7 +909,7 @@ static void check_call(Checker *c, Node *n) {
              !strcmp(f, "ustack") || !strcmp(f, "ksym") ||
              !strcmp(f, "usym") || !strcmp(f, "ntop") ||
              !strcmp(f, "sizeof") || !strcmp(f, "reg") ||
-             !strcmp(f, "kaddr") || !strcmp(f, "uaddr") ||
+             !strcmp(f, "uaddr") ||
              !strcmp(f, "cgroupid") || !strcmp(f, "override") ||
              !strcmp(f, "strftime") ||
              !strcmp(f, "macaddr") ||
