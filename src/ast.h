@@ -158,7 +158,8 @@ typedef struct Target {
                         e.g. "tracepoint:syscalls:sys_enter_openat" */
   char *category;    /* tracepoint: "syscalls" */
   char *event;       /* tracepoint: "sys_enter_openat"; software: the
-                        event's canonical name ("page-faults") */
+                        event's canonical name ("page-faults"); kprobe,
+                        kretprobe: the function ("vfs_read") */
   uint64_t period;   /* interval, profile: nanoseconds between firings;
                         software: events between firings */
   uint64_t freq;     /* interval hz: firings per second (0 if period used) */
@@ -186,7 +187,10 @@ typedef struct Probe {
   Node *body;        /* N_BLOCK */
   int index;         /* position in the script, from 0 */
   bool uses_args;    /* set by check: body or predicate reads `args` */
-  bool uses_probe;   /* set by check: body or predicate reads `probe` */
+  bool uses_probe;   /* set by check: body or predicate reads `probe` or
+                        `func` (either makes one program per target) */
+  bool uses_ctx;     /* set by check: reads the program's context (`args`,
+                        `arg0`..`arg5`, `retval`) */
   struct VarSym *vars;  /* set by check: the probe's scratch variables */
 } Probe;
 

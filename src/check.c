@@ -392,6 +392,60 @@ static void check_field(Checker *c, Node *n) {
 
 /* ---- builtins ------------------------------------------------------- */
 
+/* The first provider of the probe that is not kprobe (nor kretprobe, if
+ * allowed), or NULL if there is none. */
+static const char *probe_not_kprobe(Probe *p, bool kretprobe_too) {
+  for (AttachPoint *ap = p->aps; ap; ap = ap->next)
+    if (strcmp(ap->provider, "kprobe") &&
+        !(kretprobe_too && !strcmp(ap->provider, "kretprobe")))
+      return ap->provider;
+  return NULL;
+}
+
+/* Longest function name among the probe's targets, for `func`. */
+static int func_name_size(Probe *p) {
+  int size = 1;
+  for (AttachPoint *ap = p->aps; ap; ap = ap->next)
+    for (Target *t = ap->targets; t; t = t->next)
+      if (t->event && (int)strlen(t->event) + 1 > size)
+        size = (int)strlen(t->event) + 1;
+  return size;
+}
+
+/* arg0 .. arg5: the arguments passed in registers. */
+static bool is_reg_arg(const char *s) {
+  return s[0] == 'a' && s[1] == 'r' && s[2] == 'g' && s[3] >= '0' &&
+         s[3] <= '5' && !s[4];
+}
+
+/* argN and retval read the probed function's registers from the context. */
+static void check_reg_builtin(Checker *c, Node *n) {
+  const char *s = n->name;
+  bool is_retval = !strcmp(s, "retval");
+  if (!is_retval && probe_not_kprobe(c->probe, false)) {
+    error_at(c, n->span, "The %s builtin can only be used with 'kprobes', "
+             "'uprobes' and 'usdt' probes", s);
+    return;
+  }
+  if (is_retval) {
+    for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
+      if (strcmp(ap->provider, "kretprobe")) {
+        error_at(c, n->span, "The retval builtin can only be used with "
+                 "'kretprobe' and 'uretprobe' and 'kfunc' probes (try to "
+                 "use args->ret instead)");
+        return;
+      }
+  }
+  if (c->frame != 0) {
+    error_at(c, n->span, "%s can not be used inside a for loop over a map "
+             "(its body runs as a separate function); copy it into a "
+             "variable first", s);
+    return;
+  }
+  c->probe->uses_ctx = true;
+  n->type = ty_int(8, false);
+}
+
 static void check_builtin(Checker *c, Node *n) {
   const char *s = n->name;
   if (!strcmp(s, "pid") || !strcmp(s, "tid") || !strcmp(s, "uid") ||
@@ -426,10 +480,21 @@ static void check_builtin(Checker *c, Node *n) {
                "The args builtin can only be used with tracepoint probes");
       return;
     }
-    c->probe->uses_args = true;
+    c->probe->uses_args = c->probe->uses_ctx = true;
     n->type.kind = TY_ARGS;
+  } else if (is_reg_arg(s) || !strcmp(s, "retval")) {
+    check_reg_builtin(c, n);
+  } else if (!strcmp(s, "func")) {
+    const char *other = probe_not_kprobe(c->probe, true);
+    if (other) {
+      error_at(c, n->span, "The func builtin can not be used with '%s' "
+               "probes", other);
+      return;
+    }
+    /* Like `probe`, the name is a constant of each target's program. */
+    c->probe->uses_probe = true;
+    n->type = ty_str(func_name_size(c->probe));
   } else if (!strcmp(s, "kstack") || !strcmp(s, "ustack") ||
-             !strcmp(s, "retval") || !strcmp(s, "func") ||
              !strncmp(s, "arg", 3) ||
              !strcmp(s, "username") || !strcmp(s, "sarg0")) {
     error_at(c, n->span, "loupe does not support the builtin '%s' yet", s);
@@ -1889,7 +1954,7 @@ int check_script(Script *s, Compiled *out, Diag *d) {
   int errors_before = d->errors;
   for (c.pass = 1; c.pass <= 2; c.pass++) {
     for (Probe *p = s->probes; p; p = p->next) {
-      p->uses_args = p->uses_probe = false;
+      p->uses_args = p->uses_probe = p->uses_ctx = false;
       check_probe(&c, p);
     }
   }

@@ -4,19 +4,23 @@
  * - integers are computed in registers r6..r8 (callee-saved, so they
  *   survive helper calls), handed out by a small allocator; a value that
  *   must be kept while a sibling is computed goes to a stack slot only
- *   when no register is free;
- * - strings, map keys, map values and printf records live in a per-CPU
- *   scratch area (one array map slot), at offsets fixed at compile time, so
- *   the 512-byte stack only holds integers, spills and the context; r9
- *   holds the area's address throughout, so a store into it is one
- *   instruction;
+ *   when no register is free; scratch variables live in stack slots;
+ * - strings, map keys, map values, tuples and event records ("buffers")
+ *   live at offsets fixed at compile time: on the stack when a probe's
+ *   buffers fit in it, else in a per-CPU scratch area (one array map
+ *   slot) whose address r9 holds for the whole program. Either way a
+ *   store into a buffer is one instruction off SCRATCH;
  * - r0..r5 are used only inside short fixed sequences (helper calls).
- * Stack slots and scratch space taken by a statement are given back when
- * the statement ends, so long probes reuse them.
+ * Stack slots and buffers taken by a statement are given back when the
+ * statement ends, so long probes reuse them.
  *
- * Every buffer in the scratch area has a capacity rounded up to 8 bytes and
- * is zero-padded after its string, so strings compare and hash by whole
- * words. */
+ * Known values are folded (constant propagation through variables keeps
+ * unrolled loops cheap), conditions compile to jumps, events go out
+ * through small shared subprograms, and a last pass drops unreachable
+ * code and reloads a register already holds.
+ *
+ * Every buffer has a capacity rounded up to 8 bytes and is zero-padded
+ * after its string, so strings compare and hash by whole words. */
 #include "codegen.h"
 
 #include <stdlib.h>
@@ -341,6 +345,16 @@ static int gen_field_int(Gen *g, Node *n) {
 static int probe_read_str_helper(AddrSpace as) {
   return as == AS_USER ? BPF_FUNC_probe_read_user_str
                        : BPF_FUNC_probe_read_kernel_str;
+}
+
+/* For str() of an address whose space nothing tells, such as a kprobe's
+ * arg1 (a kernel function may take user or kernel pointers). On x86-64
+ * the two do not overlap, and in kprobe programs the older helper reads
+ * from either, as bpftrace's str(argN) does; elsewhere: kernel. */
+static int unknown_space_str_helper(Gen *g) {
+  return g->p->prog_type == BPF_PROG_TYPE_KPROBE
+             ? BPF_FUNC_probe_read_str
+             : BPF_FUNC_probe_read_kernel_str;
 }
 
 /* A string field: a char array in the record, or a __data_loc string
@@ -970,7 +984,8 @@ static void gen_str_fn(Gen *g, Node *n, int dst, int cap) {
   reg_free(g, r);
   emit_scratch(g, BPF_REG_1, dst);
   emit(g, I_MOV64_IMM(BPF_REG_2, n->type.size));
-  emit_call(g, probe_read_str_helper(arg->type.as ? arg->type.as : AS_KERNEL));
+  emit_call(g, arg->type.as ? probe_read_str_helper(arg->type.as)
+                            : unknown_space_str_helper(g));
 }
 
 /* (a, b, ...) into dst, each element at its offset in the tuple's layout. */
@@ -1025,15 +1040,18 @@ static void gen_buf(Gen *g, Node *n, int dst, int cap) {
     return;
   case N_BUILTIN:
     if (!strcmp(n->name, "comm")) {
+      /* Kernels before 6.2 or so copy comm with strscpy, which leaves the
+       * bytes after its NUL as they were: zero them all first, or string
+       * compares and map keys see stale bytes. */
+      emit_zero(g, dst, cap);
       emit_scratch(g, BPF_REG_1, dst);
       emit(g, I_MOV64_IMM(BPF_REG_2, COMM_SIZE));
       emit_call(g, BPF_FUNC_get_current_comm);
-      if (cap > COMM_SIZE) {
-        for (int i = COMM_SIZE; i < cap; i += 8)
-          emit(g, I_ST(BPF_DW, SCRATCH, dst + i, 0));
-      }
     } else if (!strcmp(n->name, "probe")) {
       const char *name = g->target ? g->target->name : g->p->ap->text;
+      emit_literal(g, name, (int)strlen(name), dst, cap);
+    } else if (!strcmp(n->name, "func") && g->target && g->target->event) {
+      const char *name = g->target->event;
       emit_literal(g, name, (int)strlen(name), dst, cap);
     } else {
       fail(g, n->span, "loupe cannot generate code for '%s' yet", n->name);
@@ -1118,6 +1136,19 @@ static int gen_str_compare(Gen *g, Node *n) {
 
 /* ---- integers ------------------------------------------------------- */
 
+/* Where argN and retval live in x86-64's struct pt_regs (the calling
+ * convention's registers di, si, dx, cx, r8, r9, and ax); -1 for other
+ * names. */
+static int pt_regs_offset(const char *builtin) {
+  static const struct { const char *name; int offset; } regs[] = {
+      {"arg0", 112}, {"arg1", 104}, {"arg2", 96}, {"arg3", 88},
+      {"arg4", 72},  {"arg5", 64},  {"retval", 80},
+  };
+  for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
+    if (!strcmp(regs[i].name, builtin)) return regs[i].offset;
+  return -1;
+}
+
 static int gen_builtin_int(Gen *g, Node *n) {
   const char *s = n->name;
   int r = reg_alloc(g);
@@ -1161,6 +1192,10 @@ static int gen_builtin_int(Gen *g, Node *n) {
   } else if (!strcmp(s, "cgroup")) {
     emit_call(g, BPF_FUNC_get_current_cgroup_id);
     emit(g, I_MOV64_REG(r, BPF_REG_0));
+  } else if (pt_regs_offset(s) >= 0) {
+    /* kprobe programs may read their struct pt_regs context directly. */
+    emit_ctx(g, r);
+    emit(g, I_LDX(BPF_DW, r, r, pt_regs_offset(s)));
   } else {
     fail(g, n->span, "loupe cannot generate code for '%s' yet", s);
   }
@@ -2101,7 +2136,7 @@ static void gen_body(Gen *g, Probe *probe, int buf_base) {
   g->span = probe->span;
 
   /* prologue: keep ctx if fields are read; find the scratch area */
-  if (probe->uses_args)
+  if (probe->uses_ctx)
     emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_1, SLOT_CTX));
   if (buf_base == BPF_REG_9) {
     emit(g, I_ST(BPF_DW, BPF_REG_10, SLOT_KEY0, 0));

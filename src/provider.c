@@ -18,6 +18,8 @@ extern const Provider tracepoint_provider;
 extern const Provider interval_provider;
 extern const Provider profile_provider;
 extern const Provider software_provider;
+extern const Provider kprobe_provider;
+extern const Provider kretprobe_provider;
 extern const Provider begin_provider;
 extern const Provider end_provider;
 
@@ -38,8 +40,6 @@ static void list_nothing(const char *pattern, FILE *out) {}
                                .expand = unsupported_expand,             \
                                .list = list_nothing}
 
-UNSUPPORTED(kprobe_provider, "kprobe", "k");
-UNSUPPORTED(kretprobe_provider, "kretprobe", "kr");
 UNSUPPORTED(uprobe_provider, "uprobe", "u");
 UNSUPPORTED(uretprobe_provider, "uretprobe", "ur");
 UNSUPPORTED(usdt_provider, "usdt", "U");
@@ -57,8 +57,8 @@ const Provider *const providers[] = {
     &begin_provider,     &end_provider,
     &interval_provider,  &profile_provider,
     &software_provider,  &tracepoint_provider,
-    /* known, not implemented yet */
     &kprobe_provider,    &kretprobe_provider,
+    /* known, not implemented yet */
     &uprobe_provider,    &uretprobe_provider,
     &usdt_provider,      &hardware_provider,
     &watchpoint_provider, &asyncwatchpoint_provider,

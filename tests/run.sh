@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Runs loupe's test suite: the unit test binaries (build/unit/test_*), then
 # every declarative test under tests/runtime and tests/errors, then the
-# test scripts tests/tetris/*.sh (exit 0 passes, 77 skips).
+# test scripts tests/tetris/*.sh (exit 0 passes, 77 skips), and with
+# LOUPE_VM_TESTS=1 the scripts tests/vm/*.sh, which boot a kernel with
+# kprobes under QEMU (slow: left out by default, and of CI).
 #
 #   tests/run.sh              all tests
 #   tests/run.sh WORD...      only test files whose path contains a WORD
 #   LOUPE=/path/to/loupe      the binary under test (default: ./loupe)
 #   KEEP=1                    keep each test's scratch directory
+#   LOUPE_VM_TESTS=1          also run tests/vm/*.sh
 #
 # A test file is a list of `KEY: value` lines; `#` lines and blank lines
 # between keys are ignored. A key followed by nothing opens a block that
@@ -287,10 +290,11 @@ check_no_leak() {
 }
 
 # A test that is a script (tests/tetris/*.sh): exit 0 passes, 77 skips.
+# $2: seconds it may take (default 120).
 run_script_test() {
   local out status
   name=${1#"$ROOT"/tests/}
-  out=$(LOUPE=$LOUPE timeout 120 "$1" 2>&1); status=$?
+  out=$(LOUPE=$LOUPE timeout "${2:-120}" "$1" 2>&1); status=$?
   case $status in
     0) echo "PASS $name"; passed=$((passed + 1)) ;;
     77) echo "SKIP $name ($(tail -n 1 <<<"$out"))"; skipped=$((skipped + 1)) ;;
@@ -317,6 +321,13 @@ main() {
     [ $# -gt 0 ] && ! matches_filter "$file" "$@" && continue
     run_script_test "$file"
   done
+  if [ "${LOUPE_VM_TESTS:-}" = 1 ]; then
+    for file in "$ROOT"/tests/vm/*.sh; do
+      [ -x "$file" ] || continue
+      [ $# -gt 0 ] && ! matches_filter "$file" "$@" && continue
+      run_script_test "$file" 900
+    done
+  fi
   local summary="$passed passed, $failed failed"
   [ $skipped -gt 0 ] && summary+=", $skipped skipped"
   echo "$summary"

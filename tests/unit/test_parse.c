@@ -186,6 +186,19 @@ static void dump_node(FILE *f, const Node *n) {
   case N_OFFSETOF:
     fprintf(f, "(offsetof \"%s\" %s)", n->name, n->sval);
     break;
+  case N_FOR:
+    fputs("(for ", f);
+    dump_node(f, n->lhs);
+    fputc(' ', f);
+    dump_node(f, n->args);
+    if (n->rhs) {
+      fputs(" .. ", f);
+      dump_node(f, n->rhs);
+    }
+    fputc(' ', f);
+    dump_node(f, n->then);
+    fputc(')', f);
+    break;
   }
 }
 
@@ -420,6 +433,10 @@ static void test_statements(void) {
             "(probe 0 (BEGIN) (block (unroll 3 (block (post++ @a))) (while "
             "(< $i 3) (block (post++ $i) (if (== $i 2) (block (break))) "
             "(continue))) (return)))\n");
+  check_ast("for_loops",
+            "BEGIN { for ($i : 0..5) { @a += $i; } for ($kv : @a) { } }",
+            "(probe 0 (BEGIN) (block (for $i 0 .. 5 (block (+= @a $i))) "
+            "(for $kv @a (block))))\n");
   check_ast("nested_block_and_stray_semicolons",
             "BEGIN { ; { @a = 1; };; }",
             "(probe 0 (BEGIN) (block (block (= @a 1))))\n");

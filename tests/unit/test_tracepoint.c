@@ -234,9 +234,23 @@ static void test_expand_errors(void) {
   CHECK(strstr(c.text, "Invalid probe type: foo"));
   free(c.text);
 
+  /* Without a kprobe PMU (CONFIG_KPROBES off) kprobes are refused; with
+   * one, vfs_read is a target. */
   ap = make_ap("kprobe", 1, "vfs_read");
+  if (expand_one(ap, &c) == 0)
+    CHECK(has_target(ap, "kprobe:vfs_read"));
+  else
+    CHECK(strstr(c.text, "kprobes are not available on this kernel"));
+  free(c.text);
+
+  ap = make_ap("kretprobe", 2, "vfs_read", "x");
   CHECK(expand_one(ap, &c) == -1);
-  CHECK(strstr(c.text, "loupe does not support kprobe probes yet"));
+  CHECK(strstr(c.text, "kretprobe probe type requires 1 argument"));
+  free(c.text);
+
+  ap = make_ap("uprobe", 2, "/bin/sh", "main");
+  CHECK(expand_one(ap, &c) == -1);
+  CHECK(strstr(c.text, "loupe does not support uprobe probes yet"));
   free(c.text);
 
   ap = make_ap("BEGIN", 1, "x");

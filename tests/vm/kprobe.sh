@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# kprobe and kretprobe under a kernel that has them: boots Debian's kernel
+# once with /work/shared/vm/run-in-vm (QEMU) and, inside, runs loupe on
+#
+#   1. kprobe:do_nanosleep, printing comm, probe and func for `sleep`;
+#   2. arg0 of do_sys_openat2 (AT_FDCWD, -100) and arg0 of vfs_read cast to
+#      struct file *, following it to the name of the file `dd` reads;
+#      str(arg1), a user pointer, under the alias k:;
+#   3. kretprobe:vfs_read, counting reads by `dd` that returned > 0, one
+#      of them the 14 bytes of its input file;
+#   4. the wildcard kprobe:vfs_rea*, counted by probe;
+#   5. loupe -l 'kprobe:vfs_*';
+#   6. a function that does not exist: a located error, exit 1; arg0 in
+#      a kretprobe: bpftrace's error.
+#
+# Prints one PASS or FAIL line per check; exits 0 only if all pass.
+#
+#   tests/vm/kprobe.sh               test ./loupe
+#   LOUPE=/path/loupe tests/vm/kprobe.sh
+#   RUN_IN_VM=/path/run-in-vm        the VM runner (default
+#                                    /work/shared/vm/run-in-vm)
+#
+# Exit status: 0 pass, 1 fail, 77 skipped (no VM runner, not root).
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+LOUPE=${LOUPE:-$ROOT/loupe}
+case $LOUPE in /*) ;; */*) LOUPE=$PWD/$LOUPE ;; *) LOUPE=$(command -v "$LOUPE") ;; esac
+
+# ---- on the host: boot once, run this script inside -------------------
+if [ "${1:-}" != --inside ]; then
+  VM=${RUN_IN_VM:-/work/shared/vm/run-in-vm}
+  [ -x "$VM" ] || { echo "skip: no VM runner at $VM"; exit 77; }
+  [ "$(id -u)" = 0 ] || { echo "skip: needs root"; exit 77; }
+  exec "$VM" "LOUPE=$LOUPE bash $ROOT/tests/vm/kprobe.sh --inside"
+fi
+
+# ---- inside the VM ------------------------------------------------------
+WORK=$(mktemp -d /tmp/loupe-vm.XXXXXX)
+failed=0
+# The load: dd reads its input with read(2) whatever the output is (cat
+# may copy with copy_file_range instead).
+echo "loupe in a VM" >"$WORK/vmfile"
+READ_IT="dd if=$WORK/vmfile of=/dev/null bs=64 status=none"
+
+pass() { echo "PASS $1"; }
+fail() {
+  echo "FAIL $1"
+  shift
+  printf '%s\n' "$@" | sed 's/^/    /'
+  failed=$((failed + 1))
+}
+
+# trace SCRIPT LOAD: runs loupe on SCRIPT, runs the shell command LOAD once
+# it attached, then stops it with SIGINT. Leaves stdout and stderr in
+# $WORK/out and $WORK/err, and the exit status in $status.
+trace() {
+  local script=$1 load=$2 i
+  "$LOUPE" -e "$script" >"$WORK/out" 2>"$WORK/err" &
+  local pid=$!
+  # Under emulation, loading and attaching takes seconds.
+  for ((i = 0; i < 600; i++)); do
+    grep -qE 'Attached [0-9]+ probes?' "$WORK/err" && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  bash -c "$load" >/dev/null 2>&1
+  sleep 0.5
+  kill -INT "$pid" 2>/dev/null
+  wait "$pid"
+  status=$?
+}
+
+# check NAME REGEX...: every regex must match a line of stdout.
+check() {
+  local name=$1 re
+  shift
+  for re in "$@"; do
+    if ! grep -qE "$re" "$WORK/out"; then
+      fail "$name" "no stdout line matches: $re" "stdout: $(head -c 2000 "$WORK/out")" \
+        "stderr: $(head -c 600 "$WORK/err")"
+      return
+    fi
+  done
+  pass "$name"
+}
+
+trace 'kprobe:do_nanosleep /comm == "sleep"/ {
+         printf("%s %s %s\n", comm, probe, func); exit(); }' 'sleep 0.2'
+check "kprobe:do_nanosleep prints comm, probe, func" \
+  '^sleep kprobe:do_nanosleep do_nanosleep$'
+
+trace 'kprobe:do_sys_openat2 /comm == "dd"/ { @dfd[(int32)arg0] = count(); }
+       kprobe:vfs_read /comm == "dd"/ {
+         @name[str(((struct file *)arg0)->f_path.dentry->d_name.name)] = count(); }' \
+  "$READ_IT"
+check "arg0: an integer, and a pointer cast to struct file *" \
+  '^@dfd\[-100\]: [1-9]' '^@name\[vmfile\]: [1-9]'
+
+trace 'k:do_sys_openat2 /comm == "dd"/ { printf("%s %s\n", probe, str(arg1)); }' \
+  "$READ_IT"
+check "str(arg1) of a user pointer, alias k:" \
+  "^kprobe:do_sys_openat2 $WORK/vmfile$"
+
+trace 'kretprobe:vfs_read /comm == "dd" && (int64)retval > 0/ {
+         @[probe] = count(); @bytes[retval] = count(); }' "$READ_IT"
+check "kretprobe:vfs_read retval > 0" \
+  '^@\[kretprobe:vfs_read\]: [1-9]' '^@bytes\[14\]: 1$'
+
+trace 'kprobe:vfs_rea* /comm == "dd"/ { @[probe, func] = count(); }' \
+  "$READ_IT"
+check "wildcard kprobe:vfs_rea*" \
+  '^@\[kprobe:vfs_read, vfs_read\]: [1-9]'
+grep -qE '^Attached [2-9][0-9]* probes' "$WORK/err" ||
+  fail "wildcard attaches every match" "stderr: $(head -c 600 "$WORK/err")"
+
+"$LOUPE" -l 'kprobe:vfs_*' >"$WORK/out" 2>"$WORK/err"
+if grep -qx 'kprobe:vfs_read' "$WORK/out" && grep -qx 'kprobe:vfs_write' "$WORK/out" &&
+   ! grep -qv '^kprobe:vfs_' "$WORK/out"; then
+  pass "-l 'kprobe:vfs_*'"
+else
+  fail "-l 'kprobe:vfs_*'" "stdout: $(head -c 600 "$WORK/out")"
+fi
+
+"$LOUPE" -e 'kprobe:nosuch_fn_x { }' >"$WORK/out" 2>"$WORK/err"
+status=$?
+if [ $status = 1 ] && grep -q '^stdin:1:1-19: ERROR: nosuch_fn_x is not traceable' "$WORK/err"; then
+  pass "kprobe on a missing function is a located error"
+else
+  fail "kprobe on a missing function is a located error" "exit $status" \
+    "stderr: $(cat "$WORK/err")"
+fi
+
+"$LOUPE" -e 'kretprobe:vfs_read { printf("%d\n", arg0); }' >"$WORK/out" 2>"$WORK/err"
+status=$?
+if [ $status = 1 ] && grep -q "ERROR: The arg0 builtin can only be used with 'kprobes'" "$WORK/err"; then
+  pass "arg0 in a kretprobe is an error"
+else
+  fail "arg0 in a kretprobe is an error" "exit $status" "stderr: $(cat "$WORK/err")"
+fi
+
+rm -rf "$WORK"
+[ $failed = 0 ]
