@@ -159,11 +159,14 @@ typedef struct Target {
   char *category;    /* tracepoint: "syscalls" */
   char *event;       /* tracepoint: "sys_enter_openat"; software: the
                         event's canonical name ("page-faults"); kprobe,
-                        kretprobe: the function ("vfs_read") */
+                        kretprobe: the function ("vfs_read"); uprobe,
+                        uretprobe: the symbol ("readline") */
   uint64_t period;   /* interval, profile: nanoseconds between firings;
                         software: events between firings */
   uint64_t freq;     /* interval hz: firings per second (0 if period used) */
   struct TpFormat *format;   /* tracepoint: fields (owned by the provider) */
+  char *binary;      /* uprobe, uretprobe: the ELF file's path as opened */
+  uint64_t offset;   /* uprobe, uretprobe: the function's file offset */
 } Target;
 
 /* An attach point as written: "tracepoint:syscalls:sys_enter_*". */

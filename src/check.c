@@ -392,14 +392,28 @@ static void check_field(Checker *c, Node *n) {
 
 /* ---- builtins ------------------------------------------------------- */
 
-/* The first provider of the probe that is not kprobe (nor kretprobe, if
- * allowed), or NULL if there is none. */
+/* Whether provider is uprobe or uretprobe: probes on user code. */
+static bool is_uprobe_provider(const char *provider) {
+  return !strcmp(provider, "uprobe") || !strcmp(provider, "uretprobe");
+}
+
+/* The first provider of the probe that is not kprobe or uprobe (nor their
+ * return probes, if allowed), or NULL if there is none. */
 static const char *probe_not_kprobe(Probe *p, bool kretprobe_too) {
   for (AttachPoint *ap = p->aps; ap; ap = ap->next)
-    if (strcmp(ap->provider, "kprobe") &&
-        !(kretprobe_too && !strcmp(ap->provider, "kretprobe")))
+    if (strcmp(ap->provider, "kprobe") && strcmp(ap->provider, "uprobe") &&
+        !(kretprobe_too && (!strcmp(ap->provider, "kretprobe") ||
+                            !strcmp(ap->provider, "uretprobe"))))
       return ap->provider;
   return NULL;
+}
+
+/* Whether every attach point of the probe is in user code, where argN
+ * and retval hold user addresses when they hold addresses at all. */
+static bool probe_is_uprobe(Probe *p) {
+  for (AttachPoint *ap = p->aps; ap; ap = ap->next)
+    if (!is_uprobe_provider(ap->provider)) return false;
+  return true;
 }
 
 /* Longest function name among the probe's targets, for `func`. */
@@ -429,7 +443,8 @@ static void check_reg_builtin(Checker *c, Node *n) {
   }
   if (is_retval) {
     for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
-      if (strcmp(ap->provider, "kretprobe")) {
+      if (strcmp(ap->provider, "kretprobe") &&
+          strcmp(ap->provider, "uretprobe")) {
         error_at(c, n->span, "The retval builtin can only be used with "
                  "'kretprobe' and 'uretprobe' and 'kfunc' probes (try to "
                  "use args->ret instead)");
@@ -444,6 +459,9 @@ static void check_reg_builtin(Checker *c, Node *n) {
   }
   c->probe->uses_ctx = true;
   n->type = ty_int(8, false);
+  /* Not a pointer type (it prints as a number), but str() of it reads
+   * user memory in uprobes. */
+  if (probe_is_uprobe(c->probe)) n->type.as = AS_USER;
 }
 
 static void check_builtin(Checker *c, Node *n) {

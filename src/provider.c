@@ -20,6 +20,8 @@ extern const Provider profile_provider;
 extern const Provider software_provider;
 extern const Provider kprobe_provider;
 extern const Provider kretprobe_provider;
+extern const Provider uprobe_provider;
+extern const Provider uretprobe_provider;
 extern const Provider begin_provider;
 extern const Provider end_provider;
 
@@ -40,8 +42,6 @@ static void list_nothing(const char *pattern, FILE *out) {}
                                .expand = unsupported_expand,             \
                                .list = list_nothing}
 
-UNSUPPORTED(uprobe_provider, "uprobe", "u");
-UNSUPPORTED(uretprobe_provider, "uretprobe", "ur");
 UNSUPPORTED(usdt_provider, "usdt", "U");
 UNSUPPORTED(hardware_provider, "hardware", "h");
 UNSUPPORTED(watchpoint_provider, "watchpoint", "w");
@@ -58,8 +58,8 @@ const Provider *const providers[] = {
     &interval_provider,  &profile_provider,
     &software_provider,  &tracepoint_provider,
     &kprobe_provider,    &kretprobe_provider,
-    /* known, not implemented yet */
     &uprobe_provider,    &uretprobe_provider,
+    /* known, not implemented yet */
     &usdt_provider,      &hardware_provider,
     &watchpoint_provider, &asyncwatchpoint_provider,
     &kfunc_provider,     &kretfunc_provider,

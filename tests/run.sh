@@ -55,11 +55,12 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-exitcode=86:detect_leaks=0}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-halt_on_error=1:exitcode=87:print_stacktrace=1}
 
 # Ids of loaded programs of the types loupe loads (tracepoint, perf_event,
-# raw_tracepoint, tracing), and ids some live process holds an fd or link of.
+# raw_tracepoint, tracing, and kprobe for kprobes and uprobes), and ids some
+# live process holds an fd or link of.
 tracing_prog_ids() {
   command -v bpftool >/dev/null || return 0
   bpftool prog show 2>/dev/null |
-    sed -nE 's/^([0-9]+): (tracepoint|perf_event|raw_tracepoint|tracing) .*/\1/p'
+    sed -nE 's/^([0-9]+): (tracepoint|perf_event|raw_tracepoint|tracing|kprobe) .*/\1/p'
 }
 held_prog_ids() {
   cat /proc/[0-9]*/fdinfo/* 2>/dev/null | sed -n 's/^prog_id:[[:space:]]*//p' | sort -u

@@ -248,9 +248,17 @@ static void test_expand_errors(void) {
   CHECK(strstr(c.text, "kretprobe probe type requires 1 argument"));
   free(c.text);
 
-  ap = make_ap("uprobe", 2, "/bin/sh", "main");
+  /* A uprobe's binary must exist (checked after the uprobe PMU). */
+  ap = make_ap("uprobe", 2, "/nonexistent/loupe_bin", "main");
   CHECK(expand_one(ap, &c) == -1);
-  CHECK(strstr(c.text, "loupe does not support uprobe probes yet"));
+  CHECK(strstr(c.text, "uprobe target file '/nonexistent/loupe_bin' does "
+                       "not exist or is not executable") ||
+        strstr(c.text, "uprobes are not available on this kernel"));
+  free(c.text);
+
+  ap = make_ap("usdt", 2, "/bin/sh", "probe");
+  CHECK(expand_one(ap, &c) == -1);
+  CHECK(strstr(c.text, "loupe does not support usdt probes yet"));
   free(c.text);
 
   ap = make_ap("BEGIN", 1, "x");
