@@ -14,6 +14,7 @@
  * points at the file's path and config2 holds the offset; it fires in
  * every process that maps the file. Nothing is written to uprobe_events,
  * so nothing outlives loupe. */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -66,9 +67,55 @@ static bool is_executable_file(const char *path) {
          access(path, X_OK) == 0;
 }
 
+static bool is_elf_file(const char *dir, const char *name) {
+  char path[PATH_MAX];
+  snprintf(path, sizeof(path), "%s/%s", dir, name);
+  unsigned char magic[4] = {0};
+  FILE *f = fopen(path, "rb");
+  if (!f) return false;
+  size_t n = fread(magic, 1, 4, f);
+  fclose(f);
+  return n == 4 && magic[0] == 0x7f && magic[1] == 'E' && magic[2] == 'L' &&
+         magic[3] == 'F';
+}
+
+/* A shared library named without its path ("libc", "libssl"): the
+ * NAME.so or NAME.so.N ELF file in the usual library directories, the
+ * shortest such name first (libc.so.6 before libc.so.6.bak; libc.so, a
+ * linker script, is no ELF file). */
+static bool find_library(const char *name, char *out, size_t outlen) {
+  static const char *const dirs[] = {
+      "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64",
+      "/usr/lib64", "/lib", "/usr/lib", "/usr/local/lib", NULL};
+  size_t nlen = strlen(name);
+  for (int i = 0; dirs[i]; i++) {
+    DIR *dir = opendir(dirs[i]);
+    if (!dir) continue;
+    char best[NAME_MAX + 1] = "";
+    struct dirent *e;
+    while ((e = readdir(dir))) {
+      const char *rest = e->d_name + nlen;
+      if (strncmp(e->d_name, name, nlen) != 0 || strncmp(rest, ".so", 3) != 0 ||
+          (rest[3] != '\0' && rest[3] != '.') ||
+          !is_elf_file(dirs[i], e->d_name))
+        continue;
+      if (!best[0] || strlen(e->d_name) < strlen(best))
+        snprintf(best, sizeof(best), "%s", e->d_name);
+    }
+    closedir(dir);
+    if (best[0]) {
+      snprintf(out, outlen, "%s/%s", dirs[i], best);
+      struct stat st;
+      if (stat(out, &st) == 0 && S_ISREG(st.st_mode)) return true;
+    }
+  }
+  return false;
+}
+
 /* Finds the file BINARY names: a path as it is, a bare name in the first
- * PATH directory holding an executable of that name. The path found goes
- * to out; false if there is none. */
+ * PATH directory holding an executable of that name, or else a shared
+ * library of that name. The path found goes to out; false if there is
+ * none. */
 static bool find_binary(const char *binary, char *out, size_t outlen) {
   if (strchr(binary, '/')) {
     snprintf(out, outlen, "%s", binary);
@@ -85,7 +132,7 @@ static bool find_binary(const char *binary, char *out, size_t outlen) {
     path += len;
     if (*path == ':') path++;
   }
-  return false;
+  return find_library(binary, out, outlen);
 }
 
 /* ---- the ELF file's functions --------------------------------------- */
