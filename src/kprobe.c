@@ -20,34 +20,6 @@
 
 #include "provider.h"
 
-#define KPROBE_PMU_DIR "/sys/bus/event_source/devices/kprobe"
-
-/* ---- the PMU -------------------------------------------------------- */
-
-/* The kprobe PMU's perf event type, or -1 if the kernel has none. */
-static int kprobe_pmu_type(void) {
-  static int type = -2;
-  if (type != -2) return type;
-  type = -1;
-  FILE *f = fopen(KPROBE_PMU_DIR "/type", "r");
-  if (f) {
-    if (fscanf(f, "%d", &type) != 1) type = -1;
-    fclose(f);
-  }
-  return type;
-}
-
-/* The config bit that makes the event a return probe ("config:0" in the
- * PMU's format/retprobe); bit 0 when the file cannot be read. */
-static int retprobe_bit(void) {
-  int bit = 0;
-  FILE *f = fopen(KPROBE_PMU_DIR "/format/retprobe", "r");
-  if (f) {
-    if (fscanf(f, "config:%d", &bit) != 1) bit = 0;
-    fclose(f);
-  }
-  return bit;
-}
 
 /* ---- the kernel's functions ----------------------------------------- */
 
@@ -176,7 +148,7 @@ static int kprobe_expand(AttachPoint *ap, Diag *d) {
     diag_error(d, ap->span, "%s probe type requires 1 argument", pname);
     return -1;
   }
-  if (kprobe_pmu_type() < 0) {
+  if (probe_pmu_type("kprobe") < 0) {
     diag_error(d, ap->span, "kprobes are not available on this kernel (no "
                "kprobe PMU: CONFIG_KPROBES is off)");
     return -1;
@@ -211,20 +183,9 @@ static int kprobe_expand(AttachPoint *ap, Diag *d) {
 
 static int attach_kprobe(const Target *t, bool retprobe, int prog_fd,
                          LinkSet *links, char *err, size_t errlen) {
-  int type = kprobe_pmu_type();
-  if (type < 0) {
-    snprintf(err, errlen, "no kprobe PMU on this kernel");
-    return -1;
-  }
-  struct perf_event_attr attr = {0};
-  attr.type = (uint32_t)type;
-  if (retprobe) attr.config = 1ULL << retprobe_bit();
-  attr.config1 = (uint64_t)(uintptr_t)t->event;  /* the function's name */
-  attr.config2 = 0;                               /* offset into it */
-  attr.sample_period = 1;
-  attr.wakeup_events = 1;
-  /* As with tracepoints, one event runs the program on every CPU. */
-  return perf_event_attach(&attr, 0, prog_fd, links, err, errlen);
+  /* config1: the function's name; config2: the offset into it */
+  return probe_pmu_attach("kprobe", retprobe, (uint64_t)(uintptr_t)t->event,
+                          0, prog_fd, links, err, errlen);
 }
 
 static int kprobe_attach(const Target *t, int prog_fd, LinkSet *links,
@@ -241,7 +202,7 @@ static int kretprobe_attach(const Target *t, int prog_fd, LinkSet *links,
  * kprobe PMU nothing can be attached, so nothing is listed. */
 static void list_functions(const char *pname, const char *pattern,
                            FILE *out) {
-  if (kprobe_pmu_type() < 0) return;
+  if (probe_pmu_type("kprobe") < 0) return;
   const NameList *funcs = kernel_functions();
   if (!funcs) return;
   char name[600];

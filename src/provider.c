@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <linux/perf_event.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -132,6 +133,49 @@ bool has_wildcard(const char *s) {
 }
 
 /* ---- perf events ---------------------------------------------------- */
+
+/* Reads one value from a file of the PMU's sysfs directory; false if it
+ * cannot. */
+static bool read_pmu_file(const char *pmu, const char *file, const char *fmt,
+                          int *value) {
+  char path[256];
+  snprintf(path, sizeof(path), "/sys/bus/event_source/devices/%s/%s", pmu,
+           file);
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  bool ok = fscanf(f, fmt, value) == 1;
+  fclose(f);
+  return ok;
+}
+
+int probe_pmu_type(const char *pmu) {
+  int type;
+  return read_pmu_file(pmu, "type", "%d", &type) ? type : -1;
+}
+
+int probe_pmu_attach(const char *pmu, bool retprobe, uint64_t config1,
+                     uint64_t config2, int prog_fd, LinkSet *links,
+                     char *err, size_t errlen) {
+  int type = probe_pmu_type(pmu);
+  if (type < 0) {
+    snprintf(err, errlen, "no %s PMU on this kernel", pmu);
+    return -1;
+  }
+  struct perf_event_attr attr = {0};
+  attr.type = (uint32_t)type;
+  /* the bit that makes a return probe: "config:0" in format/retprobe */
+  int bit = 0;
+  if (retprobe && !read_pmu_file(pmu, "format/retprobe", "config:%d", &bit))
+    bit = 0;
+  if (retprobe) attr.config = 1ULL << bit;
+  attr.config1 = config1;
+  attr.config2 = config2;
+  attr.sample_period = 1;
+  attr.wakeup_events = 1;
+  /* As with tracepoints, one event (pid -1, cpu 0) runs the program for
+   * every process on every CPU. */
+  return perf_event_attach(&attr, 0, prog_fd, links, err, errlen);
+}
 
 int perf_event_attach(struct perf_event_attr *attr, int cpu, int prog_fd,
                       LinkSet *links, char *err, size_t errlen) {

@@ -81,4 +81,15 @@ struct perf_event_attr;
 int perf_event_attach(struct perf_event_attr *attr, int cpu, int prog_fd,
                       LinkSet *links, char *err, size_t errlen);
 
+/* The dynamic probe PMUs, "kprobe" and "uprobe", of
+ * /sys/bus/event_source/devices: the PMU's event type, or -1 if the
+ * kernel has none. */
+int probe_pmu_type(const char *pmu);
+/* Opens a probe on the PMU — config1 names the function (kprobe) or the
+ * file (uprobe), config2 is the offset — as a return probe if asked, and
+ * runs prog_fd on it, as perf_event_attach does. */
+int probe_pmu_attach(const char *pmu, bool retprobe, uint64_t config1,
+                     uint64_t config2, int prog_fd, LinkSet *links,
+                     char *err, size_t errlen);
+
 #endif

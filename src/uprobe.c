@@ -30,34 +30,6 @@
 
 #include "provider.h"
 
-#define UPROBE_PMU_DIR "/sys/bus/event_source/devices/uprobe"
-
-/* ---- the PMU -------------------------------------------------------- */
-
-/* The uprobe PMU's perf event type, or -1 if the kernel has none. */
-static int uprobe_pmu_type(void) {
-  static int type = -2;
-  if (type != -2) return type;
-  type = -1;
-  FILE *f = fopen(UPROBE_PMU_DIR "/type", "r");
-  if (f) {
-    if (fscanf(f, "%d", &type) != 1) type = -1;
-    fclose(f);
-  }
-  return type;
-}
-
-/* The config bit that makes the event a return probe ("config:0" in the
- * PMU's format/retprobe); bit 0 when the file cannot be read. */
-static int retprobe_bit(void) {
-  int bit = 0;
-  FILE *f = fopen(UPROBE_PMU_DIR "/format/retprobe", "r");
-  if (f) {
-    if (fscanf(f, "config:%d", &bit) != 1) bit = 0;
-    fclose(f);
-  }
-  return bit;
-}
 
 /* ---- the binary ----------------------------------------------------- */
 
@@ -290,7 +262,7 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
     diag_error(d, ap->span, "%s probe type requires 2 arguments", pname);
     return -1;
   }
-  if (uprobe_pmu_type() < 0) {
+  if (probe_pmu_type("uprobe") < 0) {
     diag_error(d, ap->span, "uprobes are not available on this kernel (no "
                "uprobe PMU: CONFIG_UPROBES is off)");
     return -1;
@@ -321,20 +293,10 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
 
 static int attach_uprobe(const Target *t, bool retprobe, int prog_fd,
                          LinkSet *links, char *err, size_t errlen) {
-  int type = uprobe_pmu_type();
-  if (type < 0) {
-    snprintf(err, errlen, "no uprobe PMU on this kernel");
-    return -1;
-  }
-  struct perf_event_attr attr = {0};
-  attr.type = (uint32_t)type;
-  if (retprobe) attr.config = 1ULL << retprobe_bit();
-  attr.config1 = (uint64_t)(uintptr_t)t->binary;  /* the file's path */
-  attr.config2 = t->offset;                        /* where in the file */
-  attr.sample_period = 1;
-  attr.wakeup_events = 1;
-  /* pid -1: every process that runs the file's code, whatever its CPU. */
-  return perf_event_attach(&attr, 0, prog_fd, links, err, errlen);
+  /* config1: the file's path; config2: where in the file. The event fires
+   * in every process that runs that code. */
+  return probe_pmu_attach("uprobe", retprobe, (uint64_t)(uintptr_t)t->binary,
+                          t->offset, prog_fd, links, err, errlen);
 }
 
 static int uprobe_attach(const Target *t, int prog_fd, LinkSet *links,
@@ -352,7 +314,7 @@ static int uretprobe_attach(const Target *t, int prog_fd, LinkSet *links,
  * be listed, so a pattern without a binary lists nothing. */
 static void list_functions(const char *pname, const char *pattern,
                            FILE *out) {
-  if (!pattern || uprobe_pmu_type() < 0) return;
+  if (!pattern || probe_pmu_type("uprobe") < 0) return;
   size_t plen = strlen(pname);
   if (strncmp(pattern, pname, plen) || pattern[plen] != ':') return;
   const char *binary = pattern + plen + 1;
