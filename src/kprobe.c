@@ -13,7 +13,6 @@
  * nothing outlives loupe. */
 #include <errno.h>
 #include <linux/bpf.h>
-#include <linux/perf_event.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>

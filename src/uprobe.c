@@ -21,7 +21,6 @@
 #include <libelf.h>
 #include <limits.h>
 #include <linux/bpf.h>
-#include <linux/perf_event.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
