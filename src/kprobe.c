@@ -131,9 +131,12 @@ static const NameList *blacklist(void) {
 
 static void add_target(AttachPoint *ap, const char *func) {
   Target *t = calloc(1, sizeof *t);
-  size_t len = strlen(ap->prov->name) + strlen(func) + 2;
-  t->name = malloc(len);
-  snprintf(t->name, len, "%s:%s", ap->prov->name, func);
+  const char *pname = ap->prov->name;
+  size_t plen = strlen(pname), flen = strlen(func);
+  t->name = malloc(plen + flen + 2);
+  memcpy(t->name, pname, plen);
+  t->name[plen] = ':';
+  memcpy(t->name + plen + 1, func, flen + 1);
   t->event = strdup(func);
   Target **tail = &ap->targets;
   while (*tail) tail = &(*tail)->next;
