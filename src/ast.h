@@ -234,6 +234,8 @@ typedef struct Script {
   int nparams;
   StructDef *structs;  /* struct/union definitions, in script order */
   bool unsafe;         /* --unsafe: system() and signal() allowed */
+  bool has_command;    /* -c COMMAND was given */
+  int cpid;            /* its pid (0 in a dry run) */
 } Script;
 
 /* Allocation helpers used by parser and later stages; memory is never

@@ -474,6 +474,14 @@ static void check_builtin(Checker *c, Node *n) {
     n->type = ty_int(8, false);
   } else if (!strcmp(s, "rand")) {
     n->type = ty_int(4, false);
+  } else if (!strcmp(s, "cpid")) {
+    if (!c->script->has_command) {
+      error_at(c, n->span, "cpid cannot be used without child command");
+      return;
+    }
+    n->kind = N_INT;   /* the child exists before the script is compiled */
+    n->ival = c->script->cpid;
+    n->type = ty_int(4, false);
   } else if (!strcmp(s, "curtask")) {
     char err[200];
     const CType *task = ctype_parse("struct task_struct", err, sizeof(err));

@@ -9,6 +9,9 @@
  */
 #include <errno.h>
 #include <getopt.h>
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <wordexp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -53,6 +56,8 @@ static const char usage_text[] =
     "                   '*sleep*'); a plain tracepoint event name matches\n"
     "                   too; without PATTERN, list every probe\n"
     "    -o FILE        write printf and map output to FILE, not stdout\n"
+    "    -c 'COMMAND'   run COMMAND once the probes are attached, and stop\n"
+    "                   when it exits; the builtin cpid is its pid\n"
     "    -B MODE        output buffering: 'line' (default), 'full', 'none'\n"
     "    -f FORMAT      output format: 'text' (default) or 'json' (one\n"
     "                   JSON record per line, as bpftrace -f json)\n"
@@ -110,7 +115,18 @@ typedef struct Options {
   bool dry_run;            /* -d */
   bool verbose;            /* -v */
   bool unsafe;             /* --unsafe: allow system() and signal() */
+  const char *command;     /* -c: run this, trace until it exits */
 } Options;
+
+/* -c COMMAND: the command runs in a child that loupe starts before
+ * compiling (so the script can use its pid as `cpid`) but that waits on a
+ * pipe until every probe is attached and BEGIN has run. */
+typedef struct Child {
+  pid_t pid;
+  int go_fd;    /* writing a byte releases the child; closing it ends it */
+} Child;
+
+static Child child = {-1, -1};
 
 static int parse_buffering(const char *mode, int *out) {
   if (!strcmp(mode, "line")) *out = _IOLBF;
@@ -151,11 +167,12 @@ static void parse_options(int argc, char **argv, Options *o) {
    * that start with '-' go after "--". The leading ':' reports a missing
    * argument as ':' rather than '?'. */
   int c;
-  while ((c = getopt_long(argc, argv, ":e:o:B:f:lqdvhV", long_opts, NULL)) !=
+  while ((c = getopt_long(argc, argv, ":e:o:B:f:c:lqdvhV", long_opts, NULL)) !=
          -1) {
     switch (c) {
     case 'e': o->program = optarg; break;
     case 'o': o->out_path = optarg; break;
+    case 'c': o->command = optarg; break;
     case 'B':
       if (parse_buffering(optarg, &o->buffering) < 0) {
         fprintf(stderr,
@@ -338,6 +355,8 @@ static int compile(const Source *src, const Options *o, Compiled *c,
   script->params = o->script_args;
   script->nparams = o->nscript_args;
   script->unsafe = o->unsafe;
+  script->has_command = o->command != NULL;
+  script->cpid = child.pid > 0 ? child.pid : 0;
   if (expand_script(script, d) < 0 || d->errors) return -1;
   if (check_script(script, c, d) < 0 || d->errors) return -1;
   if (codegen_script(script, c, d) < 0 || d->errors) return -1;
@@ -407,10 +426,85 @@ static int attach_and_run(Compiled *c, const Options *o, FILE *out, Diag *d) {
       fprintf(stderr, "Attached %d probe%s\n", nattached,
               nattached == 1 ? "" : "s");
   }
-  RunOptions run_opts = {.out = out, .timeout_ms = 0, .format = o->format};
+  RunOptions run_opts = {.out = out, .timeout_ms = 0, .format = o->format,
+                         .child_pid = child.pid, .child_go_fd = child.go_fd};
+  child.go_fd = -1;   /* run_script releases (and closes) it */
   int status = run_script(c, &run_opts);
   links_close_all(&links);
   return status;
+}
+
+/* ---- -c COMMAND ----------------------------------------------------- */
+
+/* Whether a program named `name` (a path, or a name on PATH) can run. */
+static bool can_execute(const char *name) {
+  if (strchr(name, '/')) return access(name, X_OK) == 0;
+  const char *path = getenv("PATH");
+  if (!path) path = "/usr/local/bin:/usr/bin:/bin";
+  char full[4096];
+  while (*path) {
+    size_t len = strcspn(path, ":");
+    snprintf(full, sizeof(full), "%.*s/%s", (int)len, path, name);
+    if (len && access(full, X_OK) == 0) return true;
+    path += len;
+    if (*path == ':') path++;
+  }
+  return false;
+}
+
+static int child_spawn(const char *command, Child *ch) {
+  wordexp_t words;
+  if (wordexp(command, &words, WRDE_NOCMD) != 0 || words.we_wordc == 0) {
+    fprintf(stderr, "loupe: cannot parse the command '%s'\n", command);
+    return -1;
+  }
+  if (!can_execute(words.we_wordv[0])) {
+    fprintf(stderr, "loupe: cannot run '%s': no such program\n",
+            words.we_wordv[0]);
+    wordfree(&words);
+    return -1;
+  }
+  int go[2];
+  if (pipe(go) < 0 || fcntl(go[1], F_SETFD, FD_CLOEXEC) < 0 ||
+      fcntl(go[0], F_SETFD, FD_CLOEXEC) < 0) {
+    perror("loupe: pipe");
+    wordfree(&words);
+    return -1;
+  }
+  pid_t pid = fork();
+  if (pid < 0) {
+    perror("loupe: fork");
+    wordfree(&words);
+    return -1;
+  }
+  if (pid == 0) {
+    close(go[1]);
+    char byte;
+    if (read(go[0], &byte, 1) != 1) _exit(126);   /* loupe gave up */
+    execvp(words.we_wordv[0], words.we_wordv);
+    fprintf(stderr, "loupe: cannot run '%s': %s\n", words.we_wordv[0],
+            strerror(errno));
+    _exit(127);
+  }
+  wordfree(&words);
+  close(go[0]);
+  ch->pid = pid;
+  ch->go_fd = go[1];
+  return 0;
+}
+
+/* Called on the way out: a child never released ends without running;
+ * one still running when the script stops gets SIGTERM. */
+static void child_finish(Child *ch) {
+  if (ch->pid <= 0) return;
+  if (ch->go_fd >= 0) close(ch->go_fd);
+  int status;
+  if (waitpid(ch->pid, &status, WNOHANG) == 0) {
+    kill(ch->pid, SIGTERM);
+    waitpid(ch->pid, &status, 0);
+  }
+  ch->pid = -1;
+  ch->go_fd = -1;
 }
 
 /* load → attach → run → detach → unload. Returns the exit status. */
@@ -427,6 +521,19 @@ static int load_and_run(Compiled *c, const Options *o, Diag *d) {
   return status;
 }
 
+/* compile → (print) → load and run; the exit status. */
+static int run_main(const Options *o, Diag *d) {
+  if (compile(&source, o, &compiled, d) < 0) return 1;
+  if (o->dry_run || o->verbose) print_programs(&compiled, &source, stdout);
+  if (o->dry_run) return 0;
+  if (geteuid() != 0) {
+    fputs("ERROR: loupe needs root to load BPF programs (run it with sudo)\n",
+          stderr);
+    return 1;
+  }
+  return load_and_run(&compiled, o, d);
+}
+
 int main(int argc, char **argv) {
   Options o;
   parse_options(argc, argv, &o);
@@ -437,15 +544,10 @@ int main(int argc, char **argv) {
   diag_init(&d, &source);
   compiled.ringbuf_fd = -1;
   compiled.scratch_fd = -1;
-  if (compile(&source, &o, &compiled, &d) < 0) return 1;
-
-  if (o.dry_run || o.verbose) print_programs(&compiled, &source, stdout);
-  if (o.dry_run) return 0;
-
-  if (geteuid() != 0) {
-    fputs("ERROR: loupe needs root to load BPF programs (run it with sudo)\n",
-          stderr);
+  if (o.command && !o.dry_run && geteuid() == 0 &&
+      child_spawn(o.command, &child) < 0)
     return 1;
-  }
-  return load_and_run(&compiled, &o, &d);
+  int status = run_main(&o, &d);
+  child_finish(&child);
+  return status;
 }

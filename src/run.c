@@ -24,6 +24,7 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include "print.h"
@@ -47,6 +48,7 @@ typedef struct RunState {
   int exit_seen;     /* exit() was called: drop records until END runs */
   int handled;       /* records handled since the last flush */
   long budget;       /* records this poll or drain may still handle */
+  int child_pid;     /* the -c command while it runs, else <= 0 */
 } RunState;
 
 /* Handles one ring buffer record: an EventHeader and its payload. Drops
@@ -369,6 +371,8 @@ static long long now_ms(void) {
 
 static bool should_stop(const RunState *st, long long deadline) {
   if (st->exit_seen || loupe_stop_requested) return true;
+  if (st->child_pid > 0 && waitpid(st->child_pid, NULL, WNOHANG) != 0)
+    return true;   /* the -c command ended (and is reaped) */
   return deadline && now_ms() >= deadline;
 }
 
@@ -400,7 +404,7 @@ static void event_loop(RunState *st, struct ring_buffer *rb, int timeout_ms) {
 
 int run_script(Compiled *c, const RunOptions *opts) {
   RunState st = {.c = c, .out = opts->out ? opts->out : stdout,
-                 .format = opts->format};
+                 .format = opts->format, .child_pid = opts->child_pid};
   SavedSignals saved;
   catch_signals(&saved);
 
@@ -413,6 +417,12 @@ int run_script(Compiled *c, const RunOptions *opts) {
   }
 
   run_special(&st, rb, "BEGIN");
+  if (opts->child_go_fd >= 0) {
+    /* everything is attached and BEGIN has run: the command may start */
+    fflush(st.out);
+    if (write(opts->child_go_fd, "g", 1) != 1) st.child_pid = -1;
+    close(opts->child_go_fd);
+  }
   event_loop(&st, rb, opts->timeout_ms);
   /* Records queued before the stop are still handled (or dropped if the
    * stop was exit()); END's own records always are. */

@@ -11,10 +11,12 @@ typedef struct RunOptions {
   FILE *out;            /* stdout or -o FILE */
   int timeout_ms;       /* 0: none */
   int format;           /* OUT_TEXT or OUT_JSON (print.h): -f */
+  int child_pid;        /* -c: the command's pid, or <= 0 */
+  int child_go_fd;      /* -c: write a byte after BEGIN to start it; -1 */
 } RunOptions;
 
-/* Runs BEGIN programs, then consumes events until exit(), SIGINT or
- * SIGTERM, then runs END programs, drains the remaining events and prints
+/* Runs BEGIN programs (then starts the -c command), then consumes events
+ * until exit(), SIGINT, SIGTERM or the command's exit, then runs END programs, drains the remaining events and prints
  * every non-empty map. Returns the process exit status. */
 int run_script(Compiled *c, const RunOptions *opts);
 
