@@ -57,8 +57,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b != "-" && a != "-") printf "%.1fx", b / a; else print "-" }'; }
+. "$(dirname "$0")/lib.sh"
 
 # Starts TOOL with SCRIPT (plus a BEGIN printing "go") under GNU time and
 # waits for "go". Sets TRACER_PID (the tracer itself), TIME_PID and
@@ -105,7 +104,7 @@ stop_load() { kill "$LOAD_PID" 2>/dev/null; wait "$LOAD_PID" 2>/dev/null; LOAD_P
 # Prints "insns ns_per_run" for the non-BEGIN/END programs the tracer holds.
 program_figures() {
   local pid=$1 ids id insns=0 ns=0 cnt=0 info
-  ids=$(sed -n 's/^prog_id:[[:space:]]*//p' /proc/"$pid"/fdinfo/* 2>/dev/null | sort -u)
+  ids=$(tracer_prog_ids "$pid")
   for id in $ids; do
     info=$(bpftool prog show id "$id" 2>/dev/null)
     grep -qE '  name (BEGIN|END) ' <<<"$info" && continue

@@ -45,8 +45,7 @@ cleanup() {
 }
 trap cleanup EXIT
 
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR) print v[int((NR + 1) / 2)]; else print "-" }'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a > 0 && b != "-" && a != "-") printf "%.1fx", b / a; else print "-" }'; }
+. "$(dirname "$0")/lib.sh"
 
 # Starts TOOL on the game in test mode with no key reader ($1 = 0) and
 # waits for the first frame. Sets TRACER_PID and FRAME_MS (or "-" when no
@@ -81,7 +80,7 @@ stop_game() {
 # the tracepoint one.
 program_figures() {
   local pid=$1 ids id info iv=- key=- ns=-
-  ids=$(sed -n 's/^prog_id:[[:space:]]*//p' /proc/"$pid"/fdinfo/* 2>/dev/null | sort -u)
+  ids=$(tracer_prog_ids "$pid")
   for id in $ids; do
     info=$(bpftool prog show id "$id" 2>/dev/null)
     local insns=$(( $(sed -nE 's/.*xlated ([0-9]+)B.*/\1/p' <<<"$info" | grep . || echo 0) / 8 ))
