@@ -14,7 +14,8 @@ PKGS     := libbpf libelf zlib
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lbpf -lelf -lz)
 CFLAGS   += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 
-SRCS     := $(wildcard src/*.c)
+CFLAGS   += -Isrc
+SRCS     := $(wildcard src/*.c src/*/*.c)
 OBJS     := $(SRCS:src/%.c=build/%.o)
 LIBOBJS  := $(filter-out build/main.o,$(OBJS))
 UNIT     := $(wildcard tests/unit/test_*.c)
@@ -26,11 +27,12 @@ loupe: $(OBJS)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 build/%.o: src/%.c | build
+	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
 build/unit/%: tests/unit/%.c $(LIBOBJS) | build
 	@mkdir -p build/unit
-	$(CC) $(CFLAGS) -Isrc -o $@ $^ $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 build:
 	@mkdir -p build

@@ -19,13 +19,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "check.h"
-#include "codegen.h"
-#include "expand.h"
-#include "load.h"
-#include "parse.h"
-#include "provider.h"
-#include "run.h"
+#include "lang/check.h"
+#include "codegen/codegen.h"
+#include "probes/expand.h"
+#include "runtime/load.h"
+#include "lang/parse.h"
+#include "probes/provider.h"
+#include "runtime/run.h"
 
 #ifndef LOUPE_VERSION
 #define LOUPE_VERSION "0.0.0"

@@ -11,9 +11,9 @@
 
 #include <bpf/btf.h>
 
-#include "ast.h"
-#include "ctype.h"
-#include "parse.h"
+#include "lang/ast.h"
+#include "lang/ctype.h"
+#include "lang/parse.h"
 
 static int passed, failed;
 

@@ -4,8 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "codegen.h"
-#include "insn.h"
+#include "codegen/codegen.h"
+#include "codegen/insn.h"
 
 static int passed, failed;
 

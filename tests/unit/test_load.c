@@ -13,8 +13,8 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "insn.h"
-#include "load.h"
+#include "codegen/insn.h"
+#include "runtime/load.h"
 
 static int passed, failed;
 

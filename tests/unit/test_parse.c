@@ -5,8 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ast.h"
-#include "parse.h"
+#include "lang/ast.h"
+#include "lang/parse.h"
 
 static int passed, failed;
 

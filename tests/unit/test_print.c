@@ -16,10 +16,10 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "insn.h"
-#include "print.h"
-#include "provider.h"
-#include "run.h"
+#include "codegen/insn.h"
+#include "runtime/print.h"
+#include "probes/provider.h"
+#include "runtime/run.h"
 
 /* run.c's record dispatcher, not in run.h: only this test calls it. */
 int run_handle_record(Compiled *c, FILE *out, int format, int *exit_seen,

@@ -8,8 +8,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "expand.h"
-#include "provider.h"
+#include "probes/expand.h"
+#include "probes/provider.h"
 
 static int passed, failed;
 

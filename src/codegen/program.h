@@ -1,0 +1,167 @@
+/* program: what check and codegen produce and what load, attach, run and
+ * print consume — maps, printf formats, and one BPF program per attach unit.
+ */
+#ifndef LOUPE_PROGRAM_H
+#define LOUPE_PROGRAM_H
+
+#include <linux/bpf.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "lang/ast.h"
+
+#define MAX_MAP_KEYS 8
+#define MAX_PRINTF_ARGS 16
+#define DEFAULT_STRLEN 64      /* BPFTRACE_STRLEN default */
+#define COMM_SIZE 16
+#define DEFAULT_MAP_KEYS 4096  /* BPFTRACE_MAP_KEYS_MAX default */
+
+/* A map as the script names it ("@x", or "@" for the unnamed one), with the
+ * layout the kernel stores it in.
+ *
+ * Keys are packed in order, each at key_off[i]: an integer key takes 8
+ * bytes (sign- or zero-extended), a string key its buffer size. A map used
+ * without keys has one 8-byte key, always 0.
+ *
+ * Values: TY_INT is an 8-byte integer, TY_STR a buffer of value_size bytes.
+ * Aggregations live in per-CPU maps; each CPU's slot is:
+ *   AGG_COUNT, AGG_SUM: one 8-byte integer (u64 / s64), summed over CPUs;
+ *   AGG_MIN, AGG_MAX:   { int64 value; uint64 seen } (seen != 0 once the CPU
+ *                       stored a value), combined over CPUs that have seen;
+ *   AGG_AVG:            { int64 total; uint64 count }, summed over CPUs, and
+ *                       printed as total / count.
+ *   AGG_STATS:          { int64 total; uint64 count }, like avg, printed as
+ *                       "count C, average A, total T".
+ *   AGG_HIST:           uint64 buckets[hist_buckets(hist_bits)], summed:
+ *                       [0] counts values < 0, [1] the value 0, and for
+ *                       v >= 1 with e = floor(log2 v):
+ *                       [2 + (e << bits) + ((v >> (e - bits)) & mask)]
+ *                       (for e < bits the low bits are shifted left
+ *                       instead), mask = (1 << bits) - 1; bits is 0 by
+ *                       default, so [2 + e] counts [2^e, 2^(e+1)).
+ *   AGG_LHIST:          uint64 buckets[(max - min) / step + 2], summed:
+ *                       [0] counts v < min, [1 + (v - min) / step] the
+ *                       values in [min, max), the last one v >= max.
+ */
+typedef struct MapSym {
+  char *name;
+  int id;                          /* index in Compiled.maps */
+  Span first_use;
+  int nkeys;                       /* 0 for a keyless map */
+  Type key_types[MAX_MAP_KEYS];
+  int key_off[MAX_MAP_KEYS];
+  int key_size;
+  Type value_type;
+  int value_size;                  /* per CPU for per-CPU maps */
+  uint32_t bpf_type;               /* BPF_MAP_TYPE_HASH, _PERCPU_HASH */
+  uint32_t max_entries;
+  int fd;                          /* -1 until loaded */
+  bool internal;                   /* loupe's own (e.g. the elapsed base):
+                                      never printed */
+  bool agg_params_set;             /* hist_bits / lhist_* are known */
+  int hist_bits;                   /* AGG_HIST */
+  int64_t lhist_min, lhist_max, lhist_step;  /* AGG_LHIST */
+} MapSym;
+
+static inline int hist_buckets(int bits) { return 2 + (64 << bits); }
+static inline int lhist_buckets(const MapSym *m) {
+  return (int)((m->lhist_max - m->lhist_min) / m->lhist_step) + 2;
+}
+
+/* The internal map holding the time `elapsed` counts from (u64 ns of
+ * CLOCK_MONOTONIC, i.e. bpf_ktime_get_ns), written by main after load. */
+#define ELAPSED_MAP_NAME "@@elapsed_base"
+/* An internal one-slot array that is never written: zeroes to insert new
+ * histogram entries from. */
+#define ZERO_MAP_NAME "@@zero"
+
+/* A scratch variable `$x`; its storage is decided by codegen per probe. */
+typedef struct VarSym {
+  char *name;
+  Type type;
+  struct VarSym *next;
+  int stack_off;   /* codegen: frame offset (negative), 0 if unassigned */
+  int frame;       /* 0: the probe's; k: the body of the k-th for loop over
+                      a map, which runs as a callback with its own frame */
+  bool known;      /* codegen: the variable holds `value` at this point */
+  int64_t value;
+} VarSym;
+
+/* Records sent to user space through the ring buffer start with this. */
+typedef struct EventHeader {
+  uint32_t kind;    /* EventKind */
+  uint32_t index;   /* printf id or map id */
+} EventHeader;
+
+typedef enum EventKind {
+  EV_PRINTF = 1,    /* index: printf id; payload laid out by PrintfDef */
+  EV_EXIT,          /* exit() was called */
+  EV_PRINT_MAP,     /* print(@m[, top[, div]]): index is the map id; payload
+                       { int64 top; int64 div; } (0 when not given) */
+  EV_CLEAR_MAP,     /* clear(@m) */
+  EV_ZERO_MAP,      /* zero(@m) */
+  EV_TIME,          /* time(fmt): index is a printf id whose fmt is the
+                       strftime format; no payload */
+  EV_SYSTEM,        /* system(fmt, ...): index is a printf id; format like
+                       printf, then run the command with /bin/sh */
+  EV_CAT,           /* cat(fmt, ...): index is a printf id; format the path
+                       like printf, then print the file's contents */
+  EV_JOIN,          /* join(argv[, delim]): index is a printf id whose fmt is
+                       the delimiter; payload: JOIN_MAX_ARGS slots of
+                       JOIN_ARG_SIZE bytes, NUL-padded; an empty slot ends
+                       the list */
+} EventKind;
+
+#define JOIN_MAX_ARGS 16
+#define JOIN_ARG_SIZE 64
+
+typedef struct FmtArg {
+  Type type;        /* TY_INT (8 bytes, as type.is_signed), TY_STR, or TY_BUF
+                       (u64 length, then type.size bytes; for %r and %rx) */
+  int offset;       /* from the start of the record (after the header) */
+} FmtArg;
+
+/* One printf call site: its format and the layout of its record. */
+typedef struct PrintfDef {
+  char *fmt;        /* escapes decoded */
+  int nargs;
+  FmtArg args[MAX_PRINTF_ARGS];
+  int size;         /* payload bytes after the EventHeader */
+  Span span;
+} PrintfDef;
+
+/* One BPF program to load. A probe block whose body does not depend on the
+ * attach point (no `args`, no `probe`) gets one program attached to every
+ * target of every attach point; otherwise there is one per target. */
+typedef struct BpfProg {
+  Probe *probe;
+  AttachPoint *ap;         /* NULL: all attach points of the probe */
+  Target *target;          /* NULL: all targets of ap (or of the probe) */
+  uint32_t prog_type;      /* BPF_PROG_TYPE_* */
+  struct bpf_insn *insns;  /* map loads carry the map id in imm until load */
+  Span *insn_span;         /* source span each instruction came from */
+  int ninsns;
+  int nmain;               /* instructions before the shared subprograms */
+  int cap;
+  int fd;                  /* -1 until loaded */
+  char name[16];           /* kernel-visible name, e.g. "tp_sys_enter_ope" */
+} BpfProg;
+
+typedef struct Compiled {
+  MapSym **maps;
+  int nmaps;
+  PrintfDef *printfs;
+  int nprintfs;
+  BpfProg *progs;
+  int nprogs;
+  int ringbuf_fd;          /* internal maps, created by load */
+  int scratch_fd;
+  uint32_t scratch_size;   /* bytes per CPU of the scratch area */
+  uint32_t ringbuf_size;
+} Compiled;
+
+/* Pseudo map ids used in LD_IMM64 map loads for the internal maps. */
+#define MAP_ID_RINGBUF  (-1)
+#define MAP_ID_SCRATCH  (-2)
+
+#endif

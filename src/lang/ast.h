@@ -1,0 +1,245 @@
+/* ast: the parsed script. Every node carries its source span; the checker
+ * fills in types and the symbols nodes refer to. */
+#ifndef LOUPE_AST_H
+#define LOUPE_AST_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "lang/diag.h"
+
+/* ---- types (filled in by check) ------------------------------------- */
+
+typedef enum TypeKind {
+  TY_NONE,   /* not yet known */
+  TY_VOID,   /* statements, functions returning nothing */
+  TY_INT,    /* integer of `size` bytes (1,2,4,8), signed or not */
+  TY_STR,    /* NUL-padded string buffer of `size` bytes */
+  TY_AGG,    /* an aggregation value: count(), sum(), ... (map values only) */
+  TY_ARGS,   /* the `args` record of a tracepoint */
+  TY_TUPLE,  /* (a, b, ...): elements in Type.tuple, packed as in a map key */
+  TY_BUF,    /* buf(p, n): an 8-byte length then `size` data bytes */
+  TY_RECORD, /* a C struct/union in kernel (or user) memory; the value in
+                codegen is its address. Type.ctype describes it. */
+} TypeKind;
+
+typedef enum AggKind {
+  AGG_NONE,
+  AGG_COUNT,
+  AGG_SUM,
+  AGG_MIN,
+  AGG_MAX,
+  AGG_AVG,
+  AGG_HIST,   /* hist(v[, bits]) */
+  AGG_LHIST,  /* lhist(v, min, max, step) */
+  AGG_STATS,  /* stats(v) */
+} AggKind;
+
+/* Where a pointer-valued integer points; decides probe_read_user vs kernel. */
+typedef enum AddrSpace { AS_NONE, AS_KERNEL, AS_USER } AddrSpace;
+
+typedef struct Type {
+  TypeKind kind;
+  int size;          /* bytes: TY_INT 1..8, TY_STR buffer size */
+  bool is_signed;    /* TY_INT */
+  bool is_pointer;   /* TY_INT holding an address (e.g. a `char *` field) */
+  AddrSpace as;      /* for pointers */
+  AggKind agg;       /* TY_AGG: which aggregation */
+  struct TupleType *tuple;     /* TY_TUPLE */
+  const struct CType *ctype;   /* TY_RECORD: the struct; TY_INT pointers:
+                                  what they point to (NULL: unknown) */
+} Type;
+
+/* A tuple's elements, each at an 8-byte aligned offset: integers take 8
+ * bytes, strings their buffer rounded up to 8. */
+typedef struct TupleType {
+  int n;
+  Type *elems;
+  int *offs;
+  int size;
+} TupleType;
+
+/* ---- expressions and statements ------------------------------------- */
+
+typedef enum NodeKind {
+  /* expressions */
+  N_INT,        /* ival */
+  N_STR,        /* sval/slen: literal, escapes already decoded */
+  N_BUILTIN,    /* name: pid tid uid gid comm nsecs elapsed cpu probe args ... */
+  N_VAR,        /* name: "$x" with the dollar */
+  N_MAP,        /* name: "@x" or "@"; keys: list of key expressions or NULL */
+  N_CALL,       /* name: function; args: list */
+  N_BINOP,      /* op, lhs, rhs */
+  N_UNOP,       /* op ('-', '!', '~', '*' for a dereference), lhs */
+  N_FIELD,      /* lhs->name or lhs.name (lhs is normally `args`) */
+  N_TERNARY,    /* cond ? then : els */
+  /* statements */
+  N_EXPR_STMT,  /* lhs: a call or other expression evaluated for effect */
+  N_ASSIGN,     /* lhs (N_VAR or N_MAP) op rhs; op is '=' or the binary op of
+                   a compound assignment ('+' for +=, ...) */
+  N_INCDEC,     /* lhs (N_VAR or N_MAP); op is OP_INC or OP_DEC; ival 1 if
+                   prefix form */
+  N_IF,         /* cond, then (N_BLOCK), els (N_BLOCK, N_IF or NULL) */
+  N_BLOCK,      /* body: statement list */
+  /* added after the core set */
+  N_WHILE,      /* while (cond) then (N_BLOCK) */
+  N_UNROLL,     /* unroll (lhs) then (N_BLOCK); lhs is the count expression */
+  N_RETURN,     /* return [lhs] */
+  N_BREAK,      /* break */
+  N_CONTINUE,   /* continue */
+  N_INDEX,      /* lhs[rhs] on something other than a map (array, pointer) */
+  N_CAST,       /* (name) lhs; name is the type as written, normalised:
+                   "uint8", "struct sock *" */
+  N_TUPLE,      /* (a, b, ...); args: the elements */
+  N_SIZEOF,     /* sizeof(TYPE): name is the type text, normalised as for
+                   N_CAST; sizeof(expr): name NULL, lhs the expression */
+  N_OFFSETOF,   /* offsetof(TYPE, field[.field...]): name is the type text,
+                   sval the member path as written ("a.b") */
+  N_FOR,        /* for ($v : @map) or for ($v : a..b): lhs the variable,
+                   args the map (rhs NULL) or the range start (rhs its
+                   end, exclusive), then the body */
+} NodeKind;
+
+/* Operators: single characters stand for themselves ('+', '<', '!', ...);
+ * two-character ones have names. */
+enum {
+  OP_EQ = 256,  /* == */
+  OP_NE,        /* != */
+  OP_LE,        /* <= */
+  OP_GE,        /* >= */
+  OP_AND,       /* && */
+  OP_OR,        /* || */
+  OP_SHL,       /* << */
+  OP_SHR,       /* >> */
+  OP_INC,       /* ++ */
+  OP_DEC,       /* -- */
+};
+
+struct MapSym;
+struct VarSym;
+struct Builtin;
+
+typedef struct Node Node;
+struct Node {
+  NodeKind kind;
+  Span span;
+  Type type;          /* filled in by check */
+  Node *next;         /* next in a list (statements, arguments, keys) */
+
+  int op;
+  Node *lhs, *rhs;
+  Node *cond, *then, *els;
+  Node *args;         /* N_CALL arguments; N_MAP keys */
+  Node *body;         /* N_BLOCK statements */
+
+  char *name;         /* identifier text (see kinds above) */
+  int64_t ival;
+  char *sval;         /* N_STR bytes (NUL-terminated as well) */
+  int slen;           /* N_STR length without the NUL */
+  Span part_span;     /* N_ASSIGN: the operator ('='); N_CAST: the type
+                         with its parentheses; where bpftrace points */
+
+  /* check annotations */
+  struct MapSym *map;        /* N_MAP */
+  struct VarSym *var;        /* N_VAR */
+  int field_offset;          /* N_FIELD: byte offset in the context or the
+                                struct */
+  int bit_offset, bit_size;  /* N_FIELD of a C bitfield (bit_size > 0) */
+  bool field_data_loc;       /* N_FIELD: __data_loc string */
+  int printf_id;             /* N_CALL printf: index in Compiled.printfs */
+};
+
+/* ---- probes --------------------------------------------------------- */
+
+/* One concrete thing to attach to, produced by expand. */
+typedef struct Target {
+  struct Target *next;
+  char *name;        /* full name as the `probe` builtin prints it,
+                        e.g. "tracepoint:syscalls:sys_enter_openat" */
+  char *category;    /* tracepoint: "syscalls" */
+  char *event;       /* tracepoint: "sys_enter_openat"; software: the
+                        event's canonical name ("page-faults"); kprobe,
+                        kretprobe: the function ("vfs_read"); uprobe,
+                        uretprobe: the symbol ("readline") */
+  uint64_t period;   /* interval, profile: nanoseconds between firings;
+                        software: events between firings */
+  uint64_t freq;     /* interval hz: firings per second (0 if period used) */
+  struct TpFormat *format;   /* tracepoint: fields (owned by the provider) */
+  char *binary;      /* uprobe, uretprobe: the ELF file's path as opened */
+  uint64_t offset;   /* uprobe, uretprobe: the function's file offset */
+} Target;
+
+/* An attach point as written: "tracepoint:syscalls:sys_enter_*". */
+typedef struct AttachPoint {
+  struct AttachPoint *next;
+  Span span;
+  char *text;        /* the whole spec as written */
+  char *provider;    /* canonical provider name ("tracepoint", "BEGIN", ...) */
+  char *parts[4];    /* the ':'-separated parts after the provider */
+  int nparts;
+  const struct Provider *prov;  /* set by expand */
+  Target *targets;   /* set by expand */
+  int ntargets;
+} AttachPoint;
+
+typedef struct Probe {
+  struct Probe *next;
+  Span span;
+  AttachPoint *aps;
+  Node *pred;        /* predicate expression or NULL */
+  Node *body;        /* N_BLOCK */
+  int index;         /* position in the script, from 0 */
+  bool uses_args;    /* set by check: body or predicate reads `args` */
+  bool uses_probe;   /* set by check: body or predicate reads `probe` or
+                        `func` (either makes one program per target) */
+  bool uses_ctx;     /* set by check: reads the program's context (`args`,
+                        `arg0`..`arg5`, `retval`) */
+  struct VarSym *vars;  /* set by check: the probe's scratch variables */
+} Probe;
+
+/* A member of a struct the script defines: "char name[16];". */
+typedef struct StructField {
+  struct StructField *next;
+  Span span;         /* the member's name */
+  Span type_span;    /* its type as written */
+  char *type;        /* the type text normalised as for N_CAST:
+                        "struct Bar *", "unsigned long", "uint64" */
+  char *name;
+  int array_len;     /* 0 unless an array: "char b[10]" gives 10 */
+} StructField;
+
+/* struct Foo { ... } or union Foo { ... } at the top level of a script. */
+typedef struct StructDef {
+  struct StructDef *next;
+  Span span;         /* "struct Foo" */
+  bool is_union;
+  char *name;        /* "Foo", without the keyword */
+  StructField *fields;
+} StructDef;
+
+/* One `KEY = value` of the script's `config = { ... }` block. */
+typedef struct ConfigItem {
+  struct ConfigItem *next;
+  Span span;
+  char *key;
+  Node *value;       /* N_INT, N_STR or N_BUILTIN (a bare word) */
+} ConfigItem;
+
+typedef struct Script {
+  const Source *src;
+  Probe *probes;
+  int nprobes;
+  ConfigItem *config;  /* NULL without a config block */
+  char **params;       /* positional parameters $1.. (from the command line) */
+  int nparams;
+  StructDef *structs;  /* struct/union definitions, in script order */
+  bool unsafe;         /* --unsafe: system() and signal() allowed */
+  bool has_command;    /* -c COMMAND was given */
+  int cpid;            /* its pid (0 in a dry run) */
+} Script;
+
+/* Allocation helpers used by parser and later stages; memory is never
+ * freed individually (the process is short-lived and the AST small). */
+Node *node_new(NodeKind kind, Span span);
+
+#endif

@@ -1,0 +1,117 @@
+/* ctype: C types as scripts name them — the kernel's, read from BTF, and
+ * the structs a script defines itself — with their sizes and member
+ * layouts.
+ *
+ * Types live for the whole process and are shared: the same name always
+ * gives the same CType pointer. Kernel BTF is loaded only when a name is
+ * not one of the built-in integer names or a script-defined struct, so
+ * scripts that use no kernel types never pay for it. */
+#ifndef LOUPE_CTYPE_H
+#define LOUPE_CTYPE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lang/ast.h"
+#include "lang/diag.h"
+
+typedef enum CKind {
+  C_VOID,
+  C_INT,     /* also bool and char; see is_bool, is_char */
+  C_PTR,
+  C_STRUCT,
+  C_UNION,
+  C_ARRAY,
+  C_ENUM,
+  C_FUNC,    /* a function prototype; target is the return type */
+  C_FLOAT,   /* float/double: sized, never computed with */
+} CKind;
+
+struct CField;
+
+typedef struct CType {
+  CKind kind;
+  const char *name;   /* "task_struct", "long unsigned int"; NULL when
+                         anonymous or derived (pointers, arrays) */
+  int size;           /* bytes; C_VOID and C_FUNC 0; pointers 8 */
+  int align;          /* bytes */
+  bool is_signed;     /* C_INT, C_ENUM */
+  bool is_bool;       /* C_INT: _Bool */
+  bool is_char;       /* C_INT: char, signed char, unsigned char */
+  const struct CType *target;  /* C_PTR: pointee; C_ARRAY: element;
+                                  C_FUNC: return type */
+  int nelems;         /* C_ARRAY: number of elements (0: flexible) */
+  bool from_script;   /* C_STRUCT/C_UNION defined by the script */
+  bool incomplete;    /* C_STRUCT/C_UNION declared but never defined */
+
+  /* Private to ctype.c: kernel struct members are converted on first use,
+   * so read them through ctype_fields() or ctype_field(). */
+  struct CField *fields_;
+  int nfields_;
+  bool fields_done_;
+  int btf_id_;
+  struct CType *pointer_;   /* the cached "pointer to this" type */
+} CType;
+
+/* A member of a struct or union.
+ *
+ * Ordinary members: `offset` is the byte offset, bit_size is 0.
+ * Bitfields (bit_size > 0): load type->size bytes (little-endian) at
+ * `offset`, shift right by bit_offset and keep the low bit_size bits
+ * (sign-extending when type->is_signed). `offset` is the start of the
+ * naturally aligned type->size unit holding the field; only for packed
+ * layouts where no such unit holds it is `offset` the byte holding its
+ * first bit (bit_offset < 8), and then the field may span more than
+ * type->size bytes. */
+typedef struct CField {
+  const char *name;   /* NULL for an anonymous struct/union member */
+  int offset;
+  int bit_offset;
+  int bit_size;
+  const CType *type;  /* typedefs and const/volatile resolved through */
+} CField;
+
+/* Resolves a type as a script writes it: "struct task_struct",
+ * "task_struct" (a struct of that name), "int", "unsigned long",
+ * "uint8".."uint64", "int8".."int64", "u32", "char", "bool", "void",
+ * typedefs such as "pid_t" (resolved through to what they name), and
+ * pointers to any of these: "struct file *", "int8 *", "char **".
+ * const/volatile are ignored. Structs the script defines take precedence
+ * over the kernel's. Returns NULL with a message in err if unknown. */
+const CType *ctype_parse(const char *text, char *err, size_t errlen);
+
+/* The member `name` of a struct or union, looking through anonymous
+ * struct/union members; out->offset is from the start of t. False if t is
+ * not a struct/union or has no such member. */
+bool ctype_field(const CType *t, const char *name, CField *out);
+
+/* A member path "a.b.c" through embedded structs/unions (not through
+ * pointers), as offsetof() takes it; out->offset is the total. */
+bool ctype_field_path(const CType *t, const char *path, CField *out);
+
+/* The direct members of a struct or union in declaration order (anonymous
+ * ones included, unexpanded); the count is returned. 0 for other kinds. */
+int ctype_fields(const CType *t, const CField **fields);
+
+/* The type "pointer to t". */
+const CType *ctype_pointer_to(const CType *t);
+
+/* The value of an enumerator of the kernel's BTF, e.g. BPF_MAP_TYPE_HASH.
+ * False if there is none (or no BTF). */
+bool ctype_enum_value(const char *name, int64_t *value);
+
+/* How messages name a type: "struct task_struct", "int64", "uint8 *",
+ * "int8[16]", "bool", "union <anonymous>". Returns buf. */
+const char *ctype_name(const CType *t, char *buf, size_t len);
+
+/* Registers the struct/union definitions of a script (Script.structs) in
+ * order, replacing those of any script registered before. Reports
+ * mistakes (unknown member types, duplicate names or members) through d
+ * with the culprit's span; returns the number of errors. */
+int ctype_define_script_structs(Script *s, Diag *d);
+
+/* True once kernel BTF has been loaded (tests and start-up measurements). */
+bool ctype_btf_loaded(void);
+
+#endif

@@ -1,0 +1,86 @@
+#include "lang/diag.h"
+
+#include <string.h>
+
+void diag_init(Diag *d, const Source *src) {
+  d->src = src;
+  d->out = stderr;
+  d->errors = 0;
+  d->warnings = 0;
+}
+
+/* Prints line `line` of the source and marks columns [col, end_col). Tabs
+ * in the source line are echoed in the marker line so carets stay aligned. */
+static void show_source_line(Diag *d, Span at) {
+  const char *p = d->src->text;
+  for (int l = 1; l < at.line && p; l++) {
+    p = strchr(p, '\n');
+    if (p) p++;
+  }
+  if (!p) return;
+  const char *end = strchr(p, '\n');
+  int len = end ? (int)(end - p) : (int)strlen(p);
+  fprintf(d->out, "%.*s\n", len, p);
+  int last = at.end_col > at.col ? at.end_col : at.col + 1;
+  for (int c = 1; c < last && c <= len + 1; c++) {
+    char ch = (c - 1 < len && p[c - 1] == '\t') ? '\t' : ' ';
+    fputc(c >= at.col ? '^' : ch, d->out);
+  }
+  fputc('\n', d->out);
+}
+
+static void report(Diag *d, const char *kind, Span at, const char *fmt,
+                   va_list ap) {
+  if (at.line > 0 && d->src) {
+    int end = at.end_col > at.col ? at.end_col : at.col + 1;
+    fprintf(d->out, "%s:%d:%d-%d: %s: ", d->src->name, at.line, at.col, end,
+            kind);
+  } else {
+    fprintf(d->out, "%s: ", kind);
+  }
+  vfprintf(d->out, fmt, ap);
+  fputc('\n', d->out);
+  if (at.line > 0 && d->src && d->src->text) show_source_line(d, at);
+}
+
+void diag_verror(Diag *d, Span at, const char *fmt, va_list ap) {
+  d->errors++;
+  report(d, "ERROR", at, fmt, ap);
+}
+
+void diag_error(Diag *d, Span at, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  diag_verror(d, at, fmt, ap);
+  va_end(ap);
+}
+
+void diag_warning(Diag *d, Span at, const char *fmt, ...) {
+  va_list ap;
+  d->warnings++;
+  va_start(ap, fmt);
+  report(d, "WARNING", at, fmt, ap);
+  va_end(ap);
+}
+
+void diag_hint(Diag *d, const char *fmt, ...) {
+  va_list ap;
+  fputs("HINT: ", d->out);
+  va_start(ap, fmt);
+  vfprintf(d->out, fmt, ap);
+  va_end(ap);
+  fputc('\n', d->out);
+}
+
+Span span_join(Span a, Span b) {
+  if (a.line == 0) return b;
+  if (b.line == 0) return a;
+  if (b.line < a.line || (b.line == a.line && b.col < a.col)) {
+    Span t = a;
+    a = b;
+    b = t;
+  }
+  Span r = a;
+  if (b.line == a.line && b.end_col > r.end_col) r.end_col = b.end_col;
+  return r;
+}

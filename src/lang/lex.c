@@ -1,0 +1,548 @@
+/* lex: a hand-written scanner over the script text. It tracks line and
+ * column itself so every token carries an exact span; lexical errors are
+ * reported through diag and end the parse with a longjmp. */
+#include "lang/lex.h"
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "lang/ast.h"
+
+static bool is_ident_start(int c) { return isalpha(c) || c == '_'; }
+static bool is_ident_char(int c) { return isalnum(c) || c == '_'; }
+
+static int column_of(Lexer *lx, const char *p) {
+  return (int)(p - lx->line_start) + 1;
+}
+
+static Span span_from(Lexer *lx, const char *start, const char *end) {
+  Span s = {lx->line, column_of(lx, start), column_of(lx, end)};
+  return s;
+}
+
+/* A span from `start` to the end of its line, for things that run off it
+ * (unterminated strings and comments). */
+static Span span_to_eol(int line, const char *line_start,
+                        const char *start) {
+  const char *e = start;
+  while (*e && *e != '\n') e++;
+  Span s = {line, (int)(start - line_start) + 1, (int)(e - line_start) + 1};
+  if (s.end_col <= s.col) s.end_col = s.col + 1;
+  return s;
+}
+
+static void lex_error(Lexer *lx, Span at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), noreturn));
+
+static void lex_error(Lexer *lx, Span at, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  diag_verror(lx->d, at, fmt, ap);
+  va_end(ap);
+  longjmp(*lx->on_error, 1);
+}
+
+void lex_init(Lexer *lx, const Source *src, Diag *d, jmp_buf *on_error) {
+  lx->src = src;
+  lx->d = d;
+  lx->pos = src->text ? src->text : "";
+  lx->line = 1;
+  lx->line_start = lx->pos;
+  lx->on_error = on_error;
+}
+
+static void newline_at(Lexer *lx, const char *nl) {
+  lx->line++;
+  lx->line_start = nl + 1;
+}
+
+/* ---- preprocessor conditionals ----------------------------------------- */
+
+/* bpftrace defines BPFTRACE_HAVE_BTF when the kernel has BTF, and scripts
+ * (runqlen.bt, dcsnoop.bt) guard their own copies of kernel structs with
+ * "#ifndef BPFTRACE_HAVE_BTF": those copies must not shadow the real
+ * layouts. No other macro is defined. */
+static bool macro_defined(const char *name, int len) {
+  return len == 17 && !strncmp(name, "BPFTRACE_HAVE_BTF", 17) &&
+         access("/sys/kernel/btf/vmlinux", R_OK) == 0;
+}
+
+/* The directive word after '#' at p ("ifdef", "endif"), its length in
+ * *len; *after points past it. */
+static const char *directive_word(const char *p, int *len, const char **after) {
+  p++;
+  while (*p == ' ' || *p == '\t') p++;
+  const char *w = p;
+  while (is_ident_char((unsigned char)*p)) p++;
+  *len = (int)(p - w);
+  *after = p;
+  return w;
+}
+
+static bool word_is(const char *w, int len, const char *word) {
+  return (int)strlen(word) == len && !strncmp(w, word, len);
+}
+
+static const char *end_of_line(const char *p) {
+  while (*p && *p != '\n') p++;
+  return p;
+}
+
+/* Skips the lines of a branch not taken, from `p` (the start of the line
+ * after its directive), to past the #endif that closes it or, if
+ * stop_at_else, past an #else at the same depth. */
+static void skip_branch(Lexer *lx, const char *p, bool stop_at_else) {
+  int depth = 0;
+  while (*p) {
+    const char *q = p;
+    while (*q == ' ' || *q == '\t') q++;
+    if (*q == '#') {
+      int len;
+      const char *after, *w = directive_word(q, &len, &after);
+      if (word_is(w, len, "if") || word_is(w, len, "ifdef") ||
+          word_is(w, len, "ifndef")) {
+        depth++;
+      } else if (word_is(w, len, "endif")) {
+        if (depth-- == 0) {
+          lx->pos = end_of_line(q);
+          return;
+        }
+      } else if (depth == 0 && stop_at_else &&
+                 (word_is(w, len, "else") || word_is(w, len, "elif"))) {
+        lx->pos = end_of_line(q);
+        return;
+      }
+    }
+    p = end_of_line(p);
+    if (*p) {
+      newline_at(lx, p);
+      p++;
+    }
+  }
+  lx->pos = p;
+}
+
+/* A '#' line at top level: #ifdef/#ifndef/#if 0 skip the branch not
+ * taken; #include and other directives are for bpftrace's clang front
+ * end and are ignored. */
+static void skip_directive(Lexer *lx) {
+  const char *p = lx->pos;
+  int len;
+  const char *after, *w = directive_word(p, &len, &after);
+  const char *eol = end_of_line(p);
+  lx->pos = eol;
+  bool taken = true;
+  if (word_is(w, len, "ifdef") || word_is(w, len, "ifndef")) {
+    const char *name = after;
+    while (*name == ' ' || *name == '\t') name++;
+    const char *e = name;
+    while (is_ident_char((unsigned char)*e)) e++;
+    taken = macro_defined(name, (int)(e - name)) == word_is(w, len, "ifdef");
+  } else if (word_is(w, len, "if")) {
+    const char *x = after;
+    while (*x == ' ' || *x == '\t') x++;
+    taken = !(x[0] == '0' && !is_ident_char((unsigned char)x[1]));
+  } else if (word_is(w, len, "else") || word_is(w, len, "elif")) {
+    /* Reached while lexing: the branch before it was taken. */
+    if (*eol) newline_at(lx, eol);
+    skip_branch(lx, *eol ? eol + 1 : eol, false);
+    return;
+  } else {
+    return;
+  }
+  if (taken) return;
+  if (*eol) newline_at(lx, eol);
+  skip_branch(lx, *eol ? eol + 1 : eol, true);
+}
+
+/* Skips blanks and comments; at top level also "#..." lines, which are
+ * preprocessor directives (see skip_directive). */
+static void skip_space(Lexer *lx, bool skip_directives) {
+  for (;;) {
+    const char *p = lx->pos;
+    if (*p == '\n') {
+      newline_at(lx, p);
+      lx->pos = p + 1;
+    } else if (isspace((unsigned char)*p)) {
+      lx->pos = p + 1;
+    } else if (p[0] == '/' && p[1] == '/') {
+      while (*p && *p != '\n') p++;
+      lx->pos = p;
+    } else if (p[0] == '/' && p[1] == '*') {
+      int line = lx->line;
+      const char *ls = lx->line_start;
+      for (p += 2; *p && !(p[0] == '*' && p[1] == '/'); p++)
+        if (*p == '\n') newline_at(lx, p);
+      if (!*p)
+        lex_error(lx, span_to_eol(line, ls, lx->pos),
+                  "end of file during comment");
+      lx->pos = p + 2;
+    } else if (*p == '#' && skip_directives) {
+      skip_directive(lx);
+    } else {
+      return;
+    }
+  }
+}
+
+/* True if the '/' at p closes a predicate: only blanks and comments stand
+ * between it and the '{' of the probe body. Reports nothing. */
+static bool closes_predicate(const char *p) {
+  p++;
+  for (;;) {
+    if (isspace((unsigned char)*p)) {
+      p++;
+    } else if (p[0] == '/' && p[1] == '/') {
+      while (*p && *p != '\n') p++;
+    } else if (p[0] == '/' && p[1] == '*') {
+      const char *e = strstr(p + 2, "*/");
+      if (!e) return false;
+      p = e + 2;
+    } else {
+      return *p == '{';
+    }
+  }
+}
+
+static int digit_value(int c) {
+  if (isdigit(c)) return c - '0';
+  if (c >= 'a' && c <= 'z') return c - 'a' + 10;
+  if (c >= 'A' && c <= 'Z') return c - 'A' + 10;
+  return 99;
+}
+
+/* Errors about the literal under `at` on the current line. */
+static __attribute__((noreturn)) void too_large(Lexer *lx, Span at) {
+  lex_error(lx, at,
+            "integer literal '%.*s' is too large (the largest is "
+            "18446744073709551615)",
+            at.end_col - at.col, lx->line_start + at.col - 1);
+}
+
+static __attribute__((noreturn)) void bad_literal(Lexer *lx, Span at) {
+  lex_error(lx, at, "invalid integer literal '%.*s'", at.end_col - at.col,
+            lx->line_start + at.col - 1);
+}
+
+/* The "e6" of "1e6": v times ten to the decimal exponent in [d, end). */
+static uint64_t scale_by_exponent(Lexer *lx, Span at, uint64_t v,
+                                  const char *d, const char *end) {
+  int exp = 0, ndigits = 0;
+  for (; d < end; d++) {
+    if (*d == '_') continue;
+    if (!isdigit((unsigned char)*d)) bad_literal(lx, at);
+    if (exp < 1000) exp = exp * 10 + (*d - '0');
+    ndigits++;
+  }
+  if (ndigits == 0) bad_literal(lx, at);
+  for (; exp > 0 && v; exp--) {
+    if (v > UINT64_MAX / 10) too_large(lx, at);
+    v *= 10;
+  }
+  return v;
+}
+
+/* Integer literals: decimal, 0x hex, 0b binary, 0 octal, with '_' allowed
+ * between digits (1_000_000), and decimal exponents (1e6). */
+static void lex_number(Lexer *lx, Token *t) {
+  const char *start = lx->pos, *p = start;
+  while (is_ident_char((unsigned char)*p)) p++;
+  Span at = span_from(lx, start, p);
+  int len = (int)(p - start);
+  const char *d = start;
+  int base = 10;
+  if (len > 1 && start[0] == '0' && (start[1] == 'x' || start[1] == 'X')) {
+    base = 16, d += 2;
+  } else if (len > 1 && start[0] == '0' && (start[1] == 'b' || start[1] == 'B')) {
+    base = 2, d += 2;
+  } else if (len > 1 && start[0] == '0') {
+    base = 8, d += 1;
+  }
+  uint64_t v = 0;
+  int ndigits = 0;
+  for (; d < p; d++) {
+    if (*d == '_') continue;
+    if (base == 10 && ndigits && (*d == 'e' || *d == 'E')) {
+      v = scale_by_exponent(lx, at, v, d + 1, p);
+      break;
+    }
+    int dv = digit_value((unsigned char)*d);
+    if (dv >= base) bad_literal(lx, at);
+    if (v > (UINT64_MAX - (uint64_t)dv) / (uint64_t)base) too_large(lx, at);
+    v = v * (uint64_t)base + (uint64_t)dv;
+    ndigits++;
+  }
+  if (ndigits == 0 && base != 8) bad_literal(lx, at);
+  t->kind = TK_INT;
+  t->ival = v;
+  t->span = at;
+  lx->pos = p;
+}
+
+static int hex_value(int c) {
+  return isxdigit(c) ? digit_value(c) : -1;
+}
+
+/* Decodes one escape sequence starting at the backslash at *pp into *out;
+ * advances *pp past it. */
+static void decode_escape(Lexer *lx, const char **pp, char *out) {
+  const char *p = *pp + 1;
+  int c = (unsigned char)*p;
+  switch (c) {
+  case 'n': *out = '\n'; break;
+  case 't': *out = '\t'; break;
+  case 'r': *out = '\r'; break;
+  case 'a': *out = '\a'; break;
+  case 'b': *out = '\b'; break;
+  case 'f': *out = '\f'; break;
+  case 'v': *out = '\v'; break;
+  case 'e': *out = 033; break;
+  case '\\': case '"': case '\'': case '?': *out = (char)c; break;
+  case 'x': {
+    int v = 0, n = 0;
+    while (n < 2 && hex_value((unsigned char)p[1]) >= 0)
+      v = v * 16 + hex_value((unsigned char)*++p), n++;
+    if (n == 0)
+      lex_error(lx, span_from(lx, *pp, p + 1),
+                "invalid escape character '\\x'");
+    *out = (char)v;
+    break;
+  }
+  default:
+    if (c >= '0' && c <= '7') {
+      int v = c - '0', n = 1;
+      while (n < 3 && p[1] >= '0' && p[1] <= '7') v = v * 8 + (*++p - '0'), n++;
+      *out = (char)(v & 0xff);
+      break;
+    }
+    if (c == '\n' || c == 0)
+      lex_error(lx, span_to_eol(lx->line, lx->line_start, lx->pos),
+                "unterminated string");
+    lex_error(lx, span_from(lx, *pp, p + 1), "invalid escape character '\\%c'",
+              isprint(c) ? c : '?');
+  }
+  *pp = p + 1;
+}
+
+static void lex_string(Lexer *lx, Token *t) {
+  const char *start = lx->pos, *p = start + 1;
+  /* Decoding only shrinks the text, so the raw length bounds the buffer. */
+  const char *e = p;
+  while (*e && *e != '"' && *e != '\n') e += (e[0] == '\\' && e[1]) ? 2 : 1;
+  char *buf = malloc((size_t)(e - p) + 1);
+  if (!buf) abort();
+  int n = 0;
+  while (*p != '"') {
+    if (*p == 0 || *p == '\n')
+      lex_error(lx, span_to_eol(lx->line, lx->line_start, start),
+                "unterminated string");
+    if (*p == '\\')
+      decode_escape(lx, &p, &buf[n++]);
+    else
+      buf[n++] = *p++;
+  }
+  buf[n] = 0;
+  p++;
+  t->kind = TK_STR;
+  t->sval = buf;
+  t->slen = n;
+  t->span = span_from(lx, start, p);
+  lx->pos = p;
+}
+
+/* Operators, longest first so "<<=" wins over "<<" and "<". */
+static const struct {
+  const char *text;
+  TokenKind kind;
+  int op;
+} operators[] = {
+    {"<<=", TK_ASSIGN, OP_SHL}, {">>=", TK_ASSIGN, OP_SHR},
+    {"<<", TK_PUNCT, OP_SHL},   {">>", TK_PUNCT, OP_SHR},
+    {"<=", TK_PUNCT, OP_LE},    {">=", TK_PUNCT, OP_GE},
+    {"==", TK_PUNCT, OP_EQ},    {"!=", TK_PUNCT, OP_NE},
+    {"&&", TK_PUNCT, OP_AND},   {"||", TK_PUNCT, OP_OR},
+    {"++", TK_PUNCT, OP_INC},   {"--", TK_PUNCT, OP_DEC},
+    {"->", TK_PUNCT, P_ARROW},  {"..", TK_PUNCT, P_RANGE},
+    {"+=", TK_ASSIGN, '+'},
+    {"-=", TK_ASSIGN, '-'},     {"*=", TK_ASSIGN, '*'},
+    {"/=", TK_ASSIGN, '/'},     {"%=", TK_ASSIGN, '%'},
+    {"&=", TK_ASSIGN, '&'},     {"|=", TK_ASSIGN, '|'},
+    {"^=", TK_ASSIGN, '^'},     {"=", TK_ASSIGN, '='},
+};
+
+static bool lex_operator(Lexer *lx, Token *t) {
+  const char *p = lx->pos;
+  for (size_t i = 0; i < sizeof operators / sizeof operators[0]; i++) {
+    size_t n = strlen(operators[i].text);
+    if (strncmp(p, operators[i].text, n) == 0) {
+      t->kind = operators[i].kind;
+      t->op = operators[i].op;
+      t->span = span_from(lx, p, p + n);
+      lx->pos = p + n;
+      return true;
+    }
+  }
+  if (*p && strchr("+-*/%&|^!~<>()[]{},;:?.", *p)) {
+    t->kind = TK_PUNCT;
+    t->op = *p;
+    t->span = span_from(lx, p, p + 1);
+    lx->pos = p + 1;
+    return true;
+  }
+  return false;
+}
+
+/* "$x", "$1" (positional parameter), "$#" (their count). */
+static void lex_variable(Lexer *lx, Token *t) {
+  const char *p = lx->pos + 1;
+  if (*p == '#')
+    p++;
+  else
+    while (is_ident_char((unsigned char)*p)) p++;
+  if (p == lx->pos + 1)
+    lex_error(lx, span_from(lx, lx->pos, p), "invalid character '$'");
+  t->kind = TK_VAR;
+  t->span = span_from(lx, lx->pos, p);
+  lx->pos = p;
+}
+
+static void lex_token(Lexer *lx, Token *t) {
+  const char *p = lx->pos;
+  int c = (unsigned char)*p;
+  t->text = p;
+  if (c == 0) {
+    t->kind = TK_EOF;
+    t->span = span_from(lx, p, p + 1);
+  } else if (isdigit(c)) {
+    lex_number(lx, t);
+  } else if (is_ident_start(c)) {
+    while (is_ident_char((unsigned char)*p)) p++;
+    t->kind = TK_IDENT;
+    t->span = span_from(lx, lx->pos, p);
+    lx->pos = p;
+  } else if (c == '$') {
+    lex_variable(lx, t);
+  } else if (c == '@') {
+    for (p++; is_ident_char((unsigned char)*p); p++) {}
+    t->kind = TK_MAP;
+    t->span = span_from(lx, lx->pos, p);
+    lx->pos = p;
+  } else if (c == '"') {
+    lex_string(lx, t);
+  } else if (c == '#') {
+    while (*p && *p != '\n') p++;
+    t->kind = TK_DIRECTIVE;
+    t->span = span_from(lx, lx->pos, p);
+    lx->pos = p;
+  } else if (c == '/' && closes_predicate(p)) {
+    t->kind = TK_ENDPRED;
+    t->span = span_from(lx, p, p + 1);
+    lx->pos = p + 1;
+  } else if (!lex_operator(lx, t)) {
+    Span at = span_from(lx, p, p + 1);
+    if (isprint(c))
+      lex_error(lx, at, "invalid character '%c'", c);
+    lex_error(lx, at, "invalid character '\\x%02x'", c);
+  }
+  t->len = (int)(lx->pos - t->text);
+}
+
+void lex_next(Lexer *lx, Token *t) {
+  memset(t, 0, sizeof *t);
+  skip_space(lx, false);
+  lex_token(lx, t);
+}
+
+/* Where an attach point spec ends. A '/' belongs to the spec when it
+ * starts a part ("uprobe:/bin/bash") or the part is a path ("./a.out/x");
+ * otherwise it opens a predicate ("BEGIN/pid == 1/"). */
+static const char *attach_point_end(const char *p) {
+  const char *part = p;
+  for (; *p; p++) {
+    int c = (unsigned char)*p;
+    if (isspace(c) || strchr(",{}();=\"#", c)) break;
+    if (c == '/' && !(p == part || *part == '/' || *part == '.')) break;
+    if (c == ':') part = p + 1;
+  }
+  return p;
+}
+
+void lex_top(Lexer *lx, Token *t) {
+  memset(t, 0, sizeof *t);
+  skip_space(lx, true);
+  int c = (unsigned char)*lx->pos;
+  if (!(isalnum(c) || c == '_' || c == '*' || c == '.')) {
+    lex_token(lx, t);
+    return;
+  }
+  const char *end = attach_point_end(lx->pos);
+  t->kind = TK_ATTACH;
+  t->text = lx->pos;
+  t->len = (int)(end - lx->pos);
+  t->span = span_from(lx, lx->pos, end);
+  lx->pos = end;
+}
+
+static const char *const keywords[] = {
+    "if",     "else",  "while",  "unroll", "return", "break",
+    "continue", "for", "config", "struct", "union", "enum", "sizeof",
+    "offsetof",
+    NULL,
+};
+
+static const char *const builtins[] = {
+    "pid",    "tid",   "uid",   "gid",     "nsecs",    "elapsed",
+    "numaid", "cpu",   "comm",  "kstack",  "ustack",   "stack",
+    "func",   "probe", "curtask", "rand",  "cgroup",   "cpid",
+    "ctx",    "args",  "username", "retval", "jiffies", NULL,
+};
+
+static bool text_in(const Token *t, const char *const *list) {
+  for (int i = 0; list[i]; i++)
+    if ((int)strlen(list[i]) == t->len && !strncmp(list[i], t->text, t->len))
+      return true;
+  return false;
+}
+
+/* arg0..argN and sarg0..sargN are builtins too. */
+static bool is_numbered_arg(const Token *t) {
+  const char *p = t->text, *e = t->text + t->len;
+  if (p < e && *p == 's') p++;
+  if (e - p < 4 || strncmp(p, "arg", 3)) return false;
+  for (p += 3; p < e; p++)
+    if (!isdigit((unsigned char)*p)) return false;
+  return true;
+}
+
+const char *lex_token_name(const Token *t, char *buf, int bufsize) {
+  switch (t->kind) {
+  case TK_EOF: return "end of file";
+  case TK_INT: return "integer";
+  case TK_STR: return "string";
+  case TK_MAP: return "map";
+  case TK_ENDPRED: return "end predicate";
+  case TK_ATTACH: return "attach point";
+  case TK_DIRECTIVE: return "preprocessor directive";
+  case TK_VAR:
+    return isdigit((unsigned char)t->text[1]) || t->text[1] == '#'
+               ? "positional parameter"
+               : "variable";
+  case TK_IDENT:
+    if (text_in(t, keywords)) break;
+    if (text_in(t, builtins) || is_numbered_arg(t) ||
+        (t->len > 10 && !strncmp(t->text, "__builtin_", 10)))
+      return "builtin";
+    return "identifier";
+  case TK_PUNCT:
+  case TK_ASSIGN:
+    if (t->op == ',') return "\",\"";
+    break;
+  }
+  snprintf(buf, bufsize, "%.*s", t->len, t->text);
+  return buf;
+}

@@ -1,0 +1,61 @@
+/* lex: script text to tokens, pulled one at a time by the parser.
+ *
+ * Attach points ("tracepoint:syscalls:sys_enter_*", "uprobe:/bin/bash:f")
+ * do not follow the token rules of the probe bodies, so the parser asks for
+ * them explicitly with lex_top() wherever a probe may start. */
+#ifndef LOUPE_LEX_H
+#define LOUPE_LEX_H
+
+#include <setjmp.h>
+#include <stdint.h>
+
+#include "lang/diag.h"
+
+typedef enum TokenKind {
+  TK_EOF,
+  TK_INT,        /* ival */
+  TK_STR,        /* sval/slen: escapes decoded */
+  TK_IDENT,      /* identifiers, keywords and builtins alike */
+  TK_VAR,        /* "$x", "$1", "$#" */
+  TK_MAP,        /* "@x" or "@" */
+  TK_PUNCT,      /* op: a character or an OP_* code from ast.h, or P_ARROW */
+  TK_ASSIGN,     /* op: '=' or the binary op of a compound assignment */
+  TK_ENDPRED,    /* the '/' closing a predicate (a '/' followed by '{') */
+  TK_ATTACH,     /* an attach point spec, only from lex_top() */
+  TK_DIRECTIVE,  /* a "#..." preprocessor line */
+} TokenKind;
+
+enum { P_ARROW = 400, P_RANGE };  /* "->", ".." */
+
+typedef struct Token {
+  TokenKind kind;
+  int op;
+  Span span;
+  const char *text;   /* points into the source */
+  int len;
+  uint64_t ival;
+  char *sval;
+  int slen;
+} Token;
+
+typedef struct Lexer {
+  const Source *src;
+  Diag *d;
+  const char *pos;
+  int line;
+  const char *line_start;
+  jmp_buf *on_error;   /* longjmp'd to after a lexical error is reported */
+} Lexer;
+
+/* on_error is where the lexer jumps (with value 1) after reporting. */
+void lex_init(Lexer *lx, const Source *src, Diag *d, jmp_buf *on_error);
+/* The next token of a probe body or predicate. */
+void lex_next(Lexer *lx, Token *t);
+/* The next token where a probe (or config block) may start: an attach
+ * point spec if one begins here, else an ordinary token. Preprocessor
+ * lines are skipped. */
+void lex_top(Lexer *lx, Token *t);
+/* How error messages call a token: "map", "integer", "}", ... */
+const char *lex_token_name(const Token *t, char *buf, int bufsize);
+
+#endif

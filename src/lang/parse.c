@@ -1,0 +1,915 @@
+/* parse: recursive descent over the tokens of lex.c, with precedence
+ * climbing for binary operators. The first error is reported in bpftrace's
+ * words ("syntax error, unexpected map, expecting }") and ends the parse:
+ * every error path longjmps back to parse_script, which returns NULL. */
+#include "lang/parse.h"
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lang/lex.h"
+
+/* Deeper nesting than this is surely not a real script; the limit keeps
+ * garbage input from exhausting the C stack. */
+#define MAX_DEPTH 200
+
+typedef struct Parser {
+  Lexer lx;
+  Diag *d;
+  Token tok;    /* the current token */
+  Token prev;   /* the one before it, for "unexpected end of file" spans */
+  int depth;
+  jmp_buf on_error;
+} Parser;
+
+static char *dup_text(const char *s, int len) {
+  char *p = malloc((size_t)len + 1);
+  if (!p) abort();
+  memcpy(p, s, (size_t)len);
+  p[len] = 0;
+  return p;
+}
+
+static void parse_error(Parser *P, Span at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4), noreturn));
+
+static void parse_error(Parser *P, Span at, const char *fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  diag_verror(P->d, at, fmt, ap);
+  va_end(ap);
+  longjmp(P->on_error, 1);
+}
+
+/* "syntax error, unexpected X[, expecting Y]" at the current token. At the
+ * end of the file the last real token is underlined instead, as there is
+ * nothing to point at. */
+static void unexpected(Parser *P, const char *expecting)
+    __attribute__((noreturn));
+
+static void unexpected(Parser *P, const char *expecting) {
+  char buf[64];
+  const char *name = lex_token_name(&P->tok, buf, sizeof buf);
+  Span at = P->tok.span;
+  if (P->tok.kind == TK_EOF && P->prev.span.line) at = P->prev.span;
+  if (expecting)
+    parse_error(P, at, "syntax error, unexpected %s, expecting %s", name,
+                expecting);
+  parse_error(P, at, "syntax error, unexpected %s", name);
+}
+
+static void next(Parser *P) {
+  P->prev = P->tok;
+  lex_next(&P->lx, &P->tok);
+}
+
+/* Advances where a probe may start (after a probe body, after ','). */
+static void next_top(Parser *P) {
+  P->prev = P->tok;
+  lex_top(&P->lx, &P->tok);
+}
+
+/* The token after the current one, without consuming anything. */
+static Token peek(Parser *P) {
+  Lexer saved = P->lx;
+  Token t;
+  lex_next(&P->lx, &t);
+  P->lx = saved;
+  return t;
+}
+
+static bool is_punct(Parser *P, int op) {
+  return P->tok.kind == TK_PUNCT && P->tok.op == op;
+}
+
+static bool token_is_word(const Token *t, const char *word) {
+  return t->kind == TK_IDENT && (int)strlen(word) == t->len &&
+         !strncmp(t->text, word, t->len);
+}
+
+static bool is_word(Parser *P, const char *word) {
+  return token_is_word(&P->tok, word);
+}
+
+/* Consumes the punctuator `op` or reports what was expected instead. */
+static Span expect(Parser *P, int op, const char *expecting) {
+  if (!is_punct(P, op)) unexpected(P, expecting);
+  Span s = P->tok.span;
+  next(P);
+  return s;
+}
+
+static void enter(Parser *P) {
+  if (++P->depth > MAX_DEPTH)
+    parse_error(P, P->tok.span, "nesting too deep (more than %d levels)",
+                MAX_DEPTH);
+}
+
+static void leave(Parser *P) { P->depth--; }
+
+/* ---- expressions ---------------------------------------------------- */
+
+static Node *parse_expr(Parser *P);
+static Node *parse_unary(Parser *P);
+static Node *parse_block(Parser *P, bool probe_body);
+
+static bool is_lvalue(const Node *n) {
+  return n->kind == N_VAR || n->kind == N_MAP;
+}
+
+static Node *new_incdec(Parser *P, Node *target, int op, bool prefix,
+                        Span whole, Span op_span) {
+  if (!is_lvalue(target))
+    parse_error(P, op_span, "'%s' needs a $variable or @map to change",
+                op == OP_INC ? "++" : "--");
+  Node *n = node_new(N_INCDEC, whole);
+  n->op = op;
+  n->lhs = target;
+  n->ival = prefix;
+  return n;
+}
+
+/* A comma-separated list up to `close` (')' or ']'), which is consumed;
+ * *end receives its span. */
+static Node *parse_list(Parser *P, int close, const char *expecting,
+                        Span *end) {
+  Node head = {0}, *cur = &head;
+  if (!is_punct(P, close)) {
+    for (;;) {
+      cur = cur->next = parse_expr(P);
+      if (!is_punct(P, ',')) break;
+      next(P);
+    }
+  }
+  *end = expect(P, close, expecting);
+  return head.next;
+}
+
+/* Words that can open a cast: "(uint8)x", "(struct sock *)arg0". */
+static bool is_type_word(const Token *t) {
+  static const char *const words[] = {
+      "int8",  "int16",  "int32",  "int64", "uint8", "uint16",   "uint32",
+      "uint64", "int",   "char",   "short", "long",  "unsigned", "signed",
+      "bool",  "void",   "struct", "union", "enum",  "const",    NULL,
+  };
+  for (int i = 0; words[i]; i++)
+    if (token_is_word(t, words[i])) return true;
+  return false;
+}
+
+/* The type words and '*'s from the current token on, normalised: words
+ * joined by single spaces, a space before the first '*' and none between
+ * '*'s ("struct task_struct *", "char **"). *at receives their span. */
+static char *parse_type_text(Parser *P, Span *at) {
+  char type[256] = "";
+  size_t len = 0;
+  *at = P->tok.span;
+  while (P->tok.kind == TK_IDENT || is_punct(P, '*')) {
+    bool star = is_punct(P, '*');
+    int n = P->tok.len;
+    if (len + (size_t)n + 2 >= sizeof type)
+      parse_error(P, P->tok.span, "type name too long");
+    if (len && !(star && type[len - 1] == '*')) type[len++] = ' ';
+    memcpy(type + len, P->tok.text, (size_t)n);
+    len += (size_t)n;
+    type[len] = 0;
+    *at = span_join(*at, P->tok.span);
+    next(P);
+  }
+  if (!len) unexpected(P, "type");
+  return dup_text(type, (int)len);
+}
+
+/* After '(' with a type word next: the type up to ')', then the operand. */
+static Node *parse_cast(Parser *P, Span open) {
+  Span type_span;
+  char *type = parse_type_text(P, &type_span);
+  Span close = expect(P, ')', ")");
+  Node *operand = parse_unary(P);
+  Node *n = node_new(N_CAST, span_join(open, operand->span));
+  n->part_span = span_join(open, close);
+  n->name = type;
+  n->lhs = operand;
+  return n;
+}
+
+/* True if a type, not an expression, starts here: a type word, or a
+ * plain identifier (a typedef such as pid_t) followed by ')' or '*'. */
+static bool starts_type(Parser *P) {
+  if (is_type_word(&P->tok)) return true;
+  if (P->tok.kind != TK_IDENT) return false;
+  char buf[64];
+  if (strcmp(lex_token_name(&P->tok, buf, sizeof buf), "identifier"))
+    return false;
+  Token after = peek(P);
+  return after.kind == TK_PUNCT && (after.op == ')' || after.op == '*');
+}
+
+/* sizeof(TYPE) or sizeof(expr), after the keyword. */
+static Node *parse_sizeof(Parser *P) {
+  Node *n = node_new(N_SIZEOF, P->tok.span);
+  next(P);
+  expect(P, '(', "(");
+  Span type_span;
+  if (starts_type(P))
+    n->name = parse_type_text(P, &type_span);
+  else
+    n->lhs = parse_expr(P);
+  n->span = span_join(n->span, expect(P, ')', ")"));
+  return n;
+}
+
+/* offsetof(TYPE, member[.member...]), after the keyword. */
+static Node *parse_offsetof(Parser *P) {
+  Node *n = node_new(N_OFFSETOF, P->tok.span);
+  next(P);
+  expect(P, '(', "(");
+  Span type_span;
+  n->name = parse_type_text(P, &type_span);
+  expect(P, ',', "\",\"");
+  char path[256] = "";
+  size_t len = 0;
+  for (;;) {
+    if (P->tok.kind != TK_IDENT) unexpected(P, "identifier");
+    if (len + (size_t)P->tok.len + 2 >= sizeof path)
+      parse_error(P, P->tok.span, "member name too long");
+    if (len) path[len++] = '.';
+    memcpy(path + len, P->tok.text, (size_t)P->tok.len);
+    len += (size_t)P->tok.len;
+    next(P);
+    if (!is_punct(P, '.')) break;
+    next(P);
+  }
+  n->sval = dup_text(path, (int)len);
+  n->slen = (int)len;
+  n->span = span_join(n->span, expect(P, ')', ")"));
+  return n;
+}
+
+/* Whether a token can begin an operand: what may follow a cast. */
+static bool starts_operand(const Token *t) {
+  switch (t->kind) {
+  case TK_INT: case TK_STR: case TK_VAR: case TK_MAP: case TK_IDENT:
+    return true;
+  case TK_PUNCT:
+    return t->op == '(' || t->op == '-' || t->op == '!' || t->op == '~' ||
+           t->op == '*';
+  default:
+    return false;
+  }
+}
+
+/* After '(': a plain identifier (no builtin) that reads as a type name,
+ * as in bpftrace: "(name)" followed by an operand, or "(name *". Such a
+ * cast names a typedef, or a type the checker reports as unknown. */
+static bool starts_named_cast(Parser *P) {
+  char buf[64];
+  if (P->tok.kind != TK_IDENT ||
+      strcmp(lex_token_name(&P->tok, buf, sizeof buf), "identifier"))
+    return false;
+  Lexer saved = P->lx;
+  Token a, b;
+  lex_next(&P->lx, &a);
+  lex_next(&P->lx, &b);
+  P->lx = saved;
+  if (a.kind != TK_PUNCT) return false;
+  if (a.op == ')') return starts_operand(&b);
+  return a.op == '*' && b.kind == TK_PUNCT && (b.op == ')' || b.op == '*');
+}
+
+/* '(' expr ')', a tuple '(' a, b ')' or a cast. */
+static Node *parse_paren(Parser *P) {
+  Span open = P->tok.span;
+  next(P);
+  if (is_type_word(&P->tok) || starts_named_cast(P))
+    return parse_cast(P, open);
+  Node *e = parse_expr(P);
+  if (!is_punct(P, ',')) {
+    expect(P, ')', ") or \",\"");
+    return e;
+  }
+  Node *t = node_new(N_TUPLE, open);
+  t->args = e;
+  Node *cur = e;
+  while (is_punct(P, ',')) {
+    next(P);
+    cur = cur->next = parse_expr(P);
+  }
+  Span close = expect(P, ')', ") or \",\"");
+  t->span = span_join(open, close);
+  return t;
+}
+
+static Node *parse_identifier(Parser *P) {
+  static const char *const reserved[] = {
+      "if", "else", "while", "unroll", "for", "return", "break", "continue",
+      NULL,
+  };
+  for (int i = 0; reserved[i]; i++)
+    if (is_word(P, reserved[i])) unexpected(P, NULL);
+  if (is_word(P, "sizeof")) return parse_sizeof(P);
+  if (is_word(P, "offsetof")) return parse_offsetof(P);
+  Token id = P->tok;
+  next(P);
+  if (!is_punct(P, '(')) {
+    Node *n = node_new(N_BUILTIN, id.span);
+    n->name = dup_text(id.text, id.len);
+    return n;
+  }
+  next(P);
+  Node *n = node_new(N_CALL, id.span);
+  n->name = dup_text(id.text, id.len);
+  Span close;
+  n->args = parse_list(P, ')', ") or \",\"", &close);
+  n->span = span_join(id.span, close);
+  return n;
+}
+
+static Node *parse_map(Parser *P) {
+  Node *n = node_new(N_MAP, P->tok.span);
+  n->name = dup_text(P->tok.text, P->tok.len);
+  next(P);
+  if (is_punct(P, '[')) {
+    next(P);
+    if (is_punct(P, ']')) unexpected(P, NULL);
+    Span close;
+    n->args = parse_list(P, ']', "] or \",\"", &close);
+    n->span = span_join(n->span, close);
+  }
+  return n;
+}
+
+static Node *parse_primary(Parser *P) {
+  Token t = P->tok;
+  Node *n;
+  switch (t.kind) {
+  case TK_INT:
+    n = node_new(N_INT, t.span);
+    n->ival = (int64_t)t.ival;
+    next(P);
+    return n;
+  case TK_STR:
+    n = node_new(N_STR, t.span);
+    n->sval = t.sval;
+    n->slen = t.slen;
+    next(P);
+    return n;
+  case TK_VAR:
+    n = node_new(N_VAR, t.span);
+    n->name = dup_text(t.text, t.len);
+    next(P);
+    return n;
+  case TK_MAP:
+    return parse_map(P);
+  case TK_IDENT:
+    return parse_identifier(P);
+  default:
+    if (is_punct(P, '(')) return parse_paren(P);
+    unexpected(P, NULL);
+  }
+}
+
+/* Field access, indexing and postfix ++/-- after a primary. */
+static Node *parse_postfix(Parser *P) {
+  /* a field access spans its operand as written, parentheses included */
+  Span from = P->tok.span;
+  Node *e = parse_primary(P);
+  for (;;) {
+    if (is_punct(P, P_ARROW) || is_punct(P, '.')) {
+      next(P);
+      if (P->tok.kind != TK_IDENT && P->tok.kind != TK_INT)
+        unexpected(P, "identifier");
+      Node *f = node_new(N_FIELD, span_join(from, P->tok.span));
+      f->name = dup_text(P->tok.text, P->tok.len);
+      f->lhs = e;
+      next(P);
+      e = f;
+    } else if (is_punct(P, '[')) {
+      next(P);
+      Node *ix = node_new(N_INDEX, e->span);
+      ix->lhs = e;
+      ix->rhs = parse_expr(P);
+      ix->span = span_join(e->span, expect(P, ']', "]"));
+      e = ix;
+    } else if (is_punct(P, OP_INC) || is_punct(P, OP_DEC)) {
+      Span op = P->tok.span;
+      e = new_incdec(P, e, P->tok.op, false, span_join(e->span, op), op);
+      next(P);
+    } else {
+      return e;
+    }
+  }
+}
+
+static Node *parse_unary(Parser *P) {
+  enter(P);
+  Node *n;
+  Token t = P->tok;
+  if (t.kind == TK_PUNCT && (t.op == '-' || t.op == '!' || t.op == '~' ||
+                             t.op == '*')) {
+    next(P);
+    Node *operand = parse_unary(P);
+    n = node_new(N_UNOP, span_join(t.span, operand->span));
+    n->op = t.op;
+    n->lhs = operand;
+  } else if (t.kind == TK_PUNCT && (t.op == OP_INC || t.op == OP_DEC)) {
+    next(P);
+    Node *target = parse_unary(P);
+    n = new_incdec(P, target, t.op, true, span_join(t.span, target->span),
+                   t.span);
+  } else {
+    n = parse_postfix(P);
+  }
+  leave(P);
+  return n;
+}
+
+/* Binding strength of a binary operator token, 0 if it is none. */
+static int binary_precedence(const Token *t) {
+  if (t->kind != TK_PUNCT) return 0;
+  switch (t->op) {
+  case OP_OR: return 1;
+  case OP_AND: return 2;
+  case '|': return 3;
+  case '^': return 4;
+  case '&': return 5;
+  case OP_EQ: case OP_NE: return 6;
+  case '<': case '>': case OP_LE: case OP_GE: return 7;
+  case OP_SHL: case OP_SHR: return 8;
+  case '+': case '-': return 9;
+  case '*': case '/': case '%': return 10;
+  default: return 0;
+  }
+}
+
+/* Precedence climbing: operators of at least min_prec, left-associative. */
+static Node *parse_binary(Parser *P, int min_prec) {
+  Node *lhs = parse_unary(P);
+  for (;;) {
+    int prec = binary_precedence(&P->tok);
+    if (prec == 0 || prec < min_prec) return lhs;
+    int op = P->tok.op;
+    next(P);
+    Node *rhs = parse_binary(P, prec + 1);
+    Node *n = node_new(N_BINOP, span_join(lhs->span, rhs->span));
+    n->op = op;
+    n->lhs = lhs;
+    n->rhs = rhs;
+    lhs = n;
+  }
+}
+
+static Node *parse_ternary(Parser *P) {
+  enter(P);
+  Node *cond = parse_binary(P, 1);
+  if (is_punct(P, '?')) {
+    next(P);
+    Node *n = node_new(N_TERNARY, cond->span);
+    n->cond = cond;
+    n->then = parse_expr(P);
+    expect(P, ':', ":");
+    n->els = parse_ternary(P);
+    n->span = span_join(cond->span, n->els->span);
+    cond = n;
+  }
+  leave(P);
+  return cond;
+}
+
+static Node *parse_expr(Parser *P) { return parse_ternary(P); }
+
+/* ---- statements ----------------------------------------------------- */
+
+static Node *parse_stmt(Parser *P);
+
+/* "(" expr ")" after if/while/unroll; returns the expression and sets
+ * *close to the span of ')'. */
+static Node *parse_condition(Parser *P, Span *close) {
+  expect(P, '(', "(");
+  Node *e = parse_expr(P);
+  *close = expect(P, ')', ")");
+  return e;
+}
+
+/* if (cond) { } [else if (cond) { }]... [else { }]. The else-if chain is
+ * built in a loop so long chains cost no stack. */
+static Node *parse_if(Parser *P) {
+  Node *first = NULL, **slot = &first;
+  for (;;) {
+    Span kw = P->tok.span, close;
+    next(P);
+    Node *n = node_new(N_IF, kw);
+    n->cond = parse_condition(P, &close);
+    n->span = span_join(kw, close);
+    if (!is_punct(P, '{')) unexpected(P, "{");
+    n->then = parse_block(P, false);
+    *slot = n;
+    if (!is_word(P, "else")) return first;
+    next(P);
+    if (is_punct(P, '{')) {
+      n->els = parse_block(P, false);
+      return first;
+    }
+    if (!is_word(P, "if")) unexpected(P, "{ or if");
+    slot = &n->els;
+  }
+}
+
+/* while (cond) { } and unroll (n) { }: a header then a block. */
+static Node *parse_loop(Parser *P, NodeKind kind) {
+  Span kw = P->tok.span, close;
+  next(P);
+  Node *n = node_new(kind, kw);
+  Node *e = parse_condition(P, &close);
+  if (kind == N_WHILE)
+    n->cond = e;
+  else
+    n->lhs = e;
+  n->span = span_join(kw, close);
+  if (!is_punct(P, '{')) unexpected(P, "{");
+  n->then = parse_block(P, false);
+  return n;
+}
+
+/* for ($v : @map) { } and for ($v : start..end) { }. */
+static Node *parse_for(Parser *P) {
+  Span kw = P->tok.span;
+  next(P);
+  Node *n = node_new(N_FOR, kw);
+  expect(P, '(', "(");
+  if (P->tok.kind != TK_VAR) unexpected(P, "variable");
+  n->lhs = parse_primary(P);
+  expect(P, ':', ":");
+  if (P->tok.kind == TK_MAP) {
+    n->args = parse_primary(P);
+  } else {
+    n->args = parse_expr(P);
+    expect(P, P_RANGE, "..");
+    n->rhs = parse_expr(P);
+  }
+  n->span = span_join(kw, expect(P, ')', ")"));
+  if (!is_punct(P, '{')) unexpected(P, "{");
+  n->then = parse_block(P, false);
+  return n;
+}
+
+/* return, break, continue. */
+static Node *parse_jump(Parser *P, NodeKind kind) {
+  Node *n = node_new(kind, P->tok.span);
+  next(P);
+  if (kind == N_RETURN && !is_punct(P, ';') && !is_punct(P, '}')) {
+    n->lhs = parse_expr(P);
+    n->span = span_join(n->span, n->lhs->span);
+  }
+  return n;
+}
+
+/* An expression statement, an assignment or an increment. */
+static Node *parse_simple_stmt(Parser *P) {
+  Node *e = parse_expr(P);
+  if (e->kind == N_INCDEC) return e;
+  if (P->tok.kind == TK_ASSIGN) {
+    if (!is_lvalue(e)) unexpected(P, "}");
+    int op = P->tok.op;
+    Span op_span = P->tok.span;
+    next(P);
+    Node *rhs = parse_expr(P);
+    Node *n = node_new(N_ASSIGN, span_join(e->span, rhs->span));
+    n->part_span = op_span;
+    n->op = op;
+    n->lhs = e;
+    n->rhs = rhs;
+    return n;
+  }
+  Node *n = node_new(N_EXPR_STMT, e->span);
+  n->lhs = e;
+  return n;
+}
+
+static bool ends_with_block(const Node *n) {
+  return n->kind == N_IF || n->kind == N_WHILE || n->kind == N_UNROLL ||
+         n->kind == N_FOR ||
+         n->kind == N_BLOCK;
+}
+
+static Node *parse_stmt(Parser *P) {
+  enter(P);
+  Node *n;
+  if (is_word(P, "if"))
+    n = parse_if(P);
+  else if (is_word(P, "while"))
+    n = parse_loop(P, N_WHILE);
+  else if (is_word(P, "unroll"))
+    n = parse_loop(P, N_UNROLL);
+  else if (is_word(P, "for"))
+    n = parse_for(P);
+  else if (is_word(P, "return"))
+    n = parse_jump(P, N_RETURN);
+  else if (is_word(P, "break"))
+    n = parse_jump(P, N_BREAK);
+  else if (is_word(P, "continue"))
+    n = parse_jump(P, N_CONTINUE);
+  else if (is_punct(P, '{'))
+    n = parse_block(P, false);
+  else
+    n = parse_simple_stmt(P);
+  leave(P);
+  return n;
+}
+
+/* '{' statements '}'. Statements are separated by ';', which is optional
+ * before '}' and after statements ending in a block. A probe body is
+ * followed by the next probe, so the token after its '}' is read with
+ * next_top(). */
+static Node *parse_block(Parser *P, bool probe_body) {
+  Node *blk = node_new(N_BLOCK, P->tok.span);
+  next(P);
+  Node head = {0}, *cur = &head;
+  while (!is_punct(P, '}')) {
+    if (is_punct(P, ';')) {
+      next(P);
+      continue;
+    }
+    if (P->tok.kind == TK_EOF) unexpected(P, "}");
+    cur = cur->next = parse_stmt(P);
+    if (is_punct(P, ';'))
+      next(P);
+    else if (!is_punct(P, '}') && !ends_with_block(cur))
+      unexpected(P, "}");
+  }
+  blk->body = head.next;
+  blk->span = span_join(blk->span, P->tok.span);
+  if (probe_body)
+    next_top(P);
+  else
+    next(P);
+  return blk;
+}
+
+/* ---- probes --------------------------------------------------------- */
+
+/* Short provider names and lower-case spellings, mapped to the canonical
+ * provider names of provider.h. */
+static const char *canonical_provider(const char *name) {
+  static const char *const aliases[][2] = {
+      {"t", "tracepoint"},   {"i", "interval"},     {"begin", "BEGIN"},
+      {"end", "END"},        {"k", "kprobe"},       {"kr", "kretprobe"},
+      {"u", "uprobe"},       {"ur", "uretprobe"},   {"p", "profile"},
+      {"s", "software"},     {"h", "hardware"},     {"f", "fentry"},
+      {"kfunc", "fentry"},   {"fr", "fexit"},       {"kretfunc", "fexit"},
+      {"rt", "rawtracepoint"}, {"U", "usdt"},
+  };
+  for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
+    if (!strcmp(name, aliases[i][0])) return aliases[i][1];
+  return name;
+}
+
+/* Splits "provider:a:b:c" into its parts; a fifth and later part stays
+ * joined to the fourth (C++ names with "::" in uprobes). */
+static AttachPoint *new_attach_point(const Token *t) {
+  AttachPoint *ap = calloc(1, sizeof *ap);
+  if (!ap) abort();
+  ap->span = t->span;
+  ap->text = dup_text(t->text, t->len);
+  const char *p = t->text, *end = t->text + t->len;
+  const char *colon = memchr(p, ':', (size_t)(end - p));
+  if (!colon) colon = end;
+  char *provider = dup_text(p, (int)(colon - p));
+  ap->provider = (char *)canonical_provider(provider);
+  if (ap->provider != provider) free(provider);
+  p = colon;
+  while (p < end && ap->nparts < 4) {
+    p++;
+    const char *e = ap->nparts == 3 ? end : memchr(p, ':', (size_t)(end - p));
+    if (!e) e = end;
+    ap->parts[ap->nparts++] = dup_text(p, (int)(e - p));
+    p = e;
+  }
+  return ap;
+}
+
+/* The rest of a probe whose first attach point is `first`; the current
+ * token is the one after that spec. */
+static Probe *parse_probe(Parser *P, const Token *first) {
+  Probe *pr = calloc(1, sizeof *pr);
+  if (!pr) abort();
+  pr->aps = new_attach_point(first);
+  pr->span = first->span;
+  AttachPoint *last = pr->aps;
+  while (is_punct(P, ',')) {
+    next_top(P);
+    /* bpftrace accepts a trailing comma: "a:b, c:d, { }". */
+    if (is_punct(P, '{') || is_punct(P, '/')) break;
+    if (P->tok.kind != TK_ATTACH) unexpected(P, "attach point");
+    last = last->next = new_attach_point(&P->tok);
+    pr->span = span_join(pr->span, P->tok.span);
+    next(P);
+  }
+  if (is_punct(P, '/')) {
+    next(P);
+    pr->pred = parse_expr(P);
+    if (P->tok.kind != TK_ENDPRED) unexpected(P, "end predicate");
+    next(P);
+  }
+  if (!is_punct(P, '{')) unexpected(P, "{");
+  pr->body = parse_block(P, true);
+  return pr;
+}
+
+/* config = { KEY = value; ... }, after "config" and '='. */
+static ConfigItem *parse_config(Parser *P) {
+  if (!is_punct(P, '{')) unexpected(P, "{");
+  next(P);
+  ConfigItem head = {0}, *cur = &head;
+  while (!is_punct(P, '}')) {
+    if (is_punct(P, ';')) {
+      next(P);
+      continue;
+    }
+    if (P->tok.kind != TK_IDENT) unexpected(P, "identifier");
+    ConfigItem *it = calloc(1, sizeof *it);
+    if (!it) abort();
+    it->key = dup_text(P->tok.text, P->tok.len);
+    it->span = P->tok.span;
+    next(P);
+    if (P->tok.kind != TK_ASSIGN || P->tok.op != '=') unexpected(P, "=");
+    next(P);
+    it->value = parse_expr(P);
+    it->span = span_join(it->span, it->value->span);
+    cur = cur->next = it;
+    if (!is_punct(P, ';') && !is_punct(P, '}')) unexpected(P, "; or }");
+  }
+  next_top(P);
+  return head.next;
+}
+
+/* One member of a struct definition: "unsigned long a;", "char b[10];",
+ * "struct Bar *next;". The last word before '[' or ';' is the name; the
+ * words and '*'s before it are the type. */
+static StructField *parse_struct_member(Parser *P) {
+  StructField *f = calloc(1, sizeof *f);
+  if (!f) abort();
+  char type[256] = "";
+  size_t len = 0;
+  Token name = {0};
+  while (P->tok.kind == TK_IDENT || is_punct(P, '*')) {
+    if (name.len) {  /* the word held back was part of the type */
+      if (len + (size_t)name.len + 2 >= sizeof type)
+        parse_error(P, name.span, "type name too long");
+      if (len) type[len++] = ' ';
+      memcpy(type + len, name.text, (size_t)name.len);
+      len += (size_t)name.len;
+      f->type_span = len == (size_t)name.len ? name.span
+                                            : span_join(f->type_span, name.span);
+      name.len = 0;
+    }
+    if (is_punct(P, '*')) {
+      if (!len) unexpected(P, "type");
+      if (len + 3 >= sizeof type) parse_error(P, P->tok.span, "type name too long");
+      if (type[len - 1] != '*') type[len++] = ' ';
+      type[len++] = '*';
+      f->type_span = span_join(f->type_span, P->tok.span);
+    } else {
+      name = P->tok;
+    }
+    next(P);
+  }
+  if (is_punct(P, '{') && name.len &&
+      (token_is_word(&name, "struct") || token_is_word(&name, "union")))
+    parse_error(P, P->tok.span,
+                "nested struct/union definitions are not supported: define "
+                "it at top level and name it");
+  if (!len || !name.len) unexpected(P, len ? "identifier" : "type");
+  type[len] = 0;
+  f->type = dup_text(type, (int)len);
+  f->name = dup_text(name.text, name.len);
+  f->span = name.span;
+  if (is_punct(P, ':'))
+    parse_error(P, P->tok.span,
+                "bitfields are not supported in script struct definitions");
+  if (is_punct(P, '[')) {
+    next(P);
+    if (P->tok.kind != TK_INT) unexpected(P, "integer");
+    if (P->tok.ival < 1 || P->tok.ival > (1 << 20))
+      parse_error(P, P->tok.span, "array length must be 1 to %d", 1 << 20);
+    f->array_len = (int)P->tok.ival;
+    next(P);
+    expect(P, ']', "]");
+    if (is_punct(P, '['))
+      parse_error(P, P->tok.span,
+                  "multi-dimensional arrays are not supported in script "
+                  "struct definitions");
+  }
+  expect(P, ';', ";");
+  return f;
+}
+
+/* struct Foo { members } or union Foo { ... } at top level; the ';' after
+ * '}' is optional, as bpftrace accepts it either way. */
+static StructDef *parse_struct_definition(Parser *P) {
+  StructDef *def = calloc(1, sizeof *def);
+  if (!def) abort();
+  def->is_union = P->tok.len == 5 && !strncmp(P->tok.text, "union", 5);
+  def->span = P->tok.span;
+  next(P);
+  if (P->tok.kind != TK_IDENT) unexpected(P, "identifier");
+  def->name = dup_text(P->tok.text, P->tok.len);
+  def->span = span_join(def->span, P->tok.span);
+  next(P);
+  if (!is_punct(P, '{')) unexpected(P, "{");
+  next(P);
+  StructField head = {0}, *cur = &head;
+  while (!is_punct(P, '}')) {
+    if (is_punct(P, ';')) {
+      next(P);
+      continue;
+    }
+    if (P->tok.kind == TK_EOF) unexpected(P, "}");
+    cur = cur->next = parse_struct_member(P);
+  }
+  def->fields = head.next;
+  next_top(P);
+  if (is_punct(P, ';')) next_top(P);
+  return def;
+}
+
+/* Enum definitions at top level are for bpftrace's clang front end; loupe
+ * takes enumerators from BTF and skips them. */
+static void skip_type_definition(Parser *P) {
+  next(P);
+  int depth = 0;
+  while (P->tok.kind != TK_EOF) {
+    if (is_punct(P, '{')) depth++;
+    if (is_punct(P, '}') && --depth == 0) {
+      next_top(P);
+      if (is_punct(P, ';')) next_top(P);
+      return;
+    }
+    next(P);
+  }
+  unexpected(P, "}");
+}
+
+static bool is_attach_word(const Token *t, const char *word) {
+  return t->kind == TK_ATTACH && (int)strlen(word) == t->len &&
+         !strncmp(t->text, word, t->len);
+}
+
+static void parse_probes(Parser *P, Script *s) {
+  Probe head = {0}, *cur = &head;
+  StructDef **last_struct = &s->structs;
+  bool first = true;
+  while (P->tok.kind != TK_EOF) {
+    if (P->tok.kind != TK_ATTACH) unexpected(P, "attach point");
+    if (is_attach_word(&P->tok, "struct") ||
+        is_attach_word(&P->tok, "union")) {
+      *last_struct = parse_struct_definition(P);
+      last_struct = &(*last_struct)->next;
+      continue;
+    }
+    if (is_attach_word(&P->tok, "enum")) {
+      skip_type_definition(P);
+      continue;
+    }
+    Token spec = P->tok;
+    next(P);
+    if (first && is_attach_word(&spec, "config") &&
+        P->tok.kind == TK_ASSIGN && P->tok.op == '=') {
+      next(P);
+      s->config = parse_config(P);
+      first = false;
+      continue;
+    }
+    first = false;
+    cur = cur->next = parse_probe(P, &spec);
+    cur->index = s->nprobes++;
+  }
+  s->probes = head.next;
+}
+
+static Script *parse_all(Parser *P, const Source *src) {
+  Script *s = calloc(1, sizeof *s);
+  if (!s) abort();
+  s->src = src;
+  next_top(P);
+  parse_probes(P, s);
+  if (s->nprobes == 0) {
+    Span at = {1, 1, 2};
+    parse_error(P, at, "no probes in the program: expected a probe such as "
+                       "'BEGIN { ... }'");
+  }
+  return s;
+}
+
+Script *parse_script(const Source *src, Diag *d) {
+  Parser *P = calloc(1, sizeof *P);
+  if (!P) abort();
+  P->d = d;
+  lex_init(&P->lx, src, d, &P->on_error);
+  Script *s = NULL;
+  if (setjmp(P->on_error) == 0) s = parse_all(P, src);
+  free(P);
+  return s;
+}

@@ -1,0 +1,312 @@
+/* Timers and software events, all built on software perf events:
+ *
+ *   interval:UNIT:N   (alias i:)  fires on one CPU every N units;
+ *   interval:NUNIT    the same, written the way newer bpftrace allows;
+ *   profile:UNIT:N    (alias p:)  fires on every CPU every N units;
+ *                     UNIT is s, ms, us or hz (N times a second);
+ *   software:EVENT[:N] (alias s:) every N-th occurrence of a software
+ *                     event (page-faults, context-switches, ...) on any CPU.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <linux/bpf.h>
+#include <linux/perf_event.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "probes/provider.h"
+
+typedef struct IntervalUnit {
+  const char *name;
+  uint64_t ns;      /* nanoseconds per unit; 0 for hz */
+} IntervalUnit;
+
+static const IntervalUnit units[] = {
+    {"s", 1000000000ULL}, {"ms", 1000000ULL}, {"us", 1000ULL}, {"hz", 0},
+};
+
+static const IntervalUnit *unit_find(const char *name) {
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
+    if (!strcmp(units[i].name, name)) return &units[i];
+  return NULL;
+}
+
+/* Reads a whole decimal number; false if s is anything else. */
+static bool parse_count(const char *s, uint64_t *out) {
+  if (!isdigit((unsigned char)*s)) return false;
+  errno = 0;
+  char *end;
+  unsigned long long v = strtoull(s, &end, 10);
+  if (*end || errno) return false;
+  *out = v;
+  return true;
+}
+
+/* Splits "100ms" into "ms" and "100"; false if it is not of that shape. */
+static bool split_short_form(const char *s, char *unit, size_t unit_len,
+                             char *num, size_t num_len) {
+  size_t digits = strspn(s, "0123456789");
+  if (digits == 0 || !s[digits] || digits >= num_len) return false;
+  snprintf(num, num_len, "%.*s", (int)digits, s);
+  snprintf(unit, unit_len, "%s", s + digits);
+  return true;
+}
+
+/* Fills the one target of an interval or profile attach point. */
+static int timer_expand(AttachPoint *ap, Diag *d) {
+  const char *pname = ap->prov->name;
+  char unit_buf[32], num_buf[32];
+  const char *unit_name, *num;
+  if (ap->nparts == 2) {
+    unit_name = ap->parts[0];
+    num = ap->parts[1];
+  } else if (ap->nparts == 1 &&
+             split_short_form(ap->parts[0], unit_buf, sizeof unit_buf,
+                              num_buf, sizeof num_buf)) {
+    unit_name = unit_buf;
+    num = num_buf;
+  } else {
+    diag_error(d, ap->span, "%s probe type requires 2 arguments", pname);
+    return -1;
+  }
+  const IntervalUnit *unit = unit_find(unit_name);
+  if (!unit) {
+    diag_error(d, ap->span, "%s is not an accepted unit of time", unit_name);
+    diag_hint(d, "use one of s, ms, us or hz, e.g. %s:ms:100", pname);
+    return -1;
+  }
+  uint64_t n;
+  if (!parse_count(num, &n)) {
+    diag_error(d, ap->span, "%s count must be a whole number, not '%s'",
+               pname, num);
+    return -1;
+  }
+  if (n == 0) {
+    diag_error(d, ap->span, "%s count must be greater than zero", pname);
+    return -1;
+  }
+  if (unit->ns && n > UINT64_MAX / unit->ns) {
+    diag_error(d, ap->span, "%s is too long: %s%s", pname, num, unit->name);
+    return -1;
+  }
+  Target *t = calloc(1, sizeof *t);
+  size_t len = strlen(pname) + strlen(num) + 8;
+  t->name = malloc(len);
+  snprintf(t->name, len, "%s:%s:%s", pname, unit->name, num);
+  if (unit->ns)
+    t->period = n * unit->ns;
+  else
+    t->freq = n;
+  ap->targets = t;
+  ap->ntargets = 1;
+  return 0;
+}
+
+static void timer_attr(const Target *t, struct perf_event_attr *attr) {
+  memset(attr, 0, sizeof *attr);
+  attr->type = PERF_TYPE_SOFTWARE;
+  attr->config = PERF_COUNT_SW_CPU_CLOCK;
+  if (t->freq) {
+    attr->freq = 1;
+    attr->sample_freq = t->freq;
+  } else {
+    attr->sample_period = t->period;
+  }
+}
+
+static int interval_attach(const Target *t, int prog_fd, LinkSet *links,
+                           char *err, size_t errlen) {
+  struct perf_event_attr attr;
+  timer_attr(t, &attr);
+  /* bpftrace fires interval probes on one CPU only; CPU 0 always exists. */
+  return perf_event_attach(&attr, 0, prog_fd, links, err, errlen);
+}
+
+/* ---- every CPU ------------------------------------------------------ */
+
+/* Reads the online CPUs ("0-3,6") into cpus; returns how many. */
+static int online_cpus(int *cpus, int max) {
+  FILE *f = fopen("/sys/devices/system/cpu/online", "r");
+  int n = 0;
+  if (f) {
+    int lo, hi;
+    char sep;
+    while (n < max && fscanf(f, "%d", &lo) == 1) {
+      hi = lo;
+      sep = (char)fgetc(f);
+      if (sep == '-') {
+        if (fscanf(f, "%d", &hi) != 1) break;
+        sep = (char)fgetc(f);
+      }
+      for (int c = lo; c <= hi && n < max; c++) cpus[n++] = c;
+      if (sep != ',') break;
+    }
+    fclose(f);
+  }
+  if (n == 0) {
+    /* No sysfs: assume CPUs 0..N-1 are all there. */
+    long count = sysconf(_SC_NPROCESSORS_ONLN);
+    for (int c = 0; c < count && n < max; c++) cpus[n++] = c;
+  }
+  return n;
+}
+
+#define MAX_CPUS 4096
+
+static int attach_every_cpu(struct perf_event_attr *attr, int prog_fd,
+                            LinkSet *links, char *err, size_t errlen) {
+  static int cpus[MAX_CPUS];
+  int n = online_cpus(cpus, MAX_CPUS);
+  for (int i = 0; i < n; i++)
+    if (perf_event_attach(attr, cpus[i], prog_fd, links, err, errlen) < 0)
+      return -1;
+  return 0;
+}
+
+static int profile_attach(const Target *t, int prog_fd, LinkSet *links,
+                          char *err, size_t errlen) {
+  struct perf_event_attr attr;
+  timer_attr(t, &attr);
+  return attach_every_cpu(&attr, prog_fd, links, err, errlen);
+}
+
+static void timer_list(const char *provider, const char *pattern,
+                       FILE *out) {
+  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++) {
+    char name[32];
+    snprintf(name, sizeof name, "%s:%s:", provider, units[i].name);
+    if (!pattern || !*pattern || glob_match(pattern, name))
+      fprintf(out, "%s\n", name);
+  }
+}
+
+static void interval_list(const char *pattern, FILE *out) {
+  timer_list("interval", pattern, out);
+}
+
+static void profile_list(const char *pattern, FILE *out) {
+  timer_list("profile", pattern, out);
+}
+
+const Provider interval_provider = {
+    .name = "interval",
+    .alias = "i",
+    .prog_type = BPF_PROG_TYPE_PERF_EVENT,
+    .expand = timer_expand,
+    .attach = interval_attach,
+    .list = interval_list,
+};
+
+const Provider profile_provider = {
+    .name = "profile",
+    .alias = "p",
+    .prog_type = BPF_PROG_TYPE_PERF_EVENT,
+    .expand = timer_expand,
+    .attach = profile_attach,
+    .list = profile_list,
+};
+
+/* ---- software events ------------------------------------------------ */
+
+typedef struct SoftwareEvent {
+  const char *name;
+  const char *alias;       /* or NULL */
+  uint64_t config;         /* PERF_COUNT_SW_* */
+  uint64_t default_count;  /* sample period when none is written */
+} SoftwareEvent;
+
+static const SoftwareEvent software_events[] = {
+    {"alignment-faults", NULL, PERF_COUNT_SW_ALIGNMENT_FAULTS, 1},
+    {"bpf-output", NULL, PERF_COUNT_SW_BPF_OUTPUT, 1},
+    {"context-switches", "cs", PERF_COUNT_SW_CONTEXT_SWITCHES, 1000},
+    {"cpu-clock", "cpu", PERF_COUNT_SW_CPU_CLOCK, 1000000},
+    {"cpu-migrations", NULL, PERF_COUNT_SW_CPU_MIGRATIONS, 1},
+    {"dummy", NULL, PERF_COUNT_SW_DUMMY, 1},
+    {"emulation-faults", NULL, PERF_COUNT_SW_EMULATION_FAULTS, 1},
+    {"major-faults", NULL, PERF_COUNT_SW_PAGE_FAULTS_MAJ, 1},
+    {"minor-faults", NULL, PERF_COUNT_SW_PAGE_FAULTS_MIN, 100},
+    {"page-faults", "faults", PERF_COUNT_SW_PAGE_FAULTS, 100},
+    {"task-clock", NULL, PERF_COUNT_SW_TASK_CLOCK, 1000000},
+};
+
+#define NSOFTWARE (sizeof software_events / sizeof software_events[0])
+
+static const SoftwareEvent *software_event_find(const char *name) {
+  for (size_t i = 0; i < NSOFTWARE; i++) {
+    const SoftwareEvent *e = &software_events[i];
+    if (!strcmp(e->name, name) || (e->alias && !strcmp(e->alias, name)))
+      return e;
+  }
+  return NULL;
+}
+
+static int software_expand(AttachPoint *ap, Diag *d) {
+  if (ap->nparts != 1 && ap->nparts != 2) {
+    diag_error(d, ap->span, "software probe type requires 1 or 2 arguments");
+    return -1;
+  }
+  const SoftwareEvent *e = software_event_find(ap->parts[0]);
+  if (!e) {
+    diag_error(d, ap->span, "%s is not a software probe", ap->parts[0]);
+    diag_hint(d, "loupe -l 'software:*' lists them");
+    return -1;
+  }
+  uint64_t count = e->default_count;
+  if (ap->nparts == 2 && !parse_count(ap->parts[1], &count)) {
+    diag_error(d, ap->span, "software count must be a whole number, not '%s'",
+               ap->parts[1]);
+    return -1;
+  }
+  if (count == 0) {
+    diag_error(d, ap->span, "software count must be greater than zero");
+    return -1;
+  }
+  Target *t = calloc(1, sizeof *t);
+  size_t len = strlen(ap->parts[0]) + 40;
+  t->name = malloc(len);
+  /* The event as written, so `probe` prints what the script says. */
+  if (ap->nparts == 2)
+    snprintf(t->name, len, "software:%s:%s", ap->parts[0], ap->parts[1]);
+  else
+    snprintf(t->name, len, "software:%s:", ap->parts[0]);
+  t->event = strdup(e->name);
+  t->period = count;  /* here: events between firings */
+  ap->targets = t;
+  ap->ntargets = 1;
+  return 0;
+}
+
+static int software_attach(const Target *t, int prog_fd, LinkSet *links,
+                           char *err, size_t errlen) {
+  const SoftwareEvent *e = software_event_find(t->event);
+  if (!e) {
+    snprintf(err, errlen, "unknown software event %s", t->event);
+    return -1;
+  }
+  struct perf_event_attr attr;
+  memset(&attr, 0, sizeof attr);
+  attr.type = PERF_TYPE_SOFTWARE;
+  attr.config = e->config;
+  attr.sample_period = t->period;
+  return attach_every_cpu(&attr, prog_fd, links, err, errlen);
+}
+
+static void software_list(const char *pattern, FILE *out) {
+  for (size_t i = 0; i < NSOFTWARE; i++) {
+    char name[64];
+    snprintf(name, sizeof name, "software:%s:", software_events[i].name);
+    if (!pattern || !*pattern || glob_match(pattern, name))
+      fprintf(out, "%s\n", name);
+  }
+}
+
+const Provider software_provider = {
+    .name = "software",
+    .alias = "s",
+    .prog_type = BPF_PROG_TYPE_PERF_EVENT,
+    .expand = software_expand,
+    .attach = software_attach,
+    .list = software_list,
+};

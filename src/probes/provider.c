@@ -1,0 +1,206 @@
+/* provider: the registry of probe providers, and what they share — the set
+ * of fds to close at detach, glob matching, and attaching a program to a
+ * perf event. */
+#include "probes/provider.h"
+
+#include <errno.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+/* Defined by each provider's own file. */
+extern const Provider tracepoint_provider;
+extern const Provider interval_provider;
+extern const Provider profile_provider;
+extern const Provider software_provider;
+extern const Provider kprobe_provider;
+extern const Provider kretprobe_provider;
+extern const Provider uprobe_provider;
+extern const Provider uretprobe_provider;
+extern const Provider begin_provider;
+extern const Provider end_provider;
+
+/* ---- providers loupe knows by name but does not implement yet ------- */
+
+/* These names are real bpftrace probe types; a script using one should be
+ * told plainly that loupe lacks it, not that the name is wrong. */
+static int unsupported_expand(AttachPoint *ap, Diag *d) {
+  diag_error(d, ap->span, "loupe does not support %s probes yet",
+             ap->prov ? ap->prov->name : ap->provider);
+  return -1;
+}
+
+static void list_nothing(const char *pattern, FILE *out) {}
+
+#define UNSUPPORTED(var, pname, palias)                                     \
+  static const Provider var = {.name = pname, .alias = palias,            \
+                               .expand = unsupported_expand,             \
+                               .list = list_nothing}
+
+UNSUPPORTED(usdt_provider, "usdt", "U");
+UNSUPPORTED(hardware_provider, "hardware", "h");
+UNSUPPORTED(watchpoint_provider, "watchpoint", "w");
+UNSUPPORTED(asyncwatchpoint_provider, "asyncwatchpoint", "aw");
+UNSUPPORTED(kfunc_provider, "kfunc", "f");
+UNSUPPORTED(kretfunc_provider, "kretfunc", "fr");
+UNSUPPORTED(fentry_provider, "fentry", NULL);
+UNSUPPORTED(fexit_provider, "fexit", NULL);
+UNSUPPORTED(rawtracepoint_provider, "rawtracepoint", "rt");
+UNSUPPORTED(iter_provider, "iter", "it");
+
+const Provider *const providers[] = {
+    &begin_provider,     &end_provider,
+    &interval_provider,  &profile_provider,
+    &software_provider,  &tracepoint_provider,
+    &kprobe_provider,    &kretprobe_provider,
+    &uprobe_provider,    &uretprobe_provider,
+    /* known, not implemented yet */
+    &usdt_provider,      &hardware_provider,
+    &watchpoint_provider, &asyncwatchpoint_provider,
+    &kfunc_provider,     &kretfunc_provider,
+    &fentry_provider,    &fexit_provider,
+    &rawtracepoint_provider, &iter_provider,
+    NULL,
+};
+
+const Provider *provider_find(const char *name) {
+  if (!name) return NULL;
+  for (int i = 0; providers[i]; i++) {
+    const Provider *p = providers[i];
+    if (!strcmp(p->name, name) || (p->alias && !strcmp(p->alias, name)))
+      return p;
+  }
+  return NULL;
+}
+
+/* ---- LinkSet -------------------------------------------------------- */
+
+void links_add(LinkSet *ls, int fd) {
+  if (ls->n == ls->cap) {
+    int cap = ls->cap ? ls->cap * 2 : 16;
+    int *fds = realloc(ls->fds, cap * sizeof(int));
+    if (!fds) {
+      /* Out of memory: better to drop the probe now than leak it later. */
+      close(fd);
+      return;
+    }
+    ls->fds = fds;
+    ls->cap = cap;
+  }
+  ls->fds[ls->n++] = fd;
+}
+
+/* Closes in reverse order, so each BPF link goes before the perf event it
+ * was made on. */
+void links_close_all(LinkSet *ls) {
+  for (int i = ls->n - 1; i >= 0; i--) close(ls->fds[i]);
+  free(ls->fds);
+  ls->fds = NULL;
+  ls->n = ls->cap = 0;
+}
+
+/* ---- glob ----------------------------------------------------------- */
+
+bool glob_match(const char *pattern, const char *s) {
+  /* Iterative matcher with one backtrack point: the last '*' seen. */
+  const char *star = NULL, *star_s = NULL;
+  while (*s) {
+    if (*pattern == '*') {
+      star = pattern++;
+      star_s = s;
+    } else if (*pattern == '?' || *pattern == *s) {
+      pattern++;
+      s++;
+    } else if (star) {
+      pattern = star + 1;
+      s = ++star_s;
+    } else {
+      return false;
+    }
+  }
+  while (*pattern == '*') pattern++;
+  return *pattern == '\0';
+}
+
+bool has_wildcard(const char *s) {
+  return strchr(s, '*') || strchr(s, '?');
+}
+
+/* ---- perf events ---------------------------------------------------- */
+
+/* Reads one value from a file of the PMU's sysfs directory; false if it
+ * cannot. */
+static bool read_pmu_file(const char *pmu, const char *file, const char *fmt,
+                          int *value) {
+  char path[256];
+  snprintf(path, sizeof(path), "/sys/bus/event_source/devices/%s/%s", pmu,
+           file);
+  FILE *f = fopen(path, "r");
+  if (!f) return false;
+  bool ok = fscanf(f, fmt, value) == 1;
+  fclose(f);
+  return ok;
+}
+
+int probe_pmu_type(const char *pmu) {
+  int type;
+  return read_pmu_file(pmu, "type", "%d", &type) ? type : -1;
+}
+
+int probe_pmu_attach(const char *pmu, bool retprobe, uint64_t config1,
+                     uint64_t config2, int prog_fd, LinkSet *links,
+                     char *err, size_t errlen) {
+  int type = probe_pmu_type(pmu);
+  if (type < 0) {
+    snprintf(err, errlen, "no %s PMU on this kernel", pmu);
+    return -1;
+  }
+  struct perf_event_attr attr = {0};
+  attr.type = (uint32_t)type;
+  /* the bit that makes a return probe: "config:0" in format/retprobe */
+  int bit = 0;
+  if (retprobe && !read_pmu_file(pmu, "format/retprobe", "config:%d", &bit))
+    bit = 0;
+  if (retprobe) attr.config = 1ULL << bit;
+  attr.config1 = config1;
+  attr.config2 = config2;
+  attr.sample_period = 1;
+  attr.wakeup_events = 1;
+  /* As with tracepoints, one event (pid -1, cpu 0) runs the program for
+   * every process on every CPU. */
+  return perf_event_attach(&attr, 0, prog_fd, links, err, errlen);
+}
+
+int perf_event_attach(struct perf_event_attr *attr, int cpu, int prog_fd,
+                      LinkSet *links, char *err, size_t errlen) {
+  attr->size = sizeof(*attr);
+  int pfd = syscall(SYS_perf_event_open, attr, -1, cpu, -1,
+                    PERF_FLAG_FD_CLOEXEC);
+  if (pfd < 0) {
+    snprintf(err, errlen, "perf_event_open: %s", strerror(errno));
+    return -1;
+  }
+  /* A BPF link detaches by itself when closed; older kernels (before
+   * 5.15) only have the ioctl, which ties the program to the event fd. */
+  int lfd = bpf_link_create(prog_fd, pfd, BPF_PERF_EVENT, NULL);
+  if (lfd >= 0) {
+    links_add(links, pfd);
+    links_add(links, lfd);
+    return 0;
+  }
+  if (ioctl(pfd, PERF_EVENT_IOC_SET_BPF, prog_fd) < 0 ||
+      ioctl(pfd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
+    snprintf(err, errlen, "attaching the program to the perf event: %s",
+             strerror(errno));
+    close(pfd);
+    return -1;
+  }
+  links_add(links, pfd);
+  return 0;
+}

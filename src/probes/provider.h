@@ -1,0 +1,95 @@
+/* provider: one file per kind of probe (tracepoint, interval, BEGIN/END, ...)
+ * behind this interface. */
+#ifndef LOUPE_PROVIDER_H
+#define LOUPE_PROVIDER_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "lang/ast.h"
+
+/* One field of a tracepoint record, from tracefs' `format` file. */
+typedef struct TpField {
+  char *name;
+  char *type_text;    /* as written: "const char *", "char[16]", ... */
+  int offset;
+  int size;
+  bool is_signed;
+  bool is_pointer;    /* "T *" */
+  bool is_string;     /* char[N] (is_array) or __data_loc char[] */
+  bool is_array;      /* T name[N] with N > 0 */
+  bool data_loc;      /* __data_loc: u32 = (len << 16) | offset */
+} TpField;
+
+typedef struct TpFormat {
+  int id;
+  TpField *fields;    /* common_* fields are left out */
+  int nfields;
+} TpFormat;
+
+/* File descriptors to close at detach (perf events, links). */
+typedef struct LinkSet {
+  int *fds;
+  int n;
+  int cap;
+} LinkSet;
+
+void links_add(LinkSet *ls, int fd);
+void links_close_all(LinkSet *ls);
+
+typedef struct Provider {
+  const char *name;        /* canonical: "tracepoint", "interval", "BEGIN" */
+  const char *alias;       /* "t", "i", "begin", or NULL */
+  uint32_t prog_type;      /* BPF_PROG_TYPE_* its programs load as */
+  /* Fills ap->targets from ap->parts; reports problems at ap->span.
+   * Returns 0, or -1 after reporting. */
+  int (*expand)(AttachPoint *ap, Diag *d);
+  /* Attaches a loaded program to one target, adding every fd it opens to
+   * links. Returns 0, or -1 with a message in err. NULL for providers whose
+   * programs loupe runs itself (BEGIN, END). */
+  int (*attach)(const Target *t, int prog_fd, LinkSet *links, char *err,
+                size_t errlen);
+  /* Prints the probes this provider offers that match the glob pattern
+   * (NULL or "" for all), one per line, as `loupe -l` shows them. */
+  void (*list)(const char *pattern, FILE *out);
+} Provider;
+
+/* Looks a provider up by name or alias; NULL if there is none. */
+const Provider *provider_find(const char *name);
+/* All providers, NULL-terminated, in listing order. */
+extern const Provider *const providers[];
+
+/* Tracepoint helpers shared with the checker. */
+/* Directory of tracefs, mounting it on /sys/kernel/tracing if no tracefs
+ * is mounted. NULL (with errno set) if it cannot be had. */
+const char *tracefs_dir(void);
+/* Parsed format of category:event, cached; NULL if it does not exist. */
+TpFormat *tp_format(const char *category, const char *event);
+const TpField *tp_field(const TpFormat *f, const char *name);
+
+/* Glob match with '*' and '?' as bpftrace's wildcards. */
+bool glob_match(const char *pattern, const char *s);
+/* Whether s contains a wildcard glob_match understands. */
+bool has_wildcard(const char *s);
+
+/* Shared by the providers built on perf events (tracepoint, interval,
+ * profile, software): opens the event described by attr (its size is
+ * filled in) for every process on `cpu`, runs prog_fd on it through a BPF
+ * link (or the older ioctl), and adds the fds to links. Returns 0, or -1
+ * with a message in err. */
+struct perf_event_attr;
+int perf_event_attach(struct perf_event_attr *attr, int cpu, int prog_fd,
+                      LinkSet *links, char *err, size_t errlen);
+
+/* The dynamic probe PMUs, "kprobe" and "uprobe", of
+ * /sys/bus/event_source/devices: the PMU's event type, or -1 if the
+ * kernel has none. */
+int probe_pmu_type(const char *pmu);
+/* Opens a probe on the PMU — config1 names the function (kprobe) or the
+ * file (uprobe), config2 is the offset — as a return probe if asked, and
+ * runs prog_fd on it, as perf_event_attach does. */
+int probe_pmu_attach(const char *pmu, bool retprobe, uint64_t config1,
+                     uint64_t config2, int prog_fd, LinkSet *links,
+                     char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,162 @@
+/* uprobe: dynamic probes on functions of user programs and libraries,
+ * through the uprobe PMU.
+ *
+ *   uprobe:BINARY:FUNC      (alias u:)   fires when FUNC is entered
+ *   uretprobe:BINARY:FUNC   (alias ur:)  fires when FUNC returns
+ *
+ * BINARY is a path, or a bare name looked up on PATH as a shell would.
+ * FUNC may hold * and ?: it is matched against the function symbols of
+ * the ELF file's .symtab and .dynsym (sym/elf.c finds both).
+ *
+ * Each target is one perf event of the uprobe PMU type, whose config1
+ * points at the file's path and config2 holds the offset; it fires in
+ * every process that maps the file. Nothing is written to uprobe_events,
+ * so nothing outlives loupe. */
+#include <limits.h>
+#include <linux/bpf.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "probes/provider.h"
+#include "sym/elf.h"
+
+
+/* ---- the providers -------------------------------------------------- */
+
+static void add_target(AttachPoint *ap, const char *shown_path,
+                       const char *real_path, const Func *f) {
+  Target *t = calloc(1, sizeof *t);
+  size_t len = strlen(ap->prov->name) + strlen(shown_path) +
+               strlen(f->name) + 3;
+  t->name = malloc(len);
+  snprintf(t->name, len, "%s:%s:%s", ap->prov->name, shown_path, f->name);
+  t->event = strdup(f->name);
+  t->binary = strdup(real_path);
+  t->offset = f->offset;
+  Target **tail = &ap->targets;
+  while (*tail) tail = &(*tail)->next;
+  *tail = t;
+  ap->ntargets++;
+}
+
+/* Adds a target for each function matching pattern; how many were. */
+static int add_matches(AttachPoint *ap, const FuncList *l,
+                       const char *shown_path, const char *real_path,
+                       const char *pattern) {
+  int found = 0;
+  bool wild = has_wildcard(pattern);
+  for (int i = 0; i < l->n; i++) {
+    const Func *f = &l->funcs[i];
+    if (wild ? glob_match(pattern, f->name) : !strcmp(pattern, f->name)) {
+      add_target(ap, shown_path, real_path, f);
+      found++;
+    }
+  }
+  return found;
+}
+
+static int uprobe_expand(AttachPoint *ap, Diag *d) {
+  const char *pname = ap->prov->name;
+  if (ap->nparts != 2 || !*ap->parts[0] || !*ap->parts[1]) {
+    diag_error(d, ap->span, "%s probe type requires 2 arguments", pname);
+    return -1;
+  }
+  if (probe_pmu_type("uprobe") < 0) {
+    diag_error(d, ap->span, "uprobes are not available on this kernel (no "
+               "uprobe PMU: CONFIG_UPROBES is off)");
+    return -1;
+  }
+  const char *binary = ap->parts[0], *func = ap->parts[1];
+  char found[PATH_MAX], real[PATH_MAX], err[PATH_MAX + 100];
+  if (!elf_find_binary(binary, found, sizeof found) || !realpath(found, real)) {
+    diag_error(d, ap->span, "uprobe target file '%s' does not exist or is "
+               "not executable", binary);
+    return -1;
+  }
+  FuncList funcs = {0};
+  if (elf_read_functions(real, &funcs, err, sizeof err) < 0) {
+    diag_error(d, ap->span, "%s", err);
+    return -1;
+  }
+  /* `probe` shows a path as written, a bare name as found on PATH. */
+  const char *shown = strchr(binary, '/') ? binary : found;
+  int n = add_matches(ap, &funcs, shown, real, func);
+  elf_funcs_free(&funcs);
+  if (n > 0) return 0;
+  if (has_wildcard(func))
+    diag_error(d, ap->span, "No %s matches %s:%s", pname, shown, func);
+  else
+    diag_error(d, ap->span, "Could not resolve symbol: %s:%s", shown, func);
+  return -1;
+}
+
+static int attach_uprobe(const Target *t, bool retprobe, int prog_fd,
+                         LinkSet *links, char *err, size_t errlen) {
+  /* config1: the file's path; config2: where in the file. The event fires
+   * in every process that runs that code. */
+  return probe_pmu_attach("uprobe", retprobe, (uint64_t)(uintptr_t)t->binary,
+                          t->offset, prog_fd, links, err, errlen);
+}
+
+static int uprobe_attach(const Target *t, int prog_fd, LinkSet *links,
+                         char *err, size_t errlen) {
+  return attach_uprobe(t, false, prog_fd, links, err, errlen);
+}
+
+static int uretprobe_attach(const Target *t, int prog_fd, LinkSet *links,
+                            char *err, size_t errlen) {
+  return attach_uprobe(t, true, prog_fd, links, err, errlen);
+}
+
+/* Lists provider:BINARY:FUNC for the functions of the binary that the
+ * pattern names ("uprobe:/bin/bash:read*"). Every process's files cannot
+ * be listed, so a pattern without a binary lists nothing. */
+static void list_functions(const char *pname, const char *pattern,
+                           FILE *out) {
+  if (!pattern || probe_pmu_type("uprobe") < 0) return;
+  size_t plen = strlen(pname);
+  if (strncmp(pattern, pname, plen) || pattern[plen] != ':') return;
+  const char *binary = pattern + plen + 1;
+  size_t blen = strcspn(binary, ":");
+  if (blen == 0 || blen >= PATH_MAX) return;
+  char written[PATH_MAX], found[PATH_MAX], real[PATH_MAX], err[PATH_MAX + 100];
+  snprintf(written, sizeof written, "%.*s", (int)blen, binary);
+  if (has_wildcard(written) || !elf_find_binary(written, found, sizeof found) ||
+      !realpath(found, real))
+    return;
+  FuncList funcs = {0};
+  if (elf_read_functions(real, &funcs, err, sizeof err) < 0) return;
+  const char *shown = strchr(written, '/') ? written : found;
+  const char *func_pattern = binary[blen] == ':' ? binary + blen + 1 : "*";
+  for (int i = 0; i < funcs.n; i++)
+    if (glob_match(*func_pattern ? func_pattern : "*", funcs.funcs[i].name))
+      fprintf(out, "%s:%s:%s\n", pname, shown, funcs.funcs[i].name);
+  elf_funcs_free(&funcs);
+}
+
+static void uprobe_list(const char *pattern, FILE *out) {
+  list_functions("uprobe", pattern, out);
+}
+
+static void uretprobe_list(const char *pattern, FILE *out) {
+  list_functions("uretprobe", pattern, out);
+}
+
+const Provider uprobe_provider = {
+    .name = "uprobe",
+    .alias = "u",
+    .prog_type = BPF_PROG_TYPE_KPROBE,
+    .expand = uprobe_expand,
+    .attach = uprobe_attach,
+    .list = uprobe_list,
+};
+
+const Provider uretprobe_provider = {
+    .name = "uretprobe",
+    .alias = "ur",
+    .prog_type = BPF_PROG_TYPE_KPROBE,
+    .expand = uprobe_expand,
+    .attach = uretprobe_attach,
+    .list = uretprobe_list,
+};

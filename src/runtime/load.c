@@ -1,0 +1,475 @@
+/* load: maps and programs into the kernel; attach: programs onto their
+ * targets; unload: everything closed again.
+ *
+ * Programs come from codegen with map ids, not fds, in their LD_IMM64 map
+ * loads; the fds are patched into a copy at load time so the program as
+ * generated (and its disassembly) stays independent of the kernel. */
+#include "runtime/load.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+
+#define DEFAULT_RINGBUF_SIZE (1u << 20)
+#define VERIFIER_LOG_START (4u << 20)
+#define VERIFIER_LOG_MAX (64u << 20)
+#define VERIFIER_TAIL_LINES 10
+
+static const Span no_span;
+
+/* The kernel accepts [A-Za-z0-9_.] in object names, at most 15 bytes;
+ * "@" becomes "AT_" so "@bytes" shows as "AT_bytes" in bpftool. */
+static void object_name(const char *from, char *to, size_t len) {
+  size_t n = 0;
+  for (const char *s = from; *s && n + 1 < len; s++) {
+    if (*s == '@') {
+      for (const char *at = "AT_"; *at && n + 1 < len; at++) to[n++] = *at;
+    } else {
+      to[n++] = (isalnum((unsigned char)*s) || *s == '_') ? *s : '_';
+    }
+  }
+  to[n] = '\0';
+}
+
+/* The ring buffer's size must be a power of two and a multiple of the
+ * page size. */
+static uint32_t ringbuf_bytes(uint32_t wanted) {
+  uint32_t page = (uint32_t)sysconf(_SC_PAGESIZE);
+  uint32_t size = page;
+  if (!wanted) wanted = DEFAULT_RINGBUF_SIZE;
+  while (size < wanted && size < (1u << 30)) size <<= 1;
+  return size;
+}
+
+/* Reports a failed bpf() call whose cause is not the script's fault. */
+static void report_bpf_failure(Diag *d, Span at, int err, const char *what,
+                               const char *name) {
+  if (err == EPERM || err == EACCES)
+    diag_error(d, no_span,
+               "loupe needs root (CAP_BPF and CAP_PERFMON) to load programs");
+  else if (err == ENOSYS)
+    diag_error(d, no_span, "this kernel does not support BPF (bpf() is "
+                           "missing; it needs CONFIG_BPF_SYSCALL)");
+  else
+    diag_error(d, at, "could not create %s %s: %s", what, name, strerror(err));
+}
+
+/* ---- maps ----------------------------------------------------------- */
+
+static int create_internal_maps(Compiled *c, Diag *d) {
+  c->ringbuf_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "loupe_events", 0, 0,
+                                 ringbuf_bytes(c->ringbuf_size), NULL);
+  if (c->ringbuf_fd < 0) {
+    report_bpf_failure(d, no_span, errno, "the ring buffer", "loupe_events");
+    return -1;
+  }
+  if (c->scratch_size == 0) return 0;
+  c->scratch_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "loupe_scratch",
+                                 sizeof(uint32_t), c->scratch_size, 1, NULL);
+  if (c->scratch_fd < 0) {
+    report_bpf_failure(d, no_span, errno, "the scratch map", "loupe_scratch");
+    return -1;
+  }
+  return 0;
+}
+
+static int create_script_map(MapSym *m, Diag *d) {
+  char name[BPF_OBJ_NAME_LEN];
+  object_name(m->name, name, sizeof name);
+  m->fd = bpf_map_create(m->bpf_type, name, m->key_size, m->value_size,
+                         m->max_entries, NULL);
+  if (m->fd < 0) {
+    report_bpf_failure(d, m->first_use, errno, "map", m->name);
+    return -1;
+  }
+  if (m->internal && strcmp(m->name, ELAPSED_MAP_NAME) == 0) {
+    /* `elapsed` counts from here, on the clock bpf_ktime_get_ns reads */
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    uint64_t ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+    uint32_t zero = 0;
+    if (bpf_map_update_elem(m->fd, &zero, &ns, BPF_ANY) < 0) {
+      report_bpf_failure(d, m->first_use, errno, "map", m->name);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* ---- programs ------------------------------------------------------- */
+
+static int map_fd_for_id(const Compiled *c, int id) {
+  if (id == MAP_ID_RINGBUF) return c->ringbuf_fd;
+  if (id == MAP_ID_SCRATCH) return c->scratch_fd;
+  if (id >= 0 && id < c->nmaps) return c->maps[id]->fd;
+  return -1;
+}
+
+static bool is_map_load(const struct bpf_insn *in) {
+  return in->code == (BPF_LD | BPF_DW | BPF_IMM) &&
+         in->src_reg == BPF_PSEUDO_MAP_FD;
+}
+
+/* A copy of p's instructions with map ids replaced by fds; NULL (after
+ * reporting) if an id names no map. */
+static struct bpf_insn *patched_insns(const Compiled *c, const BpfProg *p,
+                                      Diag *d) {
+  struct bpf_insn *insns = malloc(p->ninsns * sizeof *insns);
+  memcpy(insns, p->insns, p->ninsns * sizeof *insns);
+  for (int i = 0; i < p->ninsns; i++) {
+    if (!is_map_load(&insns[i])) continue;
+    int fd = map_fd_for_id(c, insns[i].imm);
+    if (fd < 0) {
+      diag_error(d, no_span, "internal error: program %s loads map id %d, "
+                 "which was not created", p->name, insns[i].imm);
+      free(insns);
+      return NULL;
+    }
+    insns[i].imm = fd;
+    i++;  /* the second half of the 16-byte load */
+  }
+  return insns;
+}
+
+/* The name the user knows the program by, for messages. */
+static const char *prog_probe_name(const BpfProg *p) {
+  if (p->target) return p->target->name;
+  if (p->ap) return p->ap->text;
+  if (p->probe && p->probe->aps) return p->probe->aps->text;
+  return p->name;
+}
+
+static bool is_stats_line(const char *line) {
+  return !strncmp(line, "processed ", 10) ||
+         !strncmp(line, "verification time", 17) ||
+         !strncmp(line, "stack depth", 11) || !*line;
+}
+
+/* Splits the log into lines in place; returns how many. */
+static int split_lines(char *log, char ***lines_out) {
+  int n = 0, cap = 64;
+  char **lines = malloc(cap * sizeof *lines);
+  for (char *s = log; *s;) {
+    char *nl = strchr(s, '\n');
+    if (nl) *nl = '\0';
+    if (n == cap) lines = realloc(lines, (cap *= 2) * sizeof *lines);
+    lines[n++] = s;
+    if (!nl) break;
+    s = nl + 1;
+  }
+  *lines_out = lines;
+  return n;
+}
+
+/* Instruction lines read "12: (85) call ..."; returns 12, or -1. */
+static int insn_index_of_line(const char *line) {
+  if (!isdigit((unsigned char)*line)) return -1;
+  char *end;
+  long idx = strtol(line, &end, 10);
+  return !strncmp(end, ": (", 3) ? (int)idx : -1;
+}
+
+/* Lines that describe state rather than say what went wrong. */
+static bool is_state_line(const char *line) {
+  return !strncmp(line, "cur state:", 10) || !strncmp(line, "old state:", 10) ||
+         insn_index_of_line(line) >= 0 || line[0] == ';';
+}
+
+/* The verifier's most common complaints, in words a script writer can act
+ * on. NULL when there is nothing to add to the verifier's own line. */
+static const char *explain_reason(const char *reason) {
+  static const struct { const char *says; const char *means; } known[] = {
+      {"infinite loop detected",
+       "a loop in this probe never ends: its condition cannot change"},
+      {"BPF program is too large",
+       "the verifier could not prove this probe ends: a loop runs too long "
+       "(or has no bound it can see); lower the bound or use unroll"},
+      {"jumps is too complex",
+       "the verifier could not prove this probe ends: a loop runs too long "
+       "(or has no bound it can see); lower the bound or use unroll"},
+      {"back-edge", "this kernel does not accept loops; use unroll"},
+      {"unreachable insn", "the probe has code that can never run"},
+      {"combined stack size", "the probe uses too much stack"},
+      {"invalid mem access", "a read through a pointer the verifier does "
+       "not trust"},
+  };
+  for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
+    if (strstr(reason, known[i].says)) return known[i].means;
+  return NULL;
+}
+
+/* Explains a verifier rejection: where in the script, why, and the
+ * verifier's own last words. */
+static void report_rejection(const BpfProg *p, char *log, Diag *d) {
+  char **lines;
+  int n = split_lines(log, &lines);
+  int last_insn = -1;
+  const char *reason = NULL;
+  /* The subprograms after nmain are shared by many call sites: a problem
+   * found in one is placed at the last probe instruction that ran. */
+  int last_main = -1;
+  for (int i = 0; i < n; i++) {
+    int idx = insn_index_of_line(lines[i]);
+    if (idx >= 0) last_insn = idx;
+    if (idx >= 0 && (p->nmain == 0 || idx < p->nmain)) last_main = idx;
+    if (!is_stats_line(lines[i]) && !is_state_line(lines[i]))
+      reason = lines[i];
+  }
+  /* "infinite loop detected at insn 26": the loop itself is the place */
+  const char *at_insn = reason ? strstr(reason, "at insn ") : NULL;
+  if (at_insn) last_insn = atoi(at_insn + 8);
+  if (p->nmain > 0 && last_insn >= p->nmain && last_main >= 0)
+    last_insn = last_main;
+  const char *means = reason ? explain_reason(reason) : NULL;
+  Span at = no_span;
+  if (last_insn >= 0 && last_insn < p->ninsns && p->insn_span)
+    at = p->insn_span[last_insn];
+  if (at.line == 0 && p->ap) at = p->ap->span;
+  if (at.line == 0 && p->probe) at = p->probe->span;
+  if (means)
+    diag_error(d, at, "the kernel's verifier rejected the program for probe "
+               "%s: %s (%s)", prog_probe_name(p), means, reason);
+  else
+    diag_error(d, at, "the kernel's verifier rejected the program for probe "
+               "%s: %s", prog_probe_name(p), reason ? reason : "(no log)");
+  int first = n > VERIFIER_TAIL_LINES ? n - VERIFIER_TAIL_LINES : 0;
+  if (last_insn >= 0)
+    fprintf(d->out, "The verifier's last lines (it stopped at instruction "
+            "%d):\n", last_insn);
+  else
+    fprintf(d->out, "The verifier's last lines:\n");
+  for (int i = first; i < n; i++)
+    if (*lines[i]) fprintf(d->out, "  %s\n", lines[i]);
+  free(lines);
+}
+
+/* Loads once more with the verifier's log on, growing the buffer while the
+ * kernel says it was too small (kernels before 6.4 keep the head of the log,
+ * and the failure is at its tail). */
+/* A program made of several functions (subprograms for events, callbacks
+ * of for loops over maps) describes each to the kernel in BTF: callbacks
+ * are refused without it. */
+typedef struct FuncBtf {
+  struct btf *btf;
+  struct bpf_func_info *info;
+  int n;
+} FuncBtf;
+
+static int cmp_int(const void *a, const void *b) {
+  return *(const int *)a - *(const int *)b;
+}
+
+static void func_btf_free(FuncBtf *fb) {
+  btf__free(fb->btf);
+  free(fb->info);
+  memset(fb, 0, sizeof(*fb));
+}
+
+/* Fills fb for p; leaves it empty for a program of one function. */
+static int func_btf_build(const BpfProg *p, FuncBtf *fb) {
+  memset(fb, 0, sizeof(*fb));
+  int *starts = malloc(sizeof(int) * (p->ninsns + 1));
+  int n = 0;
+  starts[n++] = 0;
+  for (int i = 0; i < p->ninsns; i++) {
+    const struct bpf_insn *in = &p->insns[i];
+    bool call = in->code == (BPF_JMP | BPF_CALL) &&
+                in->src_reg == BPF_PSEUDO_CALL;
+    bool func = in->code == (BPF_LD | BPF_DW | BPF_IMM) &&
+                in->src_reg == BPF_PSEUDO_FUNC;
+    if (call || func) starts[n++] = i + in->imm + 1;
+  }
+  qsort(starts, n, sizeof(int), cmp_int);
+  int uniq = 0;
+  for (int i = 0; i < n; i++)
+    if (uniq == 0 || starts[uniq - 1] != starts[i]) starts[uniq++] = starts[i];
+  if (uniq == 1) {
+    free(starts);
+    return 0;
+  }
+  fb->btf = btf__new_empty();
+  int int_id = btf__add_int(fb->btf, "int", 4, BTF_INT_SIGNED);
+  int ptr_id = btf__add_ptr(fb->btf, 0);
+  int proto = btf__add_func_proto(fb->btf, int_id);
+  btf__add_func_param(fb->btf, "ctx", ptr_id);
+  fb->info = calloc(uniq, sizeof(*fb->info));
+  for (int i = 0; i < uniq; i++) {
+    char name[32];
+    snprintf(name, sizeof name, i ? "loupe_fn%d" : "loupe_main", i);
+    fb->info[i].insn_off = (uint32_t)starts[i];
+    fb->info[i].type_id = (uint32_t)btf__add_func(
+        fb->btf, name, i ? BTF_FUNC_STATIC : BTF_FUNC_GLOBAL, proto);
+  }
+  fb->n = uniq;
+  free(starts);
+  if (btf__load_into_kernel(fb->btf) < 0) {
+    int err = errno;
+    func_btf_free(fb);
+    errno = err;
+    return -1;
+  }
+  return 0;
+}
+
+static void func_btf_opts(const FuncBtf *fb, struct bpf_prog_load_opts *o) {
+  if (!fb->n) return;
+  o->prog_btf_fd = btf__fd(fb->btf);
+  o->func_info = fb->info;
+  o->func_info_cnt = (uint32_t)fb->n;
+  o->func_info_rec_size = sizeof(*fb->info);
+}
+
+static int load_with_log(const BpfProg *p, const char *name,
+                         const struct bpf_insn *insns, const FuncBtf *fb,
+                         char **log_out) {
+  size_t size = VERIFIER_LOG_START;
+  for (;;) {
+    char *log = calloc(1, size);
+    LIBBPF_OPTS(bpf_prog_load_opts, opts, .log_level = 1, .log_size = size,
+                .log_buf = log);
+    func_btf_opts(fb, &opts);
+    int fd = bpf_prog_load(p->prog_type, name, "GPL", insns, p->ninsns,
+                           &opts);
+    if (fd >= 0 || errno != ENOSPC || size >= VERIFIER_LOG_MAX) {
+      *log_out = log;
+      return fd;
+    }
+    free(log);
+    size *= 4;
+  }
+}
+
+static int load_prog(Compiled *c, BpfProg *p, Diag *d) {
+  struct bpf_insn *insns = patched_insns(c, p, d);
+  if (!insns) return -1;
+  char name[BPF_OBJ_NAME_LEN];
+  object_name(p->name[0] ? p->name : "loupe", name, sizeof name);
+  FuncBtf fb;
+  if (func_btf_build(p, &fb) < 0) {
+    report_bpf_failure(d, no_span, errno, "the BTF of program", name);
+    free(insns);
+    return -1;
+  }
+  LIBBPF_OPTS(bpf_prog_load_opts, opts);
+  func_btf_opts(&fb, &opts);
+  p->fd = bpf_prog_load(p->prog_type, name, "GPL", insns, p->ninsns, &opts);
+  if (p->fd >= 0) {
+    func_btf_free(&fb);
+    free(insns);
+    return 0;
+  }
+  int err = errno;
+  if (err == EPERM || err == ENOSYS) {
+    report_bpf_failure(d, no_span, err, "program", name);
+    func_btf_free(&fb);
+    free(insns);
+    return -1;
+  }
+  char *log = NULL;
+  p->fd = load_with_log(p, name, insns, &fb, &log);
+  func_btf_free(&fb);
+  free(insns);
+  if (p->fd < 0) {
+    if (log && *log)
+      report_rejection(p, log, d);
+    else
+      diag_error(d, p->ap ? p->ap->span : no_span,
+                 "could not load the program for probe %s: %s",
+                 prog_probe_name(p), strerror(err));
+  }
+  free(log);
+  return p->fd >= 0 ? 0 : -1;
+}
+
+/* ---- the public face ------------------------------------------------ */
+
+/* Marks everything as not yet created, so unload_all closes only what
+ * this run opened. */
+static void reset_fds(Compiled *c) {
+  c->ringbuf_fd = c->scratch_fd = -1;
+  for (int i = 0; i < c->nmaps; i++) c->maps[i]->fd = -1;
+  for (int i = 0; i < c->nprogs; i++) c->progs[i].fd = -1;
+}
+
+int load_all(Compiled *c, Diag *d) {
+  /* Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK; newer ones
+   * ignore it, and a container may refuse the change: either is fine. */
+  struct rlimit unlimited = {RLIM_INFINITY, RLIM_INFINITY};
+  setrlimit(RLIMIT_MEMLOCK, &unlimited);
+
+  reset_fds(c);
+  if (create_internal_maps(c, d) < 0) goto fail;
+  for (int i = 0; i < c->nmaps; i++)
+    if (create_script_map(c->maps[i], d) < 0) goto fail;
+  for (int i = 0; i < c->nprogs; i++)
+    if (load_prog(c, &c->progs[i], d) < 0) goto fail;
+  return 0;
+fail:
+  unload_all(c);
+  return -1;
+}
+
+/* Attaches p to every target of ap. Returns how many, or -1 after
+ * reporting. Providers without attach (BEGIN, END) count as attached:
+ * bpftrace's "Attaching N probes" counts them too. */
+static int attach_ap(const BpfProg *p, AttachPoint *ap, const Target *only,
+                     LinkSet *links, Diag *d) {
+  const Provider *prov = ap->prov;
+  if (!prov || prov->prog_type != p->prog_type) return 0;
+  int count = 0;
+  for (Target *t = ap->targets; t; t = t->next) {
+    if (only && t != only) continue;
+    if (prov->attach) {
+      char err[256] = "";
+      if (prov->attach(t, p->fd, links, err, sizeof err) < 0) {
+        diag_error(d, ap->span, "could not attach to %s: %s", t->name, err);
+        return -1;
+      }
+    }
+    count++;
+  }
+  return count;
+}
+
+static int attach_prog(const BpfProg *p, LinkSet *links, Diag *d) {
+  if (p->ap) return attach_ap(p, p->ap, p->target, links, d);
+  int count = 0;
+  for (AttachPoint *ap = p->probe ? p->probe->aps : NULL; ap; ap = ap->next) {
+    int n = attach_ap(p, ap, p->target, links, d);
+    if (n < 0) return -1;
+    count += n;
+  }
+  return count;
+}
+
+int attach_all(Compiled *c, LinkSet *links, Diag *d) {
+  int count = 0;
+  for (int i = 0; i < c->nprogs; i++) {
+    int n = attach_prog(&c->progs[i], links, d);
+    if (n < 0) {
+      links_close_all(links);
+      return -1;
+    }
+    count += n;
+  }
+  return count;
+}
+
+static void close_fd(int *fd) {
+  if (*fd >= 0) close(*fd);
+  *fd = -1;
+}
+
+void unload_all(Compiled *c) {
+  for (int i = 0; i < c->nprogs; i++) close_fd(&c->progs[i].fd);
+  for (int i = 0; i < c->nmaps; i++) close_fd(&c->maps[i]->fd);
+  close_fd(&c->ringbuf_fd);
+  close_fd(&c->scratch_fd);
+}

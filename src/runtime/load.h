@@ -1,0 +1,21 @@
+/* load + attach + detach. */
+#ifndef LOUPE_LOAD_H
+#define LOUPE_LOAD_H
+
+#include "codegen/program.h"
+#include "probes/provider.h"
+
+/* Creates every map and loads every program. On a verifier rejection the
+ * message names the probe and the script line of the failing instruction
+ * and shows the verifier's last lines. Returns 0, or -1 after reporting (and
+ * after closing whatever it created). */
+int load_all(Compiled *c, Diag *d);
+
+/* Attaches every program but BEGIN/END to its targets. Returns the number
+ * of probes attached, or -1 after reporting (with links already closed). */
+int attach_all(Compiled *c, LinkSet *links, Diag *d);
+
+/* Closes every program and map fd. */
+void unload_all(Compiled *c);
+
+#endif

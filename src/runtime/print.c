@@ -1,0 +1,1080 @@
+/* print: bpftrace 0.17's output for printf records and maps, in text and
+ * in JSON (-f json).
+ *
+ * printf follows bpftrace's way of formatting: every conversion (with the
+ * literal text before it) is formatted on its own with the argument widened
+ * to 64 bits, so the C length modifier decides how many low bits are shown
+ * ("%d" of 0x123456789 prints 591751049, "%lu" of (int32)-1 prints
+ * 18446744073709551615). Text after the last conversion, or the whole
+ * format when there is none, is written as is ("%%" stays "%%"). %r and
+ * %rx print a buf(): printable ASCII as is and other bytes as \xNN, or
+ * every byte as \xNN.
+ *
+ * Maps print as "@name[k1, k2]: value" lines sorted as bpftrace sorts:
+ * by value for integer and aggregation values (hist and lhist by their
+ * total count, avg and stats by their average), by key for strings,
+ * tuples and buffers. print(@m, top, div) keeps the last `top` entries of
+ * that order and divides the numbers by div (bpftrace ignores both for
+ * stats and div for lhist). An empty map prints one empty line; avg() and
+ * stats() maps are followed by an empty line, and so is each histogram.
+ * At exit two empty lines come before the maps, which follow in name order.
+ *
+ * Histograms are bpftrace's art: a "@h[key]: " line, then one row per
+ * bucket from the first non-empty one to the last: the label left-aligned
+ * in 16 columns ("(..., 0)", "[0]", "[1]", "[4, 8)", "[1K, 2K)"; lhist:
+ * "(..., 0)", "[0, 10)", "[100, ...)"), the count in 8, then " |", a bar of
+ * '@' 52 columns wide for the largest bucket, and "|".
+ *
+ * JSON is one record per line: {"type": "map"|"hist"|"stats", "data":
+ * {"@name": value}}, with a keyed map's value an object named by the keys
+ * joined with ','; empty maps print nothing.
+ */
+#include "runtime/print.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- printf ---------------------------------------------------------- */
+
+/* One conversion of a format string, e.g. "%-08.3lx". */
+typedef struct Conv {
+  int start, end;      /* [start, end) in the format */
+  char flags[8];       /* '-', '+', ' ', '0' as written */
+  int width;           /* -1: none */
+  int prec;            /* -1: none */
+  int bits;            /* value bits the length modifier keeps: 8..64 */
+  char letter;         /* d i u x X o c s p, r (%r) or R (%rx) */
+  bool plain;          /* no flags, width, precision or length */
+} Conv;
+
+#define MAX_FIELD_WIDTH 65535
+
+static int parse_number(const char *s, int *i) {
+  long v = 0;
+  while (s[*i] >= '0' && s[*i] <= '9') {
+    if (v <= MAX_FIELD_WIDTH) v = v * 10 + (s[*i] - '0');
+    (*i)++;
+  }
+  return v > MAX_FIELD_WIDTH ? MAX_FIELD_WIDTH + 1 : (int)v;
+}
+
+/* The length modifier at s[*i]: how many bits of the widened value the C
+ * conversion would read. No modifier means int (32 bits). */
+static int parse_length(const char *s, int *i) {
+  if (s[*i] == 'h' && s[*i + 1] == 'h') return *i += 2, 8;
+  if (s[*i] == 'h') return *i += 1, 16;
+  if (s[*i] == 'l' && s[*i + 1] == 'l') return *i += 2, 64;
+  if (strchr("lzjt", s[*i]) && s[*i]) return *i += 1, 64;
+  return 32;
+}
+
+/* Parses the conversion starting at fmt[at] == '%'. Returns false when the
+ * text is not one (bpftrace then prints it as literal text). Precision needs
+ * digits ("%.d" is text); %c and %s take no length modifier. */
+static bool parse_conv(const char *fmt, int at, Conv *cv) {
+  int i = at + 1, nflags = 0;
+  memset(cv, 0, sizeof *cv);
+  while (fmt[i] && strchr("-+ 0", fmt[i])) {
+    if (nflags < (int)sizeof cv->flags - 1) cv->flags[nflags++] = fmt[i];
+    i++;
+  }
+  cv->width = -1;
+  cv->prec = -1;
+  if (fmt[i] >= '1' && fmt[i] <= '9') cv->width = parse_number(fmt, &i);
+  if (fmt[i] == '.') {
+    i++;
+    if (fmt[i] < '0' || fmt[i] > '9') return false;
+    cv->prec = parse_number(fmt, &i);
+  }
+  int len_at = i;
+  cv->bits = parse_length(fmt, &i);
+  cv->plain = i == at + 1;
+  char c = fmt[i];
+  if (!c || !strchr("diuxXocspr", c)) return false;
+  if ((c == 'c' || c == 's' || c == 'r') && i != len_at) return false;
+  cv->letter = c;
+  cv->start = at;
+  cv->end = i + 1;
+  if (c == 'r' && fmt[i + 1] == 'x') {
+    cv->letter = 'R';
+    cv->end = i + 2;
+  }
+  return true;
+}
+
+/* Finds the next conversion at or after fmt[*pos]; "%%" is skipped as
+ * literal text. Returns false at the end of the format. */
+static bool next_conv(const char *fmt, int *pos, Conv *cv) {
+  for (int i = *pos; fmt[i]; i++) {
+    if (fmt[i] != '%') continue;
+    if (fmt[i + 1] == '%') {
+      i++;
+      continue;
+    }
+    if (parse_conv(fmt, i, cv)) {
+      *pos = cv->end;
+      return true;
+    }
+  }
+  return false;
+}
+
+int printf_parse(const char *fmt, char *conv_out, int max, char *err,
+                 size_t errlen) {
+  Conv cv;
+  int n = 0, pos = 0;
+  while (next_conv(fmt, &pos, &cv)) {
+    if (cv.width > MAX_FIELD_WIDTH || cv.prec > MAX_FIELD_WIDTH) {
+      snprintf(err, errlen, "printf: field width or precision of '%.*s' is "
+               "too large (at most %d)", cv.end - cv.start, fmt + cv.start,
+               MAX_FIELD_WIDTH);
+      return -1;
+    }
+    if (n == max) {
+      snprintf(err, errlen, "printf: too many format specifiers (at most %d "
+               "are supported)", max);
+      return -1;
+    }
+    if (conv_out) conv_out[n] = cv.letter;
+    n++;
+  }
+  if (conv_out) conv_out[n] = '\0';
+  return n;
+}
+
+/* Literal text between conversions goes through C's printf in bpftrace, so
+ * "%%" becomes "%"; anything else is copied. */
+static void put_literal(const char *s, int len, FILE *out) {
+  for (int i = 0; i < len; i++) {
+    fputc(s[i], out);
+    if (s[i] == '%' && i + 1 < len && s[i + 1] == '%') i++;
+  }
+}
+
+/* The C conversion spec for cv: its flags, width and precision, then
+ * `length` and `letter`. */
+static void c_spec(const Conv *cv, const char *length, char letter, char *buf,
+                   size_t len) {
+  int n = snprintf(buf, len, "%%%s", cv->flags);
+  if (cv->width >= 0) n += snprintf(buf + n, len - n, "%d", cv->width);
+  if (cv->prec >= 0) n += snprintf(buf + n, len - n, ".%d", cv->prec);
+  snprintf(buf + n, len - n, "%s%c", length, letter);
+}
+
+/* Keeps the low `bits` bits of v, sign-extending them when `sign`. */
+static uint64_t narrow(uint64_t v, int bits, bool sign) {
+  switch (bits) {
+  case 8: return sign ? (uint64_t)(int64_t)(int8_t)v : (uint8_t)v;
+  case 16: return sign ? (uint64_t)(int64_t)(int16_t)v : (uint16_t)v;
+  case 32: return sign ? (uint64_t)(int64_t)(int32_t)v : (uint32_t)v;
+  default: return v;
+  }
+}
+
+/* Writes the bytes of a buf() as bpftrace does: printable ASCII as is and
+ * every other byte as \xNN, or every byte as \xNN when all_hex (%rx). */
+static void print_buf_bytes(const uint8_t *data, size_t len, bool all_hex,
+                            FILE *out) {
+  for (size_t i = 0; i < len; i++) {
+    if (!all_hex && data[i] >= 0x20 && data[i] < 0x7f)
+      fputc(data[i], out);
+    else
+      fprintf(out, "\\x%02x", data[i]);
+  }
+}
+
+/* The bytes of a TY_BUF value: its 8-byte length, then up to type.size
+ * bytes of data. */
+static void put_buf(const Type *t, const uint8_t *p, bool all_hex, FILE *out) {
+  uint64_t len;
+  memcpy(&len, p, 8);
+  if (len > (uint64_t)t->size) len = t->size;
+  print_buf_bytes(p + 8, len, all_hex, out);
+}
+
+/* %r and %rx of a buf(). bpftrace knows no flags, width or precision for
+ * them: such a conversion takes its argument but prints as written. */
+static void put_buf_conv(const Conv *cv, const FmtArg *arg,
+                         const uint8_t *payload, const char *fmt, FILE *out) {
+  if (!cv->plain || arg->type.kind != TY_BUF) {
+    fwrite(fmt + cv->start, 1, cv->end - cv->start, out);
+    return;
+  }
+  put_buf(&arg->type, payload + arg->offset, cv->letter == 'R', out);
+}
+
+/* Writes the formatted conversion. Output stops at a NUL byte (from "%c"
+ * of 0) because bpftrace handles each piece as a C string. */
+static void put_conv(const Conv *cv, const FmtArg *arg, const uint8_t *payload,
+                     FILE *out) {
+  char spec[48];
+  char small[256];
+  char *buf = small;
+  size_t need = (size_t)(cv->width > 0 ? cv->width : 0) +
+                (size_t)(cv->prec > 0 ? cv->prec : 0) + 64;
+  if (arg->type.kind == TY_STR) need += arg->type.size;
+  if (need > sizeof small) buf = malloc(need);
+  if (!buf) return;
+
+  if (arg->type.kind == TY_STR) {
+    int size = arg->type.size;
+    char *s = malloc(size + 1);
+    if (s) {
+      memcpy(s, payload + arg->offset, size);
+      s[size] = '\0';
+      c_spec(cv, "", 's', spec, sizeof spec);
+      if (cv->letter != 's') snprintf(spec, sizeof spec, "%%s");
+      snprintf(buf, need, spec, s);
+      free(s);
+    } else {
+      buf[0] = '\0';
+    }
+  } else {
+    uint64_t v;
+    memcpy(&v, payload + arg->offset, 8);
+    switch (cv->letter) {
+    case 'd':
+    case 'i':
+      c_spec(cv, "ll", 'd', spec, sizeof spec);
+      snprintf(buf, need, spec, (long long)narrow(v, cv->bits, true));
+      break;
+    case 'u':
+    case 'x':
+    case 'X':
+    case 'o':
+      c_spec(cv, "ll", cv->letter, spec, sizeof spec);
+      snprintf(buf, need, spec,
+               (unsigned long long)narrow(v, cv->bits, false));
+      break;
+    case 'c':
+      c_spec(cv, "", 'c', spec, sizeof spec);
+      snprintf(buf, need, spec, (int)(unsigned char)v);
+      break;
+    case 'p':
+      c_spec(cv, "", 'p', spec, sizeof spec);
+      snprintf(buf, need, spec, (void *)(uintptr_t)v);
+      break;
+    default: /* %s given an integer: the checker forbids it */
+      snprintf(buf, need, "%" PRId64, (int64_t)v);
+      break;
+    }
+  }
+  fputs(buf, out);
+  if (buf != small) free(buf);
+}
+
+void print_printf(const PrintfDef *p, const void *payload, FILE *out) {
+  const char *fmt = p->fmt;
+  int pos = 0, done = 0;
+  Conv cv;
+  for (int i = 0; i < p->nargs && next_conv(fmt, &pos, &cv); i++) {
+    put_literal(fmt + done, cv.start - done, out);
+    if (cv.letter == 'r' || cv.letter == 'R')
+      put_buf_conv(&cv, &p->args[i], payload, fmt, out);
+    else
+      put_conv(&cv, &p->args[i], payload, out);
+    done = cv.end;
+  }
+  fputs(fmt + done, out);
+}
+
+/* ---- maps: reading and reducing ----------------------------------------- */
+
+static bool map_is_percpu(const MapSym *m) {
+  return m->bpf_type == BPF_MAP_TYPE_PERCPU_HASH ||
+         m->bpf_type == BPF_MAP_TYPE_PERCPU_ARRAY ||
+         m->bpf_type == BPF_MAP_TYPE_LRU_PERCPU_HASH;
+}
+
+/* Bytes one CPU's value takes in a lookup buffer. */
+static int slot_size(const MapSym *m) { return (m->value_size + 7) & ~7; }
+
+/* Bytes of the buffer bpf_map_lookup_elem fills. */
+static size_t value_buf_size(const MapSym *m) {
+  if (!map_is_percpu(m)) return m->value_size;
+  int ncpus = libbpf_num_possible_cpus();
+  if (ncpus < 1) ncpus = 1;
+  return (size_t)ncpus * slot_size(m);
+}
+
+static int value_slots(const MapSym *m) {
+  return map_is_percpu(m) ? (int)(value_buf_size(m) / slot_size(m)) : 1;
+}
+
+static AggKind agg_of(const MapSym *m) {
+  return m->value_type.kind == TY_AGG ? m->value_type.agg : AGG_NONE;
+}
+
+static int64_t read_s64(const uint8_t *p) {
+  int64_t v;
+  memcpy(&v, p, 8);
+  return v;
+}
+
+/* An integer of `size` bytes, widened as `sign` says. */
+static uint64_t read_int(const uint8_t *p, int size, bool sign) {
+  switch (size) {
+  case 1: return sign ? (uint64_t)(int64_t)(int8_t)p[0] : p[0];
+  case 2: {
+    uint16_t v;
+    memcpy(&v, p, 2);
+    return sign ? (uint64_t)(int64_t)(int16_t)v : v;
+  }
+  case 4: {
+    uint32_t v;
+    memcpy(&v, p, 4);
+    return sign ? (uint64_t)(int64_t)(int32_t)v : v;
+  }
+  default: return (uint64_t)read_s64(p);
+  }
+}
+
+/* Bytes of an entry's value once reduced over CPUs: one int64 for count,
+ * sum, min and max; { total, count } for avg and stats; the bucket counts
+ * of a hist or lhist; the stored value for everything else. */
+static int reduced_size(const MapSym *m) {
+  switch (agg_of(m)) {
+  case AGG_NONE: return m->value_size;
+  case AGG_AVG:
+  case AGG_STATS: return 16;
+  case AGG_HIST:
+  case AGG_LHIST: return m->value_size / 8 * 8;
+  default: return 8;
+  }
+}
+
+/* min() and max() keep { value, seen } per CPU; CPUs that never stored a
+ * value do not count. Nothing seen anywhere reads as 0 (as after zero()). */
+static uint64_t reduce_minmax(const MapSym *m, const uint8_t *buf, int slots) {
+  bool is_min = m->value_type.agg == AGG_MIN;
+  bool sign = m->value_type.is_signed;
+  bool any = false;
+  uint64_t best = 0;
+  for (int c = 0; c < slots; c++) {
+    const uint8_t *s = buf + (size_t)c * slot_size(m);
+    if (!read_s64(s + 8)) continue;
+    uint64_t v = (uint64_t)read_s64(s);
+    bool less = sign ? (int64_t)v < (int64_t)best : v < best;
+    bool greater = v != best && !less;
+    if (!any || (is_min ? less : greater)) best = v;
+    any = true;
+  }
+  return best;
+}
+
+/* Reduces a looked-up value into `out` (reduced_size bytes): the other
+ * aggregations add every 8-byte word over the CPUs. */
+static void reduce_value(const MapSym *m, const uint8_t *buf, uint8_t *out) {
+  int slots = value_slots(m);
+  AggKind agg = agg_of(m);
+  if (agg == AGG_NONE) {
+    memcpy(out, buf, m->value_size);
+  } else if (agg == AGG_MIN || agg == AGG_MAX) {
+    uint64_t v = reduce_minmax(m, buf, slots);
+    memcpy(out, &v, 8);
+  } else {
+    int words = reduced_size(m) / 8;
+    for (int w = 0; w < words; w++) {
+      uint64_t sum = 0;
+      for (int c = 0; c < slots; c++)
+        sum += (uint64_t)read_s64(buf + (size_t)c * slot_size(m) + w * 8);
+      memcpy(out + w * 8, &sum, 8);
+    }
+  }
+}
+
+/* One map entry, its value reduced over CPUs. */
+typedef struct Entry {
+  const uint8_t *key;    /* into MapDump.keys */
+  const uint8_t *val;    /* into MapDump.vals, reduced_size bytes */
+  uint64_t order;        /* what the entry sorts by when sorted by value */
+} Entry;
+
+typedef struct MapDump {
+  const MapSym *map;
+  uint8_t *keys;         /* n * key_size bytes */
+  uint8_t *vals;         /* n * reduced_size bytes */
+  Entry *entries;
+  int n;
+} MapDump;
+
+static int64_t average(const uint8_t *val) {
+  int64_t total = read_s64(val), count = read_s64(val + 8);
+  return count ? total / count : 0;
+}
+
+/* Whether the numbers the map prints and sorts by are signed. */
+static bool value_is_signed(const MapSym *m) {
+  switch (agg_of(m)) {
+  case AGG_COUNT:
+  case AGG_HIST:
+  case AGG_LHIST: return false;
+  case AGG_AVG:
+  case AGG_STATS: return true;
+  default: return m->value_type.is_signed;
+  }
+}
+
+/* bpftrace sorts integer and aggregation values by value (hist and lhist
+ * by their total count, avg and stats by their average), everything else
+ * (strings, tuples, buffers) by key. */
+static bool sorts_by_value(const MapSym *m) {
+  return m->value_type.kind == TY_INT || m->value_type.kind == TY_AGG;
+}
+
+static uint64_t sort_number(const MapSym *m, const uint8_t *val) {
+  switch (agg_of(m)) {
+  case AGG_NONE:
+    if (m->value_type.kind != TY_INT) return 0;
+    return read_int(val, m->value_size, m->value_type.is_signed);
+  case AGG_AVG:
+  case AGG_STATS: return (uint64_t)average(val);
+  case AGG_HIST:
+  case AGG_LHIST: {
+    uint64_t total = 0;
+    for (int i = 0; i < reduced_size(m) / 8; i++)
+      total += (uint64_t)read_s64(val + i * 8);
+    return total;
+  }
+  default: return (uint64_t)read_s64(val);
+  }
+}
+
+/* Grows the dump's arrays to hold at least one more entry. */
+static int map_dump_grow(MapDump *d, int *cap) {
+  const MapSym *m = d->map;
+  if (d->n < *cap) return 0;
+  *cap = *cap ? *cap * 2 : 64;
+  uint8_t *nk = realloc(d->keys, (size_t)*cap * m->key_size);
+  if (nk) d->keys = nk;
+  Entry *ne = realloc(d->entries, (size_t)*cap * sizeof(Entry));
+  if (ne) d->entries = ne;
+  uint8_t *nv = realloc(d->vals, (size_t)*cap * ((reduced_size(m) + 8) & ~7));
+  if (nv) d->vals = nv;
+  return nk && ne && nv ? 0 : -ENOMEM;
+}
+
+/* Reads every entry of the map. Returns 0 or a negative errno. */
+static int map_dump(const MapSym *m, MapDump *d) {
+  memset(d, 0, sizeof *d);
+  d->map = m;
+  /* Room for a NUL after a string value; 8-aligned for the buckets. */
+  int cap = 0, err = 0, vsize = (reduced_size(m) + 8) & ~7;
+  uint8_t *value = calloc(1, value_buf_size(m));
+  uint8_t *key = calloc(1, m->key_size);
+  uint8_t *prev = calloc(1, m->key_size);
+  bool first = true;
+  if (!value || !key || !prev) err = -ENOMEM;
+  while (!err && bpf_map_get_next_key(m->fd, first ? NULL : prev, key) == 0) {
+    first = false;
+    memcpy(prev, key, m->key_size);
+    /* A key deleted since get_next_key is simply skipped. */
+    if (bpf_map_lookup_elem(m->fd, key, value) != 0) continue;
+    if ((err = map_dump_grow(d, &cap))) break;
+    memcpy(d->keys + (size_t)d->n * m->key_size, key, m->key_size);
+    uint8_t *val = d->vals + (size_t)d->n * vsize;
+    reduce_value(m, value, val);
+    val[vsize - 1] = '\0';  /* a full string value still ends */
+    d->entries[d->n].order = sort_number(m, val);
+    d->n++;
+  }
+  for (int i = 0; i < d->n; i++) {
+    d->entries[i].key = d->keys + (size_t)i * m->key_size;
+    d->entries[i].val = d->vals + (size_t)i * vsize;
+  }
+  free(value);
+  free(key);
+  free(prev);
+  return err;
+}
+
+static void map_dump_free(MapDump *d) {
+  free(d->keys);
+  free(d->vals);
+  free(d->entries);
+}
+
+/* ---- maps: sorting ------------------------------------------------------ */
+
+/* Key order: key by key, integers as unsigned 64-bit numbers (so -1 sorts
+ * after every positive key, as in bpftrace), strings byte-wise, anything
+ * else by its bytes. */
+static int compare_keys(const MapSym *m, const uint8_t *a, const uint8_t *b) {
+  for (int i = 0; i < m->nkeys; i++) {
+    const uint8_t *ka = a + m->key_off[i], *kb = b + m->key_off[i];
+    const Type *t = &m->key_types[i];
+    int r;
+    if (t->kind == TY_STR) {
+      r = strncmp((const char *)ka, (const char *)kb, t->size);
+    } else if (t->kind == TY_INT) {
+      uint64_t va = (uint64_t)read_s64(ka), vb = (uint64_t)read_s64(kb);
+      r = va < vb ? -1 : va > vb;
+    } else {
+      int end = i + 1 < m->nkeys ? m->key_off[i + 1] : m->key_size;
+      r = memcmp(ka, kb, end - m->key_off[i]);
+    }
+    if (r) return r;
+  }
+  return 0;
+}
+
+/* qsort has no context argument; the map being sorted is held here only for
+ * the duration of one sort. */
+static const MapSym *sorting_map;
+
+/* By value, ties by key (bpftrace leaves ties in hash order, which is
+ * arbitrary; a fixed order makes output reproducible). */
+static int compare_by_value(const void *pa, const void *pb) {
+  const Entry *a = pa, *b = pb;
+  if (a->order != b->order) {
+    if (value_is_signed(sorting_map))
+      return (int64_t)a->order < (int64_t)b->order ? -1 : 1;
+    return a->order < b->order ? -1 : 1;
+  }
+  return compare_keys(sorting_map, a->key, b->key);
+}
+
+static int compare_by_key(const void *pa, const void *pb) {
+  const Entry *a = pa, *b = pb;
+  return compare_keys(sorting_map, a->key, b->key);
+}
+
+static void sort_entries(MapDump *d) {
+  if (d->n == 0) return;
+  sorting_map = d->map;
+  qsort(d->entries, d->n, sizeof(Entry),
+        sorts_by_value(d->map) ? compare_by_value : compare_by_key);
+  sorting_map = NULL;
+}
+
+/* ---- values as text and JSON -------------------------------------------- */
+
+void print_json_string(const char *s, size_t len, FILE *out) {
+  fputc('"', out);
+  for (size_t i = 0; i < len; i++) {
+    signed char c = (signed char)s[i];
+    switch (c) {
+    case '"': fputs("\\\"", out); break;
+    case '\\': fputs("\\\\", out); break;
+    case '\n': fputs("\\n", out); break;
+    case '\r': fputs("\\r", out); break;
+    case '\t': fputs("\\t", out); break;
+    default:
+      /* bpftrace tests the byte as a signed char: bytes of 0x80 and above
+       * come out as \uffffffNN, like control characters. */
+      if (c <= 0x1f)
+        fprintf(out, "\\u%04x", (unsigned)(int)c);
+      else
+        fputc(c, out);
+    }
+  }
+  fputc('"', out);
+}
+
+/* Text written to a memory stream, for values JSON quotes as strings. */
+typedef struct MemText {
+  FILE *f;
+  char *buf;
+  size_t len;
+} MemText;
+
+static FILE *memtext_open(MemText *t) {
+  t->buf = NULL;
+  t->len = 0;
+  t->f = open_memstream(&t->buf, &t->len);
+  return t->f;
+}
+
+/* Closes the stream and writes its text to out as a JSON string. */
+static void memtext_put_json(MemText *t, FILE *out) {
+  if (t->f) fclose(t->f);
+  print_json_string(t->buf ? t->buf : "", t->buf ? t->len : 0, out);
+  free(t->buf);
+}
+
+/* An integer stored widened to 8 bytes (or `size` bytes), shown as its
+ * type says, divided by div as print(@m, top, div) asks. */
+static void put_int(const Type *t, const uint8_t *p, int stored,
+                    int64_t div, FILE *out) {
+  uint64_t v = read_int(p, stored, t->is_signed);
+  v = narrow(v, t->size > 0 && t->size < 8 ? t->size * 8 : 64, t->is_signed);
+  if (t->is_signed)
+    fprintf(out, "%" PRId64, (int64_t)v / div);
+  else
+    fprintf(out, "%" PRIu64, v / (uint64_t)div);
+}
+
+static void put_value(const Type *t, const uint8_t *p, int stored,
+                      int64_t div, bool json, FILE *out);
+
+/* A tuple: "(1, a)" in text, "[1,"a"]" in JSON. */
+static void put_tuple(const TupleType *tt, const uint8_t *p, int64_t div,
+                      bool json, FILE *out) {
+  fputs(json ? "[" : "(", out);
+  for (int i = 0; i < tt->n; i++) {
+    if (i) fputs(json ? "," : ", ", out);
+    const Type *et = &tt->elems[i];
+    int end = i + 1 < tt->n ? tt->offs[i + 1] : tt->size;
+    put_value(et, p + tt->offs[i], end - tt->offs[i], div, json, out);
+  }
+  fputs(json ? "]" : ")", out);
+}
+
+/* A stored value of type t taking `stored` bytes at p. */
+static void put_value(const Type *t, const uint8_t *p, int stored,
+                      int64_t div, bool json, FILE *out) {
+  switch (t->kind) {
+  case TY_STR: {
+    int max = t->size > 0 && t->size < stored ? t->size : stored;
+    size_t len = strnlen((const char *)p, max);
+    if (json)
+      print_json_string((const char *)p, len, out);
+    else
+      fwrite(p, 1, len, out);
+    break;
+  }
+  case TY_TUPLE:
+    if (t->tuple) put_tuple(t->tuple, p, div, json, out);
+    break;
+  case TY_BUF:
+    if (json) {
+      MemText mt;
+      if (memtext_open(&mt)) put_buf(t, p, false, mt.f);
+      memtext_put_json(&mt, out);
+    } else {
+      put_buf(t, p, false, out);
+    }
+    break;
+  default:
+    put_int(t, p, stored >= 8 ? 8 : stored, div, out);
+    break;
+  }
+}
+
+/* bpftrace prints 8-byte integer keys as signed whatever their type, and
+ * narrower ones by their signedness (keys are stored widened to 8 bytes). */
+static void put_key(const MapSym *m, int i, const uint8_t *key, FILE *out) {
+  const uint8_t *k = key + m->key_off[i];
+  const Type *t = &m->key_types[i];
+  int end = i + 1 < m->nkeys ? m->key_off[i + 1] : m->key_size;
+  if (t->kind == TY_INT) {
+    if (t->is_signed || t->size >= 8)
+      fprintf(out, "%" PRId64, read_s64(k));
+    else
+      fprintf(out, "%" PRIu64, (uint64_t)read_s64(k));
+  } else {
+    put_value(t, k, end - m->key_off[i], 1, false, out);
+  }
+}
+
+/* The keys as text, separated by sep. */
+static void put_keys(const MapSym *m, const uint8_t *key, const char *sep,
+                     FILE *out) {
+  for (int i = 0; i < m->nkeys; i++) {
+    if (i) fputs(sep, out);
+    put_key(m, i, key, out);
+  }
+}
+
+/* ---- histograms --------------------------------------------------------- */
+
+typedef unsigned __int128 u128;
+
+/* One bucket of a hist or lhist: which values it counts. */
+typedef struct Bucket {
+  bool possible;        /* some value can land in it (see hist_bucket) */
+  bool below, above;    /* (..., lo) / [lo, ...) */
+  __int128 lo, hi;      /* [lo, hi) */
+} Bucket;
+
+/* Bucket i of hist(v, bits), laid out as program.h says. With bits > 0,
+ * a power of two smaller than 2^bits has fewer values than slots: the
+ * slots no value maps to are not possible, and are never printed. */
+static Bucket hist_bucket(int bits, int i) {
+  Bucket b = {.possible = true};
+  if (i == 0) {
+    b.below = true;
+    b.hi = 0;
+    return b;
+  }
+  if (i == 1) {
+    b.lo = 0;
+    b.hi = 1;
+    return b;
+  }
+  int j = i - 2, e = j >> bits, sub = j & ((1 << bits) - 1);
+  if (e < bits) {
+    int step = 1 << (bits - e);
+    b.possible = sub % step == 0;
+    b.lo = ((u128)1 << e) + sub / step;
+    b.hi = b.lo + 1;
+  } else {
+    b.lo = ((u128)1 << e) + ((u128)sub << (e - bits));
+    b.hi = b.lo + ((u128)1 << (e - bits));
+  }
+  return b;
+}
+
+/* Bucket i of lhist(v, min, max, step) with n buckets. */
+static Bucket lhist_bucket(const MapSym *m, int n, int i) {
+  Bucket b = {.possible = true};
+  if (i == 0) {
+    b.below = true;
+    b.hi = m->lhist_min;
+  } else if (i == n - 1) {
+    b.above = true;
+    b.lo = m->lhist_max;
+  } else {
+    b.lo = m->lhist_min + (__int128)(i - 1) * m->lhist_step;
+    b.hi = b.lo + m->lhist_step;
+  }
+  return b;
+}
+
+/* A hist bound: the number, with K, M, G, T, P, E for whole multiples of
+ * powers of 1024 ([1K, 2K), [1M, 2M), ...). */
+static void hist_number(u128 n, char *buf, size_t len) {
+  static const char suffix[] = " KMGTPE";
+  int s = 0;
+  while (n >= 1024 && n % 1024 == 0 && s < 6) {
+    n /= 1024;
+    s++;
+  }
+  snprintf(buf, len, "%" PRIu64 "%.*s", (uint64_t)n, s ? 1 : 0, suffix + s);
+}
+
+/* An lhist bound as bpftrace writes it: whole multiples of 1M and 1K get
+ * the suffix (but not 0), anything else is the plain number. */
+static void lhist_number(int64_t n, char *buf, size_t len) {
+  if (n != 0 && n % (1024 * 1024) == 0)
+    snprintf(buf, len, "%" PRId64 "M", n / (1024 * 1024));
+  else if (n != 0 && n % 1024 == 0)
+    snprintf(buf, len, "%" PRId64 "K", n / 1024);
+  else
+    snprintf(buf, len, "%" PRId64, n);
+}
+
+static void bucket_label(const Bucket *b, bool linear, char *buf, size_t len) {
+  char lo[48], hi[48];
+  if (linear) {
+    lhist_number((int64_t)b->lo, lo, sizeof lo);
+    lhist_number((int64_t)b->hi, hi, sizeof hi);
+  } else {
+    hist_number((u128)b->lo, lo, sizeof lo);
+    hist_number((u128)b->hi, hi, sizeof hi);
+  }
+  if (b->below)
+    snprintf(buf, len, "(..., %s)", hi);
+  else if (b->above)
+    snprintf(buf, len, "[%s, ...)", lo);
+  else if (b->hi - b->lo == 1)
+    snprintf(buf, len, "[%s]", lo);
+  else
+    snprintf(buf, len, "[%s, %s)", lo, hi);
+}
+
+static Bucket bucket_at(const MapSym *m, int n, int i) {
+  return agg_of(m) == AGG_LHIST ? lhist_bucket(m, n, i)
+                                : hist_bucket(m->hist_bits, i);
+}
+
+/* The range of buckets printed: from the first non-empty one to the last.
+ * Returns false when every bucket is empty. */
+static bool hist_range(const uint64_t *b, int n, int *first, int *last,
+                       uint64_t *max) {
+  *first = -1;
+  *max = 0;
+  for (int i = 0; i < n; i++) {
+    if (!b[i]) continue;
+    if (*first < 0) *first = i;
+    *last = i;
+    if (b[i] > *max) *max = b[i];
+  }
+  return *first >= 0;
+}
+
+#define HIST_BAR_WIDTH 52
+
+/* bpftrace's rows: the label left-aligned in 16 columns, the count in 8,
+ * then a bar of '@' scaled so the largest bucket fills 52 columns (the
+ * count divided by div, the bar not). */
+static void text_hist(const MapSym *m, const uint64_t *b, int n,
+                      uint64_t div, FILE *out) {
+  int first, last;
+  uint64_t max;
+  if (!hist_range(b, n, &first, &last, &max)) return;
+  bool linear = agg_of(m) == AGG_LHIST;
+  for (int i = first; i <= last; i++) {
+    Bucket bk = bucket_at(m, n, i);
+    if (!bk.possible) continue;
+    char label[128], bar[HIST_BAR_WIDTH + 1];
+    bucket_label(&bk, linear, label, sizeof label);
+    /* In single precision, as bpftrace computes it. */
+    int width = (int)((float)b[i] / (float)max * HIST_BAR_WIDTH);
+    if (width > HIST_BAR_WIDTH) width = HIST_BAR_WIDTH;
+    memset(bar, '@', width);
+    bar[width] = '\0';
+    fprintf(out, "%-16s%8" PRIu64 " |%-*s|\n", label, b[i] / div,
+            HIST_BAR_WIDTH, bar);
+  }
+}
+
+static void put_i128(__int128 v, FILE *out) {
+  if (v < 0)
+    fprintf(out, "-%" PRIu64, (uint64_t)-v);
+  else
+    fprintf(out, "%" PRIu64, (uint64_t)v);
+}
+
+/* [{"min": 4, "max": 7, "count": 1}, ...]; the bucket below has no min,
+ * the one above no max. */
+static void json_hist(const MapSym *m, const uint64_t *b, int n,
+                      uint64_t div, FILE *out) {
+  int first, last;
+  uint64_t max;
+  fputc('[', out);
+  if (hist_range(b, n, &first, &last, &max)) {
+    bool sep = false;
+    for (int i = first; i <= last; i++) {
+      Bucket bk = bucket_at(m, n, i);
+      if (!bk.possible) continue;
+      fputs(sep ? ", {" : "{", out);
+      sep = true;
+      if (!bk.below) {
+        fputs("\"min\": ", out);
+        put_i128(bk.lo, out);
+        fputs(", ", out);
+      }
+      if (!bk.above) {
+        fputs("\"max\": ", out);
+        put_i128(bk.hi - 1, out);
+        fputs(", ", out);
+      }
+      fprintf(out, "\"count\": %" PRIu64 "}", b[i] / div);
+    }
+  }
+  fputc(']', out);
+}
+
+/* ---- maps: printing ----------------------------------------------------- */
+
+static bool is_agg(const MapSym *m, AggKind agg) { return agg_of(m) == agg; }
+
+/* bpftrace keeps a keyless count() in an array, which always has its slot:
+ * empty, it still prints 0. */
+static bool prints_zero_when_empty(const MapSym *m) {
+  return m->nkeys == 0 && is_agg(m, AGG_COUNT);
+}
+
+/* An entry's value as a number or text, in text or JSON (not hist). */
+static void put_entry_value(const MapSym *m, const Entry *e, int64_t div,
+                            bool json, FILE *out) {
+  const uint8_t *v = e->val;
+  switch (agg_of(m)) {
+  case AGG_NONE:
+    put_value(&m->value_type, v, m->value_size, div, json, out);
+    break;
+  case AGG_STATS:
+    /* print()'s top and div do not apply to stats. */
+    fprintf(out,
+            json ? "{\"count\": %" PRId64 ", \"average\": %" PRId64
+                   ", \"total\": %" PRId64 "}"
+                 : "count %" PRId64 ", average %" PRId64 ", total %" PRId64,
+            read_s64(v + 8), average(v), read_s64(v));
+    break;
+  case AGG_AVG:
+    fprintf(out, "%" PRId64, average(v) / div);
+    break;
+  case AGG_COUNT:
+    fprintf(out, "%" PRIu64, (uint64_t)read_s64(v) / (uint64_t)div);
+    break;
+  default:
+    if (value_is_signed(m))
+      fprintf(out, "%" PRId64, read_s64(v) / div);
+    else
+      fprintf(out, "%" PRIu64, (uint64_t)read_s64(v) / (uint64_t)div);
+    break;
+  }
+}
+
+static bool is_hist(const MapSym *m) {
+  return is_agg(m, AGG_HIST) || is_agg(m, AGG_LHIST);
+}
+
+/* bpftrace's text: "@name[k1, k2]: value" lines; a histogram's rows follow
+ * its "@name[k]: " line, with an empty line after each histogram; stats()
+ * and avg() maps end with an empty line. */
+static void text_map(const MapSym *m, const MapDump *d, int first,
+                     int64_t div, FILE *out) {
+  for (int i = first; i < d->n; i++) {
+    const Entry *e = &d->entries[i];
+    if (is_hist(m) && i > first) fputc('\n', out);
+    fputs(m->name, out);
+    if (m->nkeys > 0) {
+      fputc('[', out);
+      put_keys(m, e->key, ", ", out);
+      fputc(']', out);
+    }
+    fputs(": ", out);
+    if (is_hist(m)) {
+      fputc('\n', out);
+      /* lhist ignores div in bpftrace. */
+      text_hist(m, (const uint64_t *)e->val, reduced_size(m) / 8,
+                is_agg(m, AGG_LHIST) ? 1 : (uint64_t)div, out);
+    } else {
+      put_entry_value(m, e, div, false, out);
+      fputc('\n', out);
+    }
+  }
+  bool none = first >= d->n;
+  if (none && prints_zero_when_empty(m)) fprintf(out, "%s: 0\n", m->name);
+  else if (none || is_hist(m)) fputc('\n', out);
+  if (is_agg(m, AGG_AVG) || is_agg(m, AGG_STATS)) fputc('\n', out);
+}
+
+/* bpftrace's JSON: one line {"type": "map"|"hist"|"stats", "data":
+ * {"@name": value}} where a keyed map's value is an object with a member
+ * per entry, named by the keys joined with ','. Empty maps print nothing. */
+static void json_map(const MapSym *m, const MapDump *d, int first,
+                     int64_t div, FILE *out) {
+  bool none = first >= d->n;
+  if (none && !prints_zero_when_empty(m)) return;
+  const char *type = is_hist(m) ? "hist"
+                     : is_agg(m, AGG_AVG) || is_agg(m, AGG_STATS) ? "stats"
+                     : "map";
+  fprintf(out, "{\"type\": \"%s\", \"data\": {", type);
+  print_json_string(m->name, strlen(m->name), out);
+  fputs(": ", out);
+  if (none) fputc('0', out);
+  if (m->nkeys > 0) fputc('{', out);
+  for (int i = first; i < d->n; i++) {
+    const Entry *e = &d->entries[i];
+    if (i > first) fputs(", ", out);
+    if (m->nkeys > 0) {
+      MemText mt;
+      if (memtext_open(&mt)) put_keys(m, e->key, ",", mt.f);
+      memtext_put_json(&mt, out);
+      fputs(": ", out);
+    }
+    if (is_hist(m))
+      json_hist(m, (const uint64_t *)e->val, reduced_size(m) / 8,
+                is_agg(m, AGG_LHIST) ? 1 : (uint64_t)div, out);
+    else
+      put_entry_value(m, e, div, true, out);
+  }
+  if (m->nkeys > 0) fputc('}', out);
+  fputs("}}\n", out);
+}
+
+int print_map_as(const MapSym *m, int64_t top, int64_t div, OutFormat fmt,
+                 FILE *out) {
+  MapDump d;
+  int err = map_dump(m, &d);
+  if (err) {
+    map_dump_free(&d);
+    return err;
+  }
+  sort_entries(&d);
+  /* The top N are the last N in bpftrace's order; stats() ignores top. */
+  int first = 0;
+  if (top > 0 && top < d.n && !is_agg(m, AGG_STATS)) first = d.n - (int)top;
+  if (div <= 0) div = 1;
+  if (fmt == OUT_JSON)
+    json_map(m, &d, first, div, out);
+  else
+    text_map(m, &d, first, div, out);
+  map_dump_free(&d);
+  return 0;
+}
+
+int print_map(const MapSym *m, FILE *out) {
+  return print_map_as(m, 0, 1, OUT_TEXT, out);
+}
+
+static int compare_map_names(const void *pa, const void *pb) {
+  const MapSym *a = *(const MapSym *const *)pa;
+  const MapSym *b = *(const MapSym *const *)pb;
+  return strcmp(a->name, b->name);
+}
+
+void print_all_maps_as(const Compiled *c, OutFormat fmt, FILE *out) {
+  const MapSym **order = malloc(sizeof(MapSym *) * (c->nmaps + 1));
+  int n = 0;
+  for (int i = 0; i < c->nmaps; i++)
+    if (!c->maps[i]->internal && c->maps[i]->fd >= 0) order[n++] = c->maps[i];
+  if (n > 0) qsort(order, n, sizeof *order, compare_map_names);
+  /* bpftrace writes the two empty lines in JSON mode too. */
+  fputs("\n\n", out);
+  for (int i = 0; i < n; i++) print_map_as(order[i], 0, 1, fmt, out);
+  free(order);
+}
+
+void print_all_maps(const Compiled *c, FILE *out) {
+  print_all_maps_as(c, OUT_TEXT, out);
+}
+
+/* ---- clear and zero ---------------------------------------------------- */
+
+/* Every key of the map, read before any is changed (deleting while walking
+ * with get_next_key would restart the walk). Returns the count, or a
+ * negative errno. */
+static int map_keys(const MapSym *m, uint8_t **keys_out) {
+  int n = 0, cap = 0;
+  uint8_t *keys = NULL, *prev = NULL;
+  uint8_t *key = malloc(m->key_size);
+  if (!key) return -ENOMEM;
+  while (bpf_map_get_next_key(m->fd, prev, key) == 0) {
+    if (n == cap) {
+      cap = cap ? cap * 2 : 64;
+      uint8_t *nk = realloc(keys, (size_t)cap * m->key_size);
+      if (!nk) {
+        free(keys);
+        free(key);
+        return -ENOMEM;
+      }
+      keys = nk;
+    }
+    prev = keys + (size_t)n * m->key_size;
+    memcpy(prev, key, m->key_size);
+    n++;
+  }
+  free(key);
+  *keys_out = keys;
+  return n;
+}
+
+int map_clear(const MapSym *m) {
+  uint8_t *keys = NULL;
+  int n = map_keys(m, &keys);
+  if (n < 0) return n;
+  for (int i = 0; i < n; i++)
+    bpf_map_delete_elem(m->fd, keys + (size_t)i * m->key_size);
+  free(keys);
+  return 0;
+}
+
+int map_zero(const MapSym *m) {
+  uint8_t *keys = NULL;
+  int n = map_keys(m, &keys);
+  if (n < 0) return n;
+  uint8_t *zero = calloc(1, value_buf_size(m));
+  if (!zero) {
+    free(keys);
+    return -ENOMEM;
+  }
+  int err = 0;
+  for (int i = 0; i < n; i++) {
+    /* BPF_EXIST: a key deleted meanwhile stays deleted. */
+    if (bpf_map_update_elem(m->fd, keys + (size_t)i * m->key_size, zero,
+                            BPF_EXIST) != 0 && errno != ENOENT)
+      err = -errno;
+  }
+  free(zero);
+  free(keys);
+  return err;
+}

@@ -1,0 +1,56 @@
+/* print: bpftrace's text and JSON output for maps and printf records. */
+#ifndef LOUPE_PRINT_H
+#define LOUPE_PRINT_H
+
+#include <stdint.h>
+#include <stdio.h>
+
+#include "codegen/program.h"
+
+/* The output format (-f): bpftrace's text, or its JSON records, one per
+ * line. */
+typedef enum OutFormat { OUT_TEXT, OUT_JSON } OutFormat;
+
+/* Formats one printf record (payload after the EventHeader) as text. */
+void print_printf(const PrintfDef *p, const void *payload, FILE *out);
+
+/* Finds the conversions of a printf format as print_printf will format
+ * them: %d %i %u %x %X %o %c %s %p with flags "-+ 0", width, precision
+ * (".N") and, except for %c and %s, a length (hh h l ll j z t); and %r and
+ * %rx, which take a buf() argument (with flags, width or precision they
+ * still take it, but print as written, as in bpftrace). "%%" and anything
+ * else after '%' is literal text. Stores each conversion's letter in
+ * conv_out (max + 1 bytes, NUL-terminated; may be NULL) — 'r' for %r, 'R'
+ * for %rx, the C letter otherwise — and returns how many there are, or -1
+ * with a message in err (more than max conversions, a width or precision
+ * over 65535). */
+int printf_parse(const char *fmt, char *conv_out, int max, char *err,
+                 size_t errlen);
+
+/* Prints one map as print(@m, top, div) does: sorted as bpftrace sorts
+ * (by value for integers and aggregations — hist/lhist by total count,
+ * avg/stats by average —, by key otherwise), only the last `top` entries
+ * of that order when top > 0 (not for stats), numbers divided by div when
+ * div > 1 (not lhist or stats counts; a histogram's bars stay). In text an
+ * empty map prints an empty line, avg() and stats() maps are followed by
+ * one; in JSON an empty map prints nothing. Returns 0 or a negative errno. */
+int print_map_as(const MapSym *m, int64_t top, int64_t div, OutFormat fmt,
+                 FILE *out);
+
+/* print_map_as(m, 0, 1, OUT_TEXT, out). */
+int print_map(const MapSym *m, FILE *out);
+
+/* What bpftrace prints at exit: two empty lines (in JSON too), then every
+ * map but internal ones, in name order. */
+void print_all_maps_as(const Compiled *c, OutFormat fmt, FILE *out);
+void print_all_maps(const Compiled *c, FILE *out);  /* in text */
+
+/* Writes s (len bytes) as a quoted JSON string, escaped as bpftrace
+ * escapes it (bytes >= 0x80 become \uffffffNN, as there). */
+void print_json_string(const char *s, size_t len, FILE *out);
+
+/* Empties a map (clear) or zeroes its values (zero). */
+int map_clear(const MapSym *m);
+int map_zero(const MapSym *m);
+
+#endif

@@ -1,0 +1,438 @@
+/* run: the event loop between attach and detach.
+ *
+ * BEGIN programs run first (user space runs them with BPF_PROG_TEST_RUN),
+ * then ring buffer records are handled until exit(), SIGINT, SIGTERM or
+ * the timeout; then END programs run, their records are handled, and every
+ * map is printed. END's printf output therefore comes before the maps.
+ *
+ * After exit() the records still queued are dropped, as bpftrace stops
+ * handling events once exit() is seen; records END produces are handled.
+ *
+ * Records that print go to RunOptions.out as text, or with -f json as
+ * bpftrace's JSON records: printf, time, cat, join and "syscall" (the
+ * output of system(), which loupe reads from the command and writes out
+ * itself so that it stays in order with everything else).
+ */
+#include "runtime/run.h"
+
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <time.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "runtime/print.h"
+#include "probes/provider.h"
+
+/* main.c defines the flag; this weak definition only stands in when run.o
+ * is linked without main (unit tests). */
+__attribute__((weak)) volatile sig_atomic_t loupe_stop_requested;
+
+/* bpftrace polls its buffers every 100 ms; a signal that arrives just
+ * before the poll starts is noticed at the latest this much later. */
+#define POLL_SLICE_MS 100
+
+/* A raw tracepoint test run takes a context of up to 12 u64 arguments. */
+#define RAW_TP_MAX_ARGS 12
+
+typedef struct RunState {
+  Compiled *c;
+  FILE *out;
+  int format;        /* OutFormat */
+  int exit_seen;     /* exit() was called: drop records until END runs */
+  int handled;       /* records handled since the last flush */
+  long budget;       /* records this poll or drain may still handle */
+  int child_pid;     /* the -c command while it runs, else <= 0 */
+} RunState;
+
+/* Handles one ring buffer record: an EventHeader and its payload. Drops
+ * records once *exit_seen is set. Not static so tests/unit/test_print.c
+ * can feed it records; not part of run.h. */
+int run_handle_record(Compiled *c, FILE *out, int format, int *exit_seen,
+                      const void *data, size_t size);
+
+/* ---- records that print text ------------------------------------------ */
+
+/* bpftrace reads at most this much of a file for cat()
+ * (BPFTRACE_CAT_BYTES_MAX). */
+#define CAT_BYTES_MAX 10240
+
+/* The output of a printf-like record, formatted into a malloc'd string.
+ * Returns NULL when out of memory. */
+static char *format_record(const PrintfDef *p, const uint8_t *payload,
+                           size_t *len) {
+  char *buf = NULL;
+  *len = 0;
+  FILE *f = open_memstream(&buf, len);
+  if (!f) return NULL;
+  print_printf(p, payload, f);
+  fclose(f);
+  return buf;
+}
+
+/* Text as is, or the JSON record {"type": TYPE, "data": "TEXT"}. */
+static void put_message(const char *type, const char *text, size_t len,
+                        int format, FILE *out) {
+  if (format != OUT_JSON) {
+    fwrite(text, 1, len, out);
+    return;
+  }
+  fprintf(out, "{\"type\": \"%s\", \"data\": ", type);
+  print_json_string(text, len, out);
+  fputs("}\n", out);
+}
+
+static void handle_printf(const PrintfDef *p, const uint8_t *payload,
+                          int format, FILE *out) {
+  if (format != OUT_JSON) {
+    print_printf(p, payload, out);
+    return;
+  }
+  size_t len;
+  char *text = format_record(p, payload, &len);
+  if (text) put_message("printf", text, len, format, out);
+  free(text);
+}
+
+/* time(fmt): the local time, through strftime. */
+static void handle_time(const PrintfDef *p, int format, FILE *out) {
+  const char *fmt = p->fmt ? p->fmt : "%H:%M:%S\n";
+  char buf[512];
+  time_t now = time(NULL);
+  struct tm tm;
+  localtime_r(&now, &tm);
+  size_t n = strftime(buf, sizeof buf, fmt, &tm);
+  if (n == 0) {
+    /* bpftrace's words, for an empty result too */
+    fputs("ERROR: strftime returned 0\n", stderr);
+    return;
+  }
+  put_message("time", buf, n, format, out);
+}
+
+/* Reads everything from fd, up to max bytes (0: no limit), into a malloc'd
+ * buffer. Retries reads a signal interrupted. */
+static char *read_fd(int fd, size_t max, size_t *len) {
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap);
+  while (buf && (max == 0 || n < max)) {
+    if (n == cap) {
+      char *nb = realloc(buf, cap *= 2);
+      if (!nb) break;
+      buf = nb;
+    }
+    size_t want = cap - n;
+    if (max && want > max - n) want = max - n;
+    ssize_t r = read(fd, buf + n, want);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    n += r;
+  }
+  *len = n;
+  return buf;
+}
+
+/* system(fmt, ...): runs the command with /bin/sh; what it writes on its
+ * stdout becomes loupe's output, in order with the rest (bpftrace does the
+ * same; its JSON record type is "syscall"). */
+static void handle_system(const PrintfDef *p, const uint8_t *payload,
+                          int format, FILE *out) {
+  size_t len;
+  char *cmd = format_record(p, payload, &len);
+  if (!cmd) return;
+  fflush(out);
+  fflush(stderr);
+  FILE *f = popen(cmd, "r");
+  if (!f) {
+    fprintf(stderr, "loupe: system(\"%s\") failed: %s\n", cmd,
+            strerror(errno));
+    free(cmd);
+    return;
+  }
+  char *text = read_fd(fileno(f), 0, &len);
+  pclose(f);
+  if (text) put_message("syscall", text, len, format, out);
+  free(text);
+  free(cmd);
+}
+
+/* cat(fmt, ...): the file's contents, as they are (no newline added). */
+static void handle_cat(const PrintfDef *p, const uint8_t *payload,
+                       int format, FILE *out) {
+  size_t len;
+  char *path = format_record(p, payload, &len);
+  if (!path) return;
+  char *text = NULL;
+  len = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    fprintf(stderr, "ERROR: failed to open file '%s': %s\n", path,
+            strerror(errno));
+  } else {
+    text = read_fd(fd, CAT_BYTES_MAX, &len);
+    close(fd);
+  }
+  /* In JSON a file that cannot be read still gives an empty record. */
+  if (text || format == OUT_JSON) put_message("cat", text ? text : "", len,
+                                              format, out);
+  free(text);
+  free(path);
+}
+
+/* join(argv[, delim]): the argument slots up to the first empty one,
+ * joined by the delimiter; a newline ends the line in text only. */
+static void handle_join(const PrintfDef *p, const uint8_t *payload,
+                        size_t payload_size, int format, FILE *out) {
+  const char *delim = p->fmt ? p->fmt : " ";
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return;
+  for (int i = 0; i < JOIN_MAX_ARGS; i++) {
+    size_t off = (size_t)i * JOIN_ARG_SIZE;
+    if (off + JOIN_ARG_SIZE > payload_size) break;
+    const char *arg = (const char *)payload + off;
+    if (!arg[0]) break;
+    if (i) fputs(delim, f);
+    fwrite(arg, 1, strnlen(arg, JOIN_ARG_SIZE), f);
+  }
+  if (format != OUT_JSON) fputc('\n', f);
+  fclose(f);
+  if (text) put_message("join", text, len, format, out);
+  free(text);
+}
+
+/* print(@m[, top[, div]]): the payload holds { int64 top; int64 div }. */
+static void handle_print_map(const MapSym *m, const uint8_t *payload,
+                             size_t payload_size, int format, FILE *out) {
+  int64_t top = 0, div = 0;
+  if (payload_size >= 16) {
+    memcpy(&top, payload, 8);
+    memcpy(&div, payload + 8, 8);
+  }
+  print_map_as(m, top, div, format, out);
+}
+
+/* The printf id of a record, or NULL when out of range or the payload is
+ * short. */
+static const PrintfDef *record_printf(const Compiled *c, uint32_t index,
+                                      size_t payload_size) {
+  if (index >= (uint32_t)c->nprintfs) return NULL;
+  if (payload_size < (size_t)c->printfs[index].size) return NULL;
+  return &c->printfs[index];
+}
+
+int run_handle_record(Compiled *c, FILE *out, int format, int *exit_seen,
+                      const void *data, size_t size) {
+  EventHeader h;
+  if (size < sizeof h || *exit_seen) return 0;
+  memcpy(&h, data, sizeof h);
+  const uint8_t *payload = (const uint8_t *)data + sizeof h;
+  size_t payload_size = size - sizeof h;
+  const PrintfDef *p = record_printf(c, h.index, payload_size);
+  const MapSym *m = h.index < (uint32_t)c->nmaps ? c->maps[h.index] : NULL;
+  switch (h.kind) {
+  case EV_PRINTF:
+    if (p) handle_printf(p, payload, format, out);
+    break;
+  case EV_EXIT:
+    *exit_seen = 1;
+    break;
+  case EV_PRINT_MAP:
+    if (m) handle_print_map(m, payload, payload_size, format, out);
+    break;
+  case EV_CLEAR_MAP:
+    if (m) map_clear(m);
+    break;
+  case EV_ZERO_MAP:
+    if (m) map_zero(m);
+    break;
+  case EV_TIME:
+    if (p) handle_time(p, format, out);
+    break;
+  case EV_SYSTEM:
+    if (p) handle_system(p, payload, format, out);
+    break;
+  case EV_CAT:
+    if (p) handle_cat(p, payload, format, out);
+    break;
+  case EV_JOIN:
+    if (h.index < (uint32_t)c->nprintfs)
+      handle_join(&c->printfs[h.index], payload, payload_size, format, out);
+    break;
+  default:
+    break;
+  }
+  return 0;
+}
+
+static int on_record(void *ctx, void *data, size_t size) {
+  RunState *st = ctx;
+  /* A negative return makes libbpf stop consuming and return it. */
+  if (st->budget == 0) return -EAGAIN;
+  st->budget--;
+  st->handled++;
+  return run_handle_record(st->c, st->out, st->format, &st->exit_seen, data,
+                           size);
+}
+
+/* libbpf keeps consuming as long as records keep coming, so with a flood
+ * (or loupe's own writes firing a syscall probe) one poll would never
+ * return. Each poll or drain handles at most as many records as the ring
+ * can hold; then the loop gets to check for signals, exit and timeout. */
+static void set_budget(RunState *st) {
+  uint32_t size = st->c->ringbuf_size ? st->c->ringbuf_size : 1u << 20;
+  st->budget = size / sizeof(EventHeader);
+}
+
+/* Handles the records queued now (probes stay attached while END runs and
+ * maps print, so new ones may keep arriving). */
+static void drain(RunState *st, struct ring_buffer *rb) {
+  if (!rb) return;
+  set_budget(st);
+  ring_buffer__consume(rb);
+}
+
+/* ---- signals ---------------------------------------------------------- */
+
+static void on_stop_signal(int sig) { loupe_stop_requested = 1; }
+
+typedef struct SavedSignals {
+  struct sigaction old_int, old_term;
+} SavedSignals;
+
+/* Without SA_RESTART, so a signal interrupts the poll at once. A second
+ * Ctrl-C while END runs or maps print only sets the flag again. */
+static void catch_signals(SavedSignals *saved) {
+  struct sigaction sa;
+  memset(&sa, 0, sizeof sa);
+  sa.sa_handler = on_stop_signal;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGINT, &sa, &saved->old_int);
+  sigaction(SIGTERM, &sa, &saved->old_term);
+}
+
+static void restore_signals(const SavedSignals *saved) {
+  sigaction(SIGINT, &saved->old_int, NULL);
+  sigaction(SIGTERM, &saved->old_term, NULL);
+}
+
+/* ---- BEGIN and END ---------------------------------------------------- */
+
+static bool ap_is(const AttachPoint *ap, const char *provider) {
+  const char *name = ap->prov ? ap->prov->name : ap->provider;
+  return name && !strcasecmp(name, provider);
+}
+
+/* Whether program p belongs to the BEGIN (or END) probe. A program made for
+ * the whole probe (ap NULL) belongs to it if any attach point is. */
+static bool prog_is(const BpfProg *p, const char *provider) {
+  if (p->ap) return ap_is(p->ap, provider);
+  if (!p->probe) return false;
+  for (const AttachPoint *ap = p->probe->aps; ap; ap = ap->next)
+    if (ap_is(ap, provider)) return true;
+  return false;
+}
+
+static void run_prog_once(const BpfProg *p, const char *provider) {
+  uint64_t args[RAW_TP_MAX_ARGS] = {0};
+  LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = args,
+              .ctx_size_in = sizeof args);
+  if (p->fd < 0) return;
+  if (bpf_prog_test_run_opts(p->fd, &opts) != 0)
+    fprintf(stderr, "loupe: could not run the %s probe: %s\n", provider,
+            strerror(errno));
+}
+
+/* Runs every program of the given special probe, in script order, and
+ * handles the records they produced. */
+static void run_special(RunState *st, struct ring_buffer *rb,
+                        const char *provider) {
+  for (int i = 0; i < st->c->nprogs; i++)
+    if (prog_is(&st->c->progs[i], provider))
+      run_prog_once(&st->c->progs[i], provider);
+  drain(st, rb);
+  fflush(st->out);
+}
+
+/* ---- the loop --------------------------------------------------------- */
+
+static long long now_ms(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
+}
+
+static bool should_stop(const RunState *st, long long deadline) {
+  if (st->exit_seen || loupe_stop_requested) return true;
+  if (st->child_pid > 0 && waitpid(st->child_pid, NULL, WNOHANG) != 0)
+    return true;   /* the -c command ended (and is reaped) */
+  return deadline && now_ms() >= deadline;
+}
+
+/* Waits for records and handles them, flushing after each batch so printf
+ * lines appear as they happen even when the output is a pipe or a file. */
+static void event_loop(RunState *st, struct ring_buffer *rb, int timeout_ms) {
+  long long deadline = timeout_ms > 0 ? now_ms() + timeout_ms : 0;
+  while (!should_stop(st, deadline)) {
+    int slice = POLL_SLICE_MS;
+    if (deadline && deadline - now_ms() < slice)
+      slice = (int)(deadline - now_ms());
+    if (slice < 0) slice = 0;
+    if (rb) {
+      set_budget(st);
+      int err = ring_buffer__poll(rb, slice);
+      if (err < 0 && err != -EINTR && err != -EAGAIN) {
+        fprintf(stderr, "loupe: reading events failed: %s\n", strerror(-err));
+        break;
+      }
+    } else {
+      usleep(slice * 1000);
+    }
+    if (st->handled) {
+      fflush(st->out);
+      st->handled = 0;
+    }
+  }
+}
+
+int run_script(Compiled *c, const RunOptions *opts) {
+  RunState st = {.c = c, .out = opts->out ? opts->out : stdout,
+                 .format = opts->format, .child_pid = opts->child_pid};
+  SavedSignals saved;
+  catch_signals(&saved);
+
+  struct ring_buffer *rb = NULL;
+  if (c->ringbuf_fd >= 0) {
+    rb = ring_buffer__new(c->ringbuf_fd, on_record, &st, NULL);
+    if (!rb)
+      fprintf(stderr, "loupe: cannot read the event ring buffer: %s\n",
+              strerror(errno));
+  }
+
+  run_special(&st, rb, "BEGIN");
+  if (opts->child_go_fd >= 0) {
+    /* everything is attached and BEGIN has run: the command may start */
+    fflush(st.out);
+    if (write(opts->child_go_fd, "g", 1) != 1) st.child_pid = -1;
+    close(opts->child_go_fd);
+  }
+  event_loop(&st, rb, opts->timeout_ms);
+  /* Records queued before the stop are still handled (or dropped if the
+   * stop was exit()); END's own records always are. */
+  drain(&st, rb);
+  st.exit_seen = 0;
+  run_special(&st, rb, "END");
+
+  print_all_maps_as(c, st.format, st.out);
+  fflush(st.out);
+  ring_buffer__free(rb);
+  restore_signals(&saved);
+  return 0;
+}

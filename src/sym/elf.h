@@ -1,0 +1,33 @@
+/* elf: the user-space files loupe probes — finding a binary or a library
+ * by name, and reading the function symbols of an ELF file (libelf). */
+#ifndef LOUPE_SYM_ELF_H
+#define LOUPE_SYM_ELF_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+typedef struct Func {
+  char *name;
+  uint64_t offset;   /* in the file */
+} Func;
+
+typedef struct FuncList {
+  Func *funcs;
+  int n, cap;
+} FuncList;
+
+/* Finds the file BINARY names: a path as it is, a bare name in the first
+ * PATH directory holding an executable of that name, or else a shared
+ * library of that name (NAME.so or NAME.so.N in the usual library
+ * directories). The path found goes to out; false if there is none. */
+bool elf_find_binary(const char *binary, char *out, size_t outlen);
+
+/* Reads the defined function symbols of the ELF file at path (.symtab and
+ * .dynsym) into l, with file offsets, sorted by name, one of each name.
+ * Returns 0, or -1 with a message in err. */
+int elf_read_functions(const char *path, FuncList *l, char *err,
+                       size_t errlen);
+void elf_funcs_free(FuncList *l);
+
+#endif
