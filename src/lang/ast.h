@@ -59,6 +59,11 @@ typedef struct TupleType {
   int size;
 } TupleType;
 
+/* The bytes a value takes in a map, a printf record or a scratch buffer:
+ * integers 8, strings their size rounded up to 8, buffers 8 more for
+ * their length, tuples their packed size (lang/types.c). */
+int value_cap(Type t);
+
 /* ---- expressions and statements ------------------------------------- */
 
 typedef enum NodeKind {
@@ -147,6 +152,8 @@ struct Node {
   int bit_offset, bit_size;  /* N_FIELD of a C bitfield (bit_size > 0) */
   bool field_data_loc;       /* N_FIELD: __data_loc string */
   int printf_id;             /* N_CALL printf: index in Compiled.printfs */
+  const struct Builtin *builtin;  /* N_BUILTIN, N_CALL: its record
+                                     (builtins/builtin.h) */
 };
 
 /* ---- probes --------------------------------------------------------- */

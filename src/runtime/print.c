@@ -31,6 +31,8 @@
  */
 #include "runtime/print.h"
 
+#include "builtins/builtin.h"
+
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 #include <errno.h>
@@ -306,8 +308,9 @@ static int value_slots(const MapSym *m) {
   return map_is_percpu(m) ? (int)(value_buf_size(m) / slot_size(m)) : 1;
 }
 
-static AggKind agg_of(const MapSym *m) {
-  return m->value_type.kind == TY_AGG ? m->value_type.agg : AGG_NONE;
+/* The aggregation of the map's values, or NULL for plain values. */
+static const AggOps *agg_of(const MapSym *m) {
+  return m->value_type.kind == TY_AGG ? agg_ops(m->value_type.agg) : NULL;
 }
 
 static int64_t read_s64(const uint8_t *p) {
@@ -334,58 +337,20 @@ static uint64_t read_int(const uint8_t *p, int size, bool sign) {
   }
 }
 
-/* Bytes of an entry's value once reduced over CPUs: one int64 for count,
- * sum, min and max; { total, count } for avg and stats; the bucket counts
- * of a hist or lhist; the stored value for everything else. */
+/* Bytes of an entry's value once reduced over CPUs: the stored value, or
+ * what its aggregation reduces to. */
 static int reduced_size(const MapSym *m) {
-  switch (agg_of(m)) {
-  case AGG_NONE: return m->value_size;
-  case AGG_AVG:
-  case AGG_STATS: return 16;
-  case AGG_HIST:
-  case AGG_LHIST: return m->value_size / 8 * 8;
-  default: return 8;
-  }
+  const AggOps *a = agg_of(m);
+  return a ? a->reduced_size(m) : m->value_size;
 }
 
-/* min() and max() keep { value, seen } per CPU; CPUs that never stored a
- * value do not count. Nothing seen anywhere reads as 0 (as after zero()). */
-static uint64_t reduce_minmax(const MapSym *m, const uint8_t *buf, int slots) {
-  bool is_min = m->value_type.agg == AGG_MIN;
-  bool sign = m->value_type.is_signed;
-  bool any = false;
-  uint64_t best = 0;
-  for (int c = 0; c < slots; c++) {
-    const uint8_t *s = buf + (size_t)c * slot_size(m);
-    if (!read_s64(s + 8)) continue;
-    uint64_t v = (uint64_t)read_s64(s);
-    bool less = sign ? (int64_t)v < (int64_t)best : v < best;
-    bool greater = v != best && !less;
-    if (!any || (is_min ? less : greater)) best = v;
-    any = true;
-  }
-  return best;
-}
-
-/* Reduces a looked-up value into `out` (reduced_size bytes): the other
- * aggregations add every 8-byte word over the CPUs. */
+/* Reduces a looked-up value into `out` (reduced_size bytes). */
 static void reduce_value(const MapSym *m, const uint8_t *buf, uint8_t *out) {
-  int slots = value_slots(m);
-  AggKind agg = agg_of(m);
-  if (agg == AGG_NONE) {
+  const AggOps *a = agg_of(m);
+  if (a)
+    a->reduce(m, buf, value_slots(m), slot_size(m), out);
+  else
     memcpy(out, buf, m->value_size);
-  } else if (agg == AGG_MIN || agg == AGG_MAX) {
-    uint64_t v = reduce_minmax(m, buf, slots);
-    memcpy(out, &v, 8);
-  } else {
-    int words = reduced_size(m) / 8;
-    for (int w = 0; w < words; w++) {
-      uint64_t sum = 0;
-      for (int c = 0; c < slots; c++)
-        sum += (uint64_t)read_s64(buf + (size_t)c * slot_size(m) + w * 8);
-      memcpy(out + w * 8, &sum, 8);
-    }
-  }
 }
 
 /* One map entry, its value reduced over CPUs. */
@@ -403,21 +368,10 @@ typedef struct MapDump {
   int n;
 } MapDump;
 
-static int64_t average(const uint8_t *val) {
-  int64_t total = read_s64(val), count = read_s64(val + 8);
-  return count ? total / count : 0;
-}
-
 /* Whether the numbers the map prints and sorts by are signed. */
 static bool value_is_signed(const MapSym *m) {
-  switch (agg_of(m)) {
-  case AGG_COUNT:
-  case AGG_HIST:
-  case AGG_LHIST: return false;
-  case AGG_AVG:
-  case AGG_STATS: return true;
-  default: return m->value_type.is_signed;
-  }
+  const AggOps *a = agg_of(m);
+  return a ? a->sorts_signed(m) : m->value_type.is_signed;
 }
 
 /* bpftrace sorts integer and aggregation values by value (hist and lhist
@@ -428,21 +382,10 @@ static bool sorts_by_value(const MapSym *m) {
 }
 
 static uint64_t sort_number(const MapSym *m, const uint8_t *val) {
-  switch (agg_of(m)) {
-  case AGG_NONE:
-    if (m->value_type.kind != TY_INT) return 0;
-    return read_int(val, m->value_size, m->value_type.is_signed);
-  case AGG_AVG:
-  case AGG_STATS: return (uint64_t)average(val);
-  case AGG_HIST:
-  case AGG_LHIST: {
-    uint64_t total = 0;
-    for (int i = 0; i < reduced_size(m) / 8; i++)
-      total += (uint64_t)read_s64(val + i * 8);
-    return total;
-  }
-  default: return (uint64_t)read_s64(val);
-  }
+  const AggOps *a = agg_of(m);
+  if (a) return a->sort_number(m, val);
+  if (m->value_type.kind != TY_INT) return 0;
+  return read_int(val, m->value_size, m->value_type.is_signed);
 }
 
 /* Grows the dump's arrays to hold at least one more entry. */
@@ -681,229 +624,26 @@ static void put_keys(const MapSym *m, const uint8_t *key, const char *sep,
   }
 }
 
-/* ---- histograms --------------------------------------------------------- */
-
-typedef unsigned __int128 u128;
-
-/* One bucket of a hist or lhist: which values it counts. */
-typedef struct Bucket {
-  bool possible;        /* some value can land in it (see hist_bucket) */
-  bool below, above;    /* (..., lo) / [lo, ...) */
-  __int128 lo, hi;      /* [lo, hi) */
-} Bucket;
-
-/* Bucket i of hist(v, bits), laid out as program.h says. With bits > 0,
- * a power of two smaller than 2^bits has fewer values than slots: the
- * slots no value maps to are not possible, and are never printed. */
-static Bucket hist_bucket(int bits, int i) {
-  Bucket b = {.possible = true};
-  if (i == 0) {
-    b.below = true;
-    b.hi = 0;
-    return b;
-  }
-  if (i == 1) {
-    b.lo = 0;
-    b.hi = 1;
-    return b;
-  }
-  int j = i - 2, e = j >> bits, sub = j & ((1 << bits) - 1);
-  if (e < bits) {
-    int step = 1 << (bits - e);
-    b.possible = sub % step == 0;
-    b.lo = ((u128)1 << e) + sub / step;
-    b.hi = b.lo + 1;
-  } else {
-    b.lo = ((u128)1 << e) + ((u128)sub << (e - bits));
-    b.hi = b.lo + ((u128)1 << (e - bits));
-  }
-  return b;
-}
-
-/* Bucket i of lhist(v, min, max, step) with n buckets. */
-static Bucket lhist_bucket(const MapSym *m, int n, int i) {
-  Bucket b = {.possible = true};
-  if (i == 0) {
-    b.below = true;
-    b.hi = m->lhist_min;
-  } else if (i == n - 1) {
-    b.above = true;
-    b.lo = m->lhist_max;
-  } else {
-    b.lo = m->lhist_min + (__int128)(i - 1) * m->lhist_step;
-    b.hi = b.lo + m->lhist_step;
-  }
-  return b;
-}
-
-/* A hist bound: the number, with K, M, G, T, P, E for whole multiples of
- * powers of 1024 ([1K, 2K), [1M, 2M), ...). */
-static void hist_number(u128 n, char *buf, size_t len) {
-  static const char suffix[] = " KMGTPE";
-  int s = 0;
-  while (n >= 1024 && n % 1024 == 0 && s < 6) {
-    n /= 1024;
-    s++;
-  }
-  snprintf(buf, len, "%" PRIu64 "%.*s", (uint64_t)n, s ? 1 : 0, suffix + s);
-}
-
-/* An lhist bound as bpftrace writes it: whole multiples of 1M and 1K get
- * the suffix (but not 0), anything else is the plain number. */
-static void lhist_number(int64_t n, char *buf, size_t len) {
-  if (n != 0 && n % (1024 * 1024) == 0)
-    snprintf(buf, len, "%" PRId64 "M", n / (1024 * 1024));
-  else if (n != 0 && n % 1024 == 0)
-    snprintf(buf, len, "%" PRId64 "K", n / 1024);
-  else
-    snprintf(buf, len, "%" PRId64, n);
-}
-
-static void bucket_label(const Bucket *b, bool linear, char *buf, size_t len) {
-  char lo[48], hi[48];
-  if (linear) {
-    lhist_number((int64_t)b->lo, lo, sizeof lo);
-    lhist_number((int64_t)b->hi, hi, sizeof hi);
-  } else {
-    hist_number((u128)b->lo, lo, sizeof lo);
-    hist_number((u128)b->hi, hi, sizeof hi);
-  }
-  if (b->below)
-    snprintf(buf, len, "(..., %s)", hi);
-  else if (b->above)
-    snprintf(buf, len, "[%s, ...)", lo);
-  else if (b->hi - b->lo == 1)
-    snprintf(buf, len, "[%s]", lo);
-  else
-    snprintf(buf, len, "[%s, %s)", lo, hi);
-}
-
-static Bucket bucket_at(const MapSym *m, int n, int i) {
-  return agg_of(m) == AGG_LHIST ? lhist_bucket(m, n, i)
-                                : hist_bucket(m->hist_bits, i);
-}
-
-/* The range of buckets printed: from the first non-empty one to the last.
- * Returns false when every bucket is empty. */
-static bool hist_range(const uint64_t *b, int n, int *first, int *last,
-                       uint64_t *max) {
-  *first = -1;
-  *max = 0;
-  for (int i = 0; i < n; i++) {
-    if (!b[i]) continue;
-    if (*first < 0) *first = i;
-    *last = i;
-    if (b[i] > *max) *max = b[i];
-  }
-  return *first >= 0;
-}
-
-#define HIST_BAR_WIDTH 52
-
-/* bpftrace's rows: the label left-aligned in 16 columns, the count in 8,
- * then a bar of '@' scaled so the largest bucket fills 52 columns (the
- * count divided by div, the bar not). */
-static void text_hist(const MapSym *m, const uint64_t *b, int n,
-                      uint64_t div, FILE *out) {
-  int first, last;
-  uint64_t max;
-  if (!hist_range(b, n, &first, &last, &max)) return;
-  bool linear = agg_of(m) == AGG_LHIST;
-  for (int i = first; i <= last; i++) {
-    Bucket bk = bucket_at(m, n, i);
-    if (!bk.possible) continue;
-    char label[128], bar[HIST_BAR_WIDTH + 1];
-    bucket_label(&bk, linear, label, sizeof label);
-    /* In single precision, as bpftrace computes it. */
-    int width = (int)((float)b[i] / (float)max * HIST_BAR_WIDTH);
-    if (width > HIST_BAR_WIDTH) width = HIST_BAR_WIDTH;
-    memset(bar, '@', width);
-    bar[width] = '\0';
-    fprintf(out, "%-16s%8" PRIu64 " |%-*s|\n", label, b[i] / div,
-            HIST_BAR_WIDTH, bar);
-  }
-}
-
-static void put_i128(__int128 v, FILE *out) {
-  if (v < 0)
-    fprintf(out, "-%" PRIu64, (uint64_t)-v);
-  else
-    fprintf(out, "%" PRIu64, (uint64_t)v);
-}
-
-/* [{"min": 4, "max": 7, "count": 1}, ...]; the bucket below has no min,
- * the one above no max. */
-static void json_hist(const MapSym *m, const uint64_t *b, int n,
-                      uint64_t div, FILE *out) {
-  int first, last;
-  uint64_t max;
-  fputc('[', out);
-  if (hist_range(b, n, &first, &last, &max)) {
-    bool sep = false;
-    for (int i = first; i <= last; i++) {
-      Bucket bk = bucket_at(m, n, i);
-      if (!bk.possible) continue;
-      fputs(sep ? ", {" : "{", out);
-      sep = true;
-      if (!bk.below) {
-        fputs("\"min\": ", out);
-        put_i128(bk.lo, out);
-        fputs(", ", out);
-      }
-      if (!bk.above) {
-        fputs("\"max\": ", out);
-        put_i128(bk.hi - 1, out);
-        fputs(", ", out);
-      }
-      fprintf(out, "\"count\": %" PRIu64 "}", b[i] / div);
-    }
-  }
-  fputc(']', out);
-}
-
 /* ---- maps: printing ----------------------------------------------------- */
 
-static bool is_agg(const MapSym *m, AggKind agg) { return agg_of(m) == agg; }
-
-/* bpftrace keeps a keyless count() in an array, which always has its slot:
- * empty, it still prints 0. */
+/* A keyless count() prints 0 when empty (see AggOps.zero_when_empty). */
 static bool prints_zero_when_empty(const MapSym *m) {
-  return m->nkeys == 0 && is_agg(m, AGG_COUNT);
+  return m->nkeys == 0 && agg_of(m) && agg_of(m)->zero_when_empty;
 }
 
-/* An entry's value as a number or text, in text or JSON (not hist). */
+/* An entry's value as a number or text, in text or JSON. */
 static void put_entry_value(const MapSym *m, const Entry *e, int64_t div,
                             bool json, FILE *out) {
-  const uint8_t *v = e->val;
-  switch (agg_of(m)) {
-  case AGG_NONE:
-    put_value(&m->value_type, v, m->value_size, div, json, out);
-    break;
-  case AGG_STATS:
-    /* print()'s top and div do not apply to stats. */
-    fprintf(out,
-            json ? "{\"count\": %" PRId64 ", \"average\": %" PRId64
-                   ", \"total\": %" PRId64 "}"
-                 : "count %" PRId64 ", average %" PRId64 ", total %" PRId64,
-            read_s64(v + 8), average(v), read_s64(v));
-    break;
-  case AGG_AVG:
-    fprintf(out, "%" PRId64, average(v) / div);
-    break;
-  case AGG_COUNT:
-    fprintf(out, "%" PRIu64, (uint64_t)read_s64(v) / (uint64_t)div);
-    break;
-  default:
-    if (value_is_signed(m))
-      fprintf(out, "%" PRId64, read_s64(v) / div);
-    else
-      fprintf(out, "%" PRIu64, (uint64_t)read_s64(v) / (uint64_t)div);
-    break;
-  }
+  const AggOps *a = agg_of(m);
+  if (a)
+    a->print_value(m, e->val, div, json, out);
+  else
+    put_value(&m->value_type, e->val, m->value_size, div, json, out);
 }
 
-static bool is_hist(const MapSym *m) {
-  return is_agg(m, AGG_HIST) || is_agg(m, AGG_LHIST);
+/* A histogram's rows follow its "@name[k]: " line. */
+static bool is_multiline(const MapSym *m) {
+  return agg_of(m) && agg_of(m)->multiline;
 }
 
 /* bpftrace's text: "@name[k1, k2]: value" lines; a histogram's rows follow
@@ -913,7 +653,7 @@ static void text_map(const MapSym *m, const MapDump *d, int first,
                      int64_t div, FILE *out) {
   for (int i = first; i < d->n; i++) {
     const Entry *e = &d->entries[i];
-    if (is_hist(m) && i > first) fputc('\n', out);
+    if (is_multiline(m) && i > first) fputc('\n', out);
     fputs(m->name, out);
     if (m->nkeys > 0) {
       fputc('[', out);
@@ -921,20 +661,14 @@ static void text_map(const MapSym *m, const MapDump *d, int first,
       fputc(']', out);
     }
     fputs(": ", out);
-    if (is_hist(m)) {
-      fputc('\n', out);
-      /* lhist ignores div in bpftrace. */
-      text_hist(m, (const uint64_t *)e->val, reduced_size(m) / 8,
-                is_agg(m, AGG_LHIST) ? 1 : (uint64_t)div, out);
-    } else {
-      put_entry_value(m, e, div, false, out);
-      fputc('\n', out);
-    }
+    if (is_multiline(m)) fputc('\n', out);
+    put_entry_value(m, e, div, false, out);
+    if (!is_multiline(m)) fputc('\n', out);
   }
   bool none = first >= d->n;
   if (none && prints_zero_when_empty(m)) fprintf(out, "%s: 0\n", m->name);
-  else if (none || is_hist(m)) fputc('\n', out);
-  if (is_agg(m, AGG_AVG) || is_agg(m, AGG_STATS)) fputc('\n', out);
+  else if (none || is_multiline(m)) fputc('\n', out);
+  if (agg_of(m) && agg_of(m)->blank_line_after) fputc('\n', out);
 }
 
 /* bpftrace's JSON: one line {"type": "map"|"hist"|"stats", "data":
@@ -944,9 +678,7 @@ static void json_map(const MapSym *m, const MapDump *d, int first,
                      int64_t div, FILE *out) {
   bool none = first >= d->n;
   if (none && !prints_zero_when_empty(m)) return;
-  const char *type = is_hist(m) ? "hist"
-                     : is_agg(m, AGG_AVG) || is_agg(m, AGG_STATS) ? "stats"
-                     : "map";
+  const char *type = agg_of(m) ? agg_of(m)->json_type : "map";
   fprintf(out, "{\"type\": \"%s\", \"data\": {", type);
   print_json_string(m->name, strlen(m->name), out);
   fputs(": ", out);
@@ -961,11 +693,7 @@ static void json_map(const MapSym *m, const MapDump *d, int first,
       memtext_put_json(&mt, out);
       fputs(": ", out);
     }
-    if (is_hist(m))
-      json_hist(m, (const uint64_t *)e->val, reduced_size(m) / 8,
-                is_agg(m, AGG_LHIST) ? 1 : (uint64_t)div, out);
-    else
-      put_entry_value(m, e, div, true, out);
+    put_entry_value(m, e, div, true, out);
   }
   if (m->nkeys > 0) fputc('}', out);
   fputs("}}\n", out);
@@ -982,7 +710,8 @@ int print_map_as(const MapSym *m, int64_t top, int64_t div, OutFormat fmt,
   sort_entries(&d);
   /* The top N are the last N in bpftrace's order; stats() ignores top. */
   int first = 0;
-  if (top > 0 && top < d.n && !is_agg(m, AGG_STATS)) first = d.n - (int)top;
+  if (top > 0 && top < d.n && !(agg_of(m) && agg_of(m)->ignores_top))
+    first = d.n - (int)top;
   if (div <= 0) div = 1;
   if (fmt == OUT_JSON)
     json_map(m, &d, first, div, out);

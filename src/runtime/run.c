@@ -27,6 +27,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "builtins/builtin.h"
 #include "runtime/print.h"
 #include "probes/provider.h"
 
@@ -57,218 +58,17 @@ typedef struct RunState {
 int run_handle_record(Compiled *c, FILE *out, int format, int *exit_seen,
                       const void *data, size_t size);
 
-/* ---- records that print text ------------------------------------------ */
-
-/* bpftrace reads at most this much of a file for cat()
- * (BPFTRACE_CAT_BYTES_MAX). */
-#define CAT_BYTES_MAX 10240
-
-/* The output of a printf-like record, formatted into a malloc'd string.
- * Returns NULL when out of memory. */
-static char *format_record(const PrintfDef *p, const uint8_t *payload,
-                           size_t *len) {
-  char *buf = NULL;
-  *len = 0;
-  FILE *f = open_memstream(&buf, len);
-  if (!f) return NULL;
-  print_printf(p, payload, f);
-  fclose(f);
-  return buf;
-}
-
-/* Text as is, or the JSON record {"type": TYPE, "data": "TEXT"}. */
-static void put_message(const char *type, const char *text, size_t len,
-                        int format, FILE *out) {
-  if (format != OUT_JSON) {
-    fwrite(text, 1, len, out);
-    return;
-  }
-  fprintf(out, "{\"type\": \"%s\", \"data\": ", type);
-  print_json_string(text, len, out);
-  fputs("}\n", out);
-}
-
-static void handle_printf(const PrintfDef *p, const uint8_t *payload,
-                          int format, FILE *out) {
-  if (format != OUT_JSON) {
-    print_printf(p, payload, out);
-    return;
-  }
-  size_t len;
-  char *text = format_record(p, payload, &len);
-  if (text) put_message("printf", text, len, format, out);
-  free(text);
-}
-
-/* time(fmt): the local time, through strftime. */
-static void handle_time(const PrintfDef *p, int format, FILE *out) {
-  const char *fmt = p->fmt ? p->fmt : "%H:%M:%S\n";
-  char buf[512];
-  time_t now = time(NULL);
-  struct tm tm;
-  localtime_r(&now, &tm);
-  size_t n = strftime(buf, sizeof buf, fmt, &tm);
-  if (n == 0) {
-    /* bpftrace's words, for an empty result too */
-    fputs("ERROR: strftime returned 0\n", stderr);
-    return;
-  }
-  put_message("time", buf, n, format, out);
-}
-
-/* Reads everything from fd, up to max bytes (0: no limit), into a malloc'd
- * buffer. Retries reads a signal interrupted. */
-static char *read_fd(int fd, size_t max, size_t *len) {
-  size_t cap = 4096, n = 0;
-  char *buf = malloc(cap);
-  while (buf && (max == 0 || n < max)) {
-    if (n == cap) {
-      char *nb = realloc(buf, cap *= 2);
-      if (!nb) break;
-      buf = nb;
-    }
-    size_t want = cap - n;
-    if (max && want > max - n) want = max - n;
-    ssize_t r = read(fd, buf + n, want);
-    if (r < 0 && errno == EINTR) continue;
-    if (r <= 0) break;
-    n += r;
-  }
-  *len = n;
-  return buf;
-}
-
-/* system(fmt, ...): runs the command with /bin/sh; what it writes on its
- * stdout becomes loupe's output, in order with the rest (bpftrace does the
- * same; its JSON record type is "syscall"). */
-static void handle_system(const PrintfDef *p, const uint8_t *payload,
-                          int format, FILE *out) {
-  size_t len;
-  char *cmd = format_record(p, payload, &len);
-  if (!cmd) return;
-  fflush(out);
-  fflush(stderr);
-  FILE *f = popen(cmd, "r");
-  if (!f) {
-    fprintf(stderr, "loupe: system(\"%s\") failed: %s\n", cmd,
-            strerror(errno));
-    free(cmd);
-    return;
-  }
-  char *text = read_fd(fileno(f), 0, &len);
-  pclose(f);
-  if (text) put_message("syscall", text, len, format, out);
-  free(text);
-  free(cmd);
-}
-
-/* cat(fmt, ...): the file's contents, as they are (no newline added). */
-static void handle_cat(const PrintfDef *p, const uint8_t *payload,
-                       int format, FILE *out) {
-  size_t len;
-  char *path = format_record(p, payload, &len);
-  if (!path) return;
-  char *text = NULL;
-  len = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    fprintf(stderr, "ERROR: failed to open file '%s': %s\n", path,
-            strerror(errno));
-  } else {
-    text = read_fd(fd, CAT_BYTES_MAX, &len);
-    close(fd);
-  }
-  /* In JSON a file that cannot be read still gives an empty record. */
-  if (text || format == OUT_JSON) put_message("cat", text ? text : "", len,
-                                              format, out);
-  free(text);
-  free(path);
-}
-
-/* join(argv[, delim]): the argument slots up to the first empty one,
- * joined by the delimiter; a newline ends the line in text only. */
-static void handle_join(const PrintfDef *p, const uint8_t *payload,
-                        size_t payload_size, int format, FILE *out) {
-  const char *delim = p->fmt ? p->fmt : " ";
-  char *text = NULL;
-  size_t len = 0;
-  FILE *f = open_memstream(&text, &len);
-  if (!f) return;
-  for (int i = 0; i < JOIN_MAX_ARGS; i++) {
-    size_t off = (size_t)i * JOIN_ARG_SIZE;
-    if (off + JOIN_ARG_SIZE > payload_size) break;
-    const char *arg = (const char *)payload + off;
-    if (!arg[0]) break;
-    if (i) fputs(delim, f);
-    fwrite(arg, 1, strnlen(arg, JOIN_ARG_SIZE), f);
-  }
-  if (format != OUT_JSON) fputc('\n', f);
-  fclose(f);
-  if (text) put_message("join", text, len, format, out);
-  free(text);
-}
-
-/* print(@m[, top[, div]]): the payload holds { int64 top; int64 div }. */
-static void handle_print_map(const MapSym *m, const uint8_t *payload,
-                             size_t payload_size, int format, FILE *out) {
-  int64_t top = 0, div = 0;
-  if (payload_size >= 16) {
-    memcpy(&top, payload, 8);
-    memcpy(&div, payload + 8, 8);
-  }
-  print_map_as(m, top, div, format, out);
-}
-
-/* The printf id of a record, or NULL when out of range or the payload is
- * short. */
-static const PrintfDef *record_printf(const Compiled *c, uint32_t index,
-                                      size_t payload_size) {
-  if (index >= (uint32_t)c->nprintfs) return NULL;
-  if (payload_size < (size_t)c->printfs[index].size) return NULL;
-  return &c->printfs[index];
-}
-
 int run_handle_record(Compiled *c, FILE *out, int format, int *exit_seen,
                       const void *data, size_t size) {
   EventHeader h;
   if (size < sizeof h || *exit_seen) return 0;
   memcpy(&h, data, sizeof h);
-  const uint8_t *payload = (const uint8_t *)data + sizeof h;
-  size_t payload_size = size - sizeof h;
-  const PrintfDef *p = record_printf(c, h.index, payload_size);
-  const MapSym *m = h.index < (uint32_t)c->nmaps ? c->maps[h.index] : NULL;
-  switch (h.kind) {
-  case EV_PRINTF:
-    if (p) handle_printf(p, payload, format, out);
-    break;
-  case EV_EXIT:
-    *exit_seen = 1;
-    break;
-  case EV_PRINT_MAP:
-    if (m) handle_print_map(m, payload, payload_size, format, out);
-    break;
-  case EV_CLEAR_MAP:
-    if (m) map_clear(m);
-    break;
-  case EV_ZERO_MAP:
-    if (m) map_zero(m);
-    break;
-  case EV_TIME:
-    if (p) handle_time(p, format, out);
-    break;
-  case EV_SYSTEM:
-    if (p) handle_system(p, payload, format, out);
-    break;
-  case EV_CAT:
-    if (p) handle_cat(p, payload, format, out);
-    break;
-  case EV_JOIN:
-    if (h.index < (uint32_t)c->nprintfs)
-      handle_join(&c->printfs[h.index], payload, payload_size, format, out);
-    break;
-  default:
-    break;
-  }
+  /* The builtin that sent the record knows what it means. */
+  const Builtin *b = builtin_for_event(h.kind);
+  if (!b) return 0;
+  EventCtx e = {.c = c, .out = out, .format = format, .exit_seen = exit_seen};
+  b->on_event(&e, h.index, (const uint8_t *)data + sizeof h,
+              size - sizeof h);
   return 0;
 }
 

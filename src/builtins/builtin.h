@@ -1,0 +1,120 @@
+/* builtin: one record per builtin of the language — the bare words (pid,
+ * comm, args, ...) and the functions (printf, str, count, hist, ...). A
+ * record holds everything about its builtin: how it is type-checked, the
+ * code it generates, the events it sends to user space and how they are
+ * handled, and for aggregations how their map values are combined over
+ * CPUs and printed. The passes find a record by name once (check stores
+ * it in Node.builtin) and call its hooks; they never name a builtin.
+ *
+ * The records live in builtins/<group>.c, one array per group, and
+ * registry.c lists the groups. Adding a builtin means adding a record to
+ * its group's array. */
+#ifndef LOUPE_BUILTINS_BUILTIN_H
+#define LOUPE_BUILTINS_BUILTIN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "codegen/gen.h"
+#include "lang/checker.h"
+
+typedef enum BuiltinForm {
+  BI_WORD,   /* a bare identifier: pid, comm, args, arg0 */
+  BI_CALL,   /* a function call: printf(...), count() */
+} BuiltinForm;
+
+/* What an event handler works with (runtime/run.c fills it in). */
+typedef struct EventCtx {
+  const Compiled *c;
+  FILE *out;
+  int format;        /* OutFormat */
+  int *exit_seen;    /* set to stop handling records (exit()) */
+} EventCtx;
+
+struct AggOps;
+
+typedef struct Builtin {
+  const char *name;
+  BuiltinForm form;
+  /* BI_CALL: the number of arguments, checked (with bpftrace's message)
+   * before `check` runs. max_args < 0: `check` counts them itself. */
+  int min_args, max_args;
+  /* BI_CALL: the call has a value (its type starts as "none", so that a
+   * wrong argument is not also reported as a use of a value-less call). */
+  bool has_value;
+  /* Types n (sets n->type) and reports misuse. NULL: loupe does not
+   * support this builtin yet, which the user is told. */
+  void (*check)(Checker *c, Node *n);
+  /* Code, by the kind of use; NULL where that use cannot occur. */
+  int (*emit_int)(Gen *g, Node *n);           /* value into a register */
+  void (*emit_buf)(Gen *g, Node *n, int dst, int cap);  /* into a buffer */
+  /* As a statement; returns true when control never continues after it
+   * (exit()). */
+  bool (*emit_stmt)(Gen *g, Node *n);
+  /* Aggregations (values of per-CPU maps): count(), hist(), ... */
+  const struct AggOps *agg;
+  /* The EventKind (codegen/program.h) of the records it sends, and their
+   * handler in user space (index: EventHeader.index). */
+  uint32_t event;
+  void (*on_event)(const EventCtx *e, uint32_t index, const uint8_t *payload,
+                   size_t size);
+} Builtin;
+
+/* How an aggregation lives in its per-CPU map (layouts in program.h),
+ * how CPUs combine and how its values print. */
+typedef struct AggOps {
+  AggKind kind;
+  /* check: the map's parameters from a call feeding it (hist bits, lhist
+   * bounds), which every call must agree on; NULL if it has none. */
+  void (*check_map)(Checker *c, MapSym *m, Node *call);
+  /* Bytes of one CPU's value. */
+  int (*value_size)(const MapSym *m);
+  /* In the kernel: @m[k] = f(v) on this CPU's slot. */
+  void (*emit_update)(Gen *g, Node *mapnode, Node *call);
+  /* Bytes of an entry's value once reduced over CPUs. */
+  int (*reduced_size)(const MapSym *m);
+  /* Combines `slots` per-CPU values (slot_size bytes apart) into out. */
+  void (*reduce)(const MapSym *m, const uint8_t *buf, int slots,
+                 int slot_size, uint8_t *out);
+  /* The number entries sort by when a map is printed, and whether it is
+   * signed. */
+  uint64_t (*sort_number)(const MapSym *m, const uint8_t *val);
+  bool (*sorts_signed)(const MapSym *m);
+  /* Prints a reduced value, divided by div (print(@m, top, div)). */
+  void (*print_value)(const MapSym *m, const uint8_t *val, int64_t div,
+                      bool json, FILE *out);
+  const char *json_type;    /* the JSON record's "type": map, hist, stats */
+  bool multiline;           /* text: on lines after "@m[k]: " (hist) */
+  bool blank_line_after;    /* text: an empty line after the map */
+  bool ignores_top;         /* print(@m, top) prints every entry */
+  bool zero_when_empty;     /* keyless and empty, it still prints 0 */
+} AggOps;
+
+/* Shared by the aggregation groups (aggregation.c, histogram.c). */
+/* The check of every aggregation call: assigned to a map, min..max
+ * arguments, the first an integer. False if it failed. */
+bool check_aggregation(Checker *c, Node *n, int min, int max);
+int64_t agg_read_s64(const uint8_t *p);
+/* Adds every 8-byte word of the per-CPU values (count, sum, avg, ...). */
+void agg_reduce_sum(const MapSym *m, const uint8_t *buf, int slots,
+                    int slot_size, uint8_t *out);
+
+/* The record for name used as `form`, or NULL. */
+const Builtin *builtin_find(const char *name, BuiltinForm form);
+/* The record that handles records of EventKind `kind`, or NULL. */
+const Builtin *builtin_for_event(uint32_t kind);
+/* The aggregation of a map's values (NULL unless TY_AGG). */
+const AggOps *agg_ops(AggKind kind);
+
+/* The groups (registry.c lists them), each ended by an empty record. */
+extern const Builtin builtins_context[];     /* context.c */
+extern const Builtin builtins_output[];      /* output.c */
+extern const Builtin builtins_maps[];        /* maps.c */
+extern const Builtin builtins_strings[];     /* strings.c */
+extern const Builtin builtins_aggregation[]; /* aggregation.c */
+extern const Builtin builtins_histogram[];   /* histogram.c */
+extern const Builtin builtins_kernel[];      /* kernel.c */
+
+#endif

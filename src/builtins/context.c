@@ -1,0 +1,236 @@
+/* context: the builtin words that describe where and when a probe fired —
+ * the task (pid, tid, uid, gid, comm, cgroup, curtask), the time (nsecs,
+ * elapsed), the CPU, random numbers, the probe itself (probe, func), and
+ * the probed code's arguments (args, arg0..arg5, retval). */
+#include <string.h>
+
+#include "builtins/builtin.h"
+#include "lang/ctype.h"
+
+/* ---- checks ---------------------------------------------------------- */
+
+static void check_u32(Checker *c, Node *n) { n->type = ty_int(4, false); }
+static void check_u64(Checker *c, Node *n) { n->type = ty_int(8, false); }
+
+static void check_cpid(Checker *c, Node *n) {
+  if (!c->script->has_command) {
+    error_at(c, n->span, "cpid cannot be used without child command");
+    return;
+  }
+  n->kind = N_INT;   /* the child exists before the script is compiled */
+  n->ival = c->script->cpid;
+  n->type = ty_int(4, false);
+}
+
+static void check_curtask(Checker *c, Node *n) {
+  char err[200];
+  const CType *task = ctype_parse("struct task_struct", err, sizeof(err));
+  n->type = ty_int(8, false);
+  n->type.is_pointer = true;
+  n->type.as = AS_KERNEL;
+  n->type.ctype = task;   /* NULL without BTF: a plain address */
+}
+
+static void check_comm(Checker *c, Node *n) { n->type = ty_str(COMM_SIZE); }
+
+static void check_probe(Checker *c, Node *n) {
+  c->probe->uses_probe = true;
+  n->type = ty_str(probe_name_size(c->probe));
+}
+
+static void check_args(Checker *c, Node *n) {
+  if (c->frame != 0) {
+    error_at(c, n->span, "args can not be used inside a for loop over a "
+             "map (its body runs as a separate function); copy what you "
+             "need into a map first");
+    return;
+  }
+  if (!probe_is_tracepoint(c->probe)) {
+    error_at(c, n->span,
+             "The args builtin can only be used with tracepoint probes");
+    return;
+  }
+  c->probe->uses_args = c->probe->uses_ctx = true;
+  n->type.kind = TY_ARGS;
+}
+
+/* argN and retval read the probed function's registers from the context. */
+static void check_register(Checker *c, Node *n) {
+  const char *s = n->name;
+  bool is_retval = !strcmp(s, "retval");
+  if (!is_retval && probe_not_kprobe(c->probe, false)) {
+    error_at(c, n->span, "The %s builtin can only be used with 'kprobes', "
+             "'uprobes' and 'usdt' probes", s);
+    return;
+  }
+  if (is_retval) {
+    for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
+      if (strcmp(ap->provider, "kretprobe") &&
+          strcmp(ap->provider, "uretprobe")) {
+        error_at(c, n->span, "The retval builtin can only be used with "
+                 "'kretprobe' and 'uretprobe' and 'kfunc' probes (try to "
+                 "use args->ret instead)");
+        return;
+      }
+  }
+  if (c->frame != 0) {
+    error_at(c, n->span, "%s can not be used inside a for loop over a map "
+             "(its body runs as a separate function); copy it into a "
+             "variable first", s);
+    return;
+  }
+  c->probe->uses_ctx = true;
+  n->type = ty_int(8, false);
+  /* Not a pointer type (it prints as a number), but str() of it reads
+   * user memory in uprobes. */
+  if (probe_is_uprobe(c->probe)) n->type.as = AS_USER;
+}
+
+static void check_func(Checker *c, Node *n) {
+  const char *other = probe_not_kprobe(c->probe, true);
+  if (other) {
+    error_at(c, n->span, "The func builtin can not be used with '%s' "
+             "probes", other);
+    return;
+  }
+  /* Like `probe`, the name is a constant of each target's program. */
+  c->probe->uses_probe = true;
+  n->type = ty_str(func_name_size(c->probe));
+}
+
+/* ---- code ------------------------------------------------------------ */
+
+/* r = helper() >> shift, as a 32-bit value. */
+static int emit_helper_u32(Gen *g, int helper, int shift) {
+  int r = reg_alloc(g);
+  emit_call(g, helper);
+  if (shift) emit(g, I_ALU64_IMM(BPF_RSH, BPF_REG_0, shift));
+  emit(g, I_MOV32_REG(r, BPF_REG_0));
+  return r;
+}
+
+static int emit_helper_u64(Gen *g, int helper) {
+  int r = reg_alloc(g);
+  emit_call(g, helper);
+  emit(g, I_MOV64_REG(r, BPF_REG_0));
+  return r;
+}
+
+static int emit_pid(Gen *g, Node *n) {
+  return emit_helper_u32(g, BPF_FUNC_get_current_pid_tgid, 32);
+}
+static int emit_tid(Gen *g, Node *n) {
+  return emit_helper_u32(g, BPF_FUNC_get_current_pid_tgid, 0);
+}
+static int emit_uid(Gen *g, Node *n) {
+  return emit_helper_u32(g, BPF_FUNC_get_current_uid_gid, 0);
+}
+static int emit_gid(Gen *g, Node *n) {
+  return emit_helper_u32(g, BPF_FUNC_get_current_uid_gid, 32);
+}
+static int emit_cpu(Gen *g, Node *n) {
+  return emit_helper_u32(g, BPF_FUNC_get_smp_processor_id, 0);
+}
+static int emit_rand(Gen *g, Node *n) {
+  return emit_helper_u32(g, BPF_FUNC_get_prandom_u32, 0);
+}
+static int emit_nsecs(Gen *g, Node *n) {
+  return emit_helper_u64(g, BPF_FUNC_ktime_get_ns);
+}
+static int emit_curtask(Gen *g, Node *n) {
+  return emit_helper_u64(g, BPF_FUNC_get_current_task);
+}
+static int emit_cgroup(Gen *g, Node *n) {
+  return emit_helper_u64(g, BPF_FUNC_get_current_cgroup_id);
+}
+
+/* nsecs less the start time user space stored in the elapsed map. */
+static int emit_elapsed(Gen *g, Node *n) {
+  int r = emit_helper_u64(g, BPF_FUNC_ktime_get_ns);
+  emit_lookup_slot0(g, find_map(g, ELAPSED_MAP_NAME));
+  int miss = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
+  emit(g, I_ALU64_REG(BPF_SUB, r, BPF_REG_1));
+  patch_here(g, miss);
+  return r;
+}
+
+/* Where argN and retval live in x86-64's struct pt_regs (the calling
+ * convention's registers di, si, dx, cx, r8, r9, and ax). */
+static int pt_regs_offset(const char *builtin) {
+  static const struct { const char *name; int offset; } regs[] = {
+      {"arg0", 112}, {"arg1", 104}, {"arg2", 96}, {"arg3", 88},
+      {"arg4", 72},  {"arg5", 64},  {"retval", 80},
+  };
+  for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
+    if (!strcmp(regs[i].name, builtin)) return regs[i].offset;
+  return 0;
+}
+
+/* kprobe programs may read their struct pt_regs context directly. */
+static int emit_register(Gen *g, Node *n) {
+  int r = reg_alloc(g);
+  emit_ctx(g, r);
+  emit(g, I_LDX(BPF_DW, r, r, pt_regs_offset(n->name)));
+  return r;
+}
+
+/* Kernels before 6.2 or so copy comm with strscpy, which leaves the bytes
+ * after its NUL as they were: zero them all first, or string compares and
+ * map keys see stale bytes. */
+static void emit_comm(Gen *g, Node *n, int dst, int cap) {
+  emit_zero(g, dst, cap);
+  emit_scratch(g, BPF_REG_1, dst);
+  emit(g, I_MOV64_IMM(BPF_REG_2, COMM_SIZE));
+  emit_call(g, BPF_FUNC_get_current_comm);
+}
+
+/* probe and func are constants of each target's program. */
+static void emit_probe(Gen *g, Node *n, int dst, int cap) {
+  const char *name = g->target ? g->target->name : g->p->ap->text;
+  emit_literal(g, name, (int)strlen(name), dst, cap);
+}
+
+static void emit_func(Gen *g, Node *n, int dst, int cap) {
+  if (!g->target || !g->target->event) {
+    fail(g, n->span, "loupe cannot generate code for '%s' yet", n->name);
+    return;
+  }
+  emit_literal(g, g->target->event, (int)strlen(g->target->event), dst,
+               cap);
+}
+
+#define WORD(name, check, emit_int) \
+  {name, BI_WORD, 0, 0, false, check, emit_int, NULL, NULL, NULL, 0, NULL}
+#define STRING_WORD(name, check, emit_buf) \
+  {name, BI_WORD, 0, 0, false, check, NULL, emit_buf, NULL, NULL, 0, NULL}
+#define NOT_YET(name) \
+  {name, BI_WORD, 0, 0, false, NULL, NULL, NULL, NULL, NULL, 0, NULL}
+
+const Builtin builtins_context[] = {
+    WORD("pid", check_u32, emit_pid),
+    WORD("tid", check_u32, emit_tid),
+    WORD("uid", check_u32, emit_uid),
+    WORD("gid", check_u32, emit_gid),
+    WORD("cpu", check_u32, emit_cpu),
+    WORD("rand", check_u32, emit_rand),
+    WORD("nsecs", check_u64, emit_nsecs),
+    WORD("elapsed", check_u64, emit_elapsed),
+    WORD("cgroup", check_u64, emit_cgroup),
+    WORD("curtask", check_curtask, emit_curtask),
+    WORD("cpid", check_cpid, NULL),   /* folded to its value by check */
+    STRING_WORD("comm", check_comm, emit_comm),
+    STRING_WORD("probe", check_probe, emit_probe),
+    STRING_WORD("func", check_func, emit_func),
+    WORD("args", check_args, NULL),   /* read through its fields */
+    WORD("arg0", check_register, emit_register),
+    WORD("arg1", check_register, emit_register),
+    WORD("arg2", check_register, emit_register),
+    WORD("arg3", check_register, emit_register),
+    WORD("arg4", check_register, emit_register),
+    WORD("arg5", check_register, emit_register),
+    WORD("retval", check_register, emit_register),
+    NOT_YET("username"),
+    NOT_YET("sarg0"),
+    {0},
+};

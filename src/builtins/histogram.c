@@ -1,0 +1,416 @@
+/* histogram: hist(v[, bits]) and lhist(v, min, max, step) — per-CPU
+ * arrays of bucket counts (layouts in codegen/program.h), printed as
+ * bpftrace's histogram art or its JSON. */
+#include <inttypes.h>
+#include <string.h>
+
+#include "builtins/builtin.h"
+
+/* ---- checks ---------------------------------------------------------- */
+
+/* hist(v) as bpftrace 0.17 takes it (without an argument its message is
+ * "requires one argument"), hist(v, bits) as later versions do. */
+static void check_hist(Checker *c, Node *n) {
+  if (!check_aggregation(c, n, 1, n->args ? 2 : 1)) return;
+  int64_t v;
+  Node *bits = n->args->next;
+  if (bits && want_const(c, bits, n->name, "bits", 0, 5, &v)) n->ival = v;
+}
+
+/* lhist(v, min, max, step): integer literals making at most 1000
+ * buckets. Negative bounds, which bpftrace 0.17 refuses, are fine. */
+static void check_lhist_bounds(Checker *c, Node *n) {
+  static const char *const names[] = {"min", "max", "step"};
+  int64_t b[3];
+  Node *a = n->args->next;
+  for (int i = 0; i < 3; i++, a = a->next) {
+    check_expr(c, a);
+    if (a->type.kind == TY_NONE) return;
+    if (!const_int(a, &b[i])) {
+      error_at(c, n->span, "lhist() expects a integer literal (%s provided)",
+               kind_name(a->type));
+      return;
+    }
+    if (b[i] < INT32_MIN || b[i] > INT32_MAX) {
+      error_at(c, a->span, "lhist(): %s must be between %d and %d", names[i],
+               INT32_MIN, INT32_MAX);
+      return;
+    }
+  }
+  int64_t lo = b[0], hi = b[1], step = b[2];
+  if (step < 1)
+    error_at(c, n->span, "lhist() step must be >= 1 (%lld provided)",
+             (long long)step);
+  else if (lo > hi)
+    error_at(c, n->span, "lhist() min must be less than max (provided min "
+             "%lld and max %lld)", (long long)lo, (long long)hi);
+  else if (lo == hi)
+    error_at(c, n->span, "lhist() step is too large for the given range "
+             "(provided step %lld for range 0)", (long long)step);
+  else if ((hi - lo) / step > 1000)
+    error_at(c, n->span, "lhist() too many buckets, must be <= 1000 (would "
+             "need %lld)", (long long)((hi - lo) / step));
+}
+
+static void check_lhist(Checker *c, Node *n) {
+  if (check_aggregation(c, n, 4, 4)) check_lhist_bounds(c, n);
+}
+
+/* hist() bits and lhist() bounds belong to the map: every call that
+ * feeds it must agree. */
+static void check_hist_map(Checker *c, MapSym *m, Node *call) {
+  int bits = (int)call->ival;
+  if (m->agg_params_set && m->hist_bits != bits)
+    error_at(c, call->span, "%s is used with hist() of %d and of %d bits",
+             m->name, m->hist_bits, bits);
+  m->hist_bits = bits;
+  m->agg_params_set = true;
+}
+
+static void check_lhist_map(Checker *c, MapSym *m, Node *call) {
+  Node *a = call->args ? call->args->next : NULL;
+  int64_t lo = 0, hi = 0, step = 0;
+  if (count_args(call) != 4 || !const_int(a, &lo) ||
+      !const_int(a->next, &hi) || !const_int(a->next->next, &step) ||
+      step < 1 || hi < lo)
+    return;   /* reported by check_lhist_bounds */
+  if (m->agg_params_set && (m->lhist_min != lo || m->lhist_max != hi ||
+                            m->lhist_step != step))
+    error_at(c, call->span, "%s is used with lhist() of different bounds",
+             m->name);
+  m->lhist_min = lo;
+  m->lhist_max = hi;
+  m->lhist_step = step;
+  m->agg_params_set = true;
+}
+
+static int hist_size(const MapSym *m) { return 8 * hist_buckets(m->hist_bits); }
+
+/* No step after an error in its bounds: the script is not run. */
+static int lhist_size(const MapSym *m) {
+  return m->agg_params_set ? 8 * lhist_buckets(m) : 8;
+}
+
+/* ---- code ------------------------------------------------------------ */
+
+/* idx = the hist() bucket of v (layout in program.h), using r1..r4. */
+static void emit_hist_index(Gen *g, int idx, int v, int bits) {
+  emit(g, I_MOV64_IMM(idx, 0));
+  int done1 = emit_jump(g, I_JMP_IMM(BPF_JSLT, v, 0, 0));
+  emit(g, I_MOV64_IMM(idx, 1));
+  int done2 = emit_jump(g, I_JMP_IMM(BPF_JEQ, v, 0, 0));
+  /* r3 = floor(log2 v) by halving the search range */
+  emit(g, I_MOV64_REG(BPF_REG_1, v));
+  emit(g, I_MOV64_IMM(BPF_REG_3, 0));
+  for (int sh = 32; sh >= 1; sh /= 2) {
+    emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_1));
+    emit(g, I_ALU64_IMM(BPF_RSH, BPF_REG_2, sh));
+    emit(g, I_JMP_IMM(BPF_JEQ, BPF_REG_2, 0, 2));
+    emit(g, I_MOV64_REG(BPF_REG_1, BPF_REG_2));
+    emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, sh));
+  }
+  if (bits == 0) {
+    emit(g, I_MOV64_REG(idx, BPF_REG_3));
+  } else {
+    /* r1 = the `bits` bits after the leading one */
+    emit(g, I_MOV64_REG(BPF_REG_1, v));
+    emit(g, I_MOV64_IMM(BPF_REG_4, bits));
+    int below = emit_jump(g, I_JMP_REG(BPF_JGT, BPF_REG_4, BPF_REG_3, 0));
+    emit(g, I_MOV64_REG(BPF_REG_4, BPF_REG_3));
+    emit(g, I_ALU64_IMM(BPF_SUB, BPF_REG_4, bits));
+    emit(g, I_ALU64_REG(BPF_RSH, BPF_REG_1, BPF_REG_4));
+    int joined = emit_jump(g, I_JA(0));
+    patch_here(g, below);
+    emit(g, I_ALU64_REG(BPF_SUB, BPF_REG_4, BPF_REG_3));
+    emit(g, I_ALU64_REG(BPF_LSH, BPF_REG_1, BPF_REG_4));
+    patch_here(g, joined);
+    emit(g, I_ALU64_IMM(BPF_AND, BPF_REG_1, (1 << bits) - 1));
+    emit(g, I_MOV64_REG(idx, BPF_REG_3));
+    emit(g, I_ALU64_IMM(BPF_LSH, idx, bits));
+    emit(g, I_ALU64_REG(BPF_ADD, idx, BPF_REG_1));
+  }
+  emit(g, I_ALU64_IMM(BPF_ADD, idx, 2));
+  patch_here(g, done1);
+  patch_here(g, done2);
+}
+
+/* idx = the lhist() bucket of v. */
+static void emit_lhist_index(Gen *g, int idx, int v, const MapSym *m) {
+  int last = lhist_buckets(m) - 1;
+  emit(g, I_MOV64_IMM(idx, 0));
+  int done1 = emit_jump(g, I_JMP_IMM(BPF_JSLT, v, (int32_t)m->lhist_min, 0));
+  emit(g, I_MOV64_IMM(idx, last));
+  int done2 = emit_jump(g, I_JMP_IMM(BPF_JSGE, v, (int32_t)m->lhist_max, 0));
+  emit(g, I_MOV64_REG(idx, v));
+  emit(g, I_ALU64_IMM(BPF_SUB, idx, (int32_t)m->lhist_min));
+  emit(g, I_ALU64_IMM(BPF_DIV, idx, (int32_t)m->lhist_step));
+  emit(g, I_ALU64_IMM(BPF_ADD, idx, 1));
+  patch_here(g, done1);
+  patch_here(g, done2);
+}
+
+/* @m[k] = hist(v) / lhist(v, ...): one bucket of this CPU's slot counts
+ * up; a missing entry is first inserted from the zero map. */
+static void gen_histogram(Gen *g, Node *mapnode, Node *call) {
+  MapSym *m = mapnode->map;
+  int v = gen_int(g, call->args);
+  int idx = reg_alloc(g);
+  if (m->value_type.agg == AGG_HIST)
+    emit_hist_index(g, idx, v, m->hist_bits);
+  else
+    emit_lhist_index(g, idx, v, m);
+  reg_free(g, v);
+  int nb = m->value_size / 8;
+  emit(g, I_JMP_IMM(BPF_JLE, idx, nb - 1, 1));
+  emit(g, I_MOV64_IMM(idx, nb - 1));
+  Held hidx = hold(g, idx);
+  int key = gen_key(g, mapnode);
+  emit_lookup(g, m, key);
+  int have = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 0));
+  emit_lookup_slot0(g, find_map(g, ZERO_MAP_NAME));
+  int nozero = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_0));
+  emit_map(g, BPF_REG_1, m->id);
+  emit_scratch(g, BPF_REG_2, key);
+  emit(g, I_MOV64_IMM(BPF_REG_4, BPF_NOEXIST));
+  emit_call(g, BPF_FUNC_map_update_elem);
+  emit_lookup(g, m, key);
+  int gone = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  patch_here(g, have);
+  int r = held_reg(g, hidx, BPF_REG_1);
+  emit(g, I_MOV64_REG(BPF_REG_1, r));
+  emit(g, I_ALU64_IMM(BPF_LSH, BPF_REG_1, 3));
+  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_0, BPF_REG_1));
+  emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_1, 1));
+  emit(g, I_STX(BPF_DW, BPF_REG_0, BPF_REG_1, 0));
+  patch_here(g, nozero);
+  patch_here(g, gone);
+  held_free(g, hidx);
+}
+
+/* ---- user space ------------------------------------------------------ */
+
+typedef unsigned __int128 u128;
+
+/* One bucket of a hist or lhist: which values it counts. */
+typedef struct Bucket {
+  bool possible;        /* some value can land in it (see hist_bucket) */
+  bool below, above;    /* (..., lo) / [lo, ...) */
+  __int128 lo, hi;      /* [lo, hi) */
+} Bucket;
+
+/* Bucket i of hist(v, bits), laid out as program.h says. With bits > 0,
+ * a power of two smaller than 2^bits has fewer values than slots: the
+ * slots no value maps to are not possible, and are never printed. */
+static Bucket hist_bucket(int bits, int i) {
+  Bucket b = {.possible = true};
+  if (i == 0) {
+    b.below = true;
+    b.hi = 0;
+    return b;
+  }
+  if (i == 1) {
+    b.lo = 0;
+    b.hi = 1;
+    return b;
+  }
+  int j = i - 2, e = j >> bits, sub = j & ((1 << bits) - 1);
+  if (e < bits) {
+    int step = 1 << (bits - e);
+    b.possible = sub % step == 0;
+    b.lo = ((u128)1 << e) + sub / step;
+    b.hi = b.lo + 1;
+  } else {
+    b.lo = ((u128)1 << e) + ((u128)sub << (e - bits));
+    b.hi = b.lo + ((u128)1 << (e - bits));
+  }
+  return b;
+}
+
+/* Bucket i of lhist(v, min, max, step) with n buckets. */
+static Bucket lhist_bucket(const MapSym *m, int n, int i) {
+  Bucket b = {.possible = true};
+  if (i == 0) {
+    b.below = true;
+    b.hi = m->lhist_min;
+  } else if (i == n - 1) {
+    b.above = true;
+    b.lo = m->lhist_max;
+  } else {
+    b.lo = m->lhist_min + (__int128)(i - 1) * m->lhist_step;
+    b.hi = b.lo + m->lhist_step;
+  }
+  return b;
+}
+
+/* A hist bound: the number, with K, M, G, T, P, E for whole multiples of
+ * powers of 1024 ([1K, 2K), [1M, 2M), ...). */
+static void hist_number(u128 n, char *buf, size_t len) {
+  static const char suffix[] = " KMGTPE";
+  int s = 0;
+  while (n >= 1024 && n % 1024 == 0 && s < 6) {
+    n /= 1024;
+    s++;
+  }
+  snprintf(buf, len, "%" PRIu64 "%.*s", (uint64_t)n, s ? 1 : 0, suffix + s);
+}
+
+/* An lhist bound as bpftrace writes it: whole multiples of 1M and 1K get
+ * the suffix (but not 0), anything else is the plain number. */
+static void lhist_number(int64_t n, char *buf, size_t len) {
+  if (n != 0 && n % (1024 * 1024) == 0)
+    snprintf(buf, len, "%" PRId64 "M", n / (1024 * 1024));
+  else if (n != 0 && n % 1024 == 0)
+    snprintf(buf, len, "%" PRId64 "K", n / 1024);
+  else
+    snprintf(buf, len, "%" PRId64, n);
+}
+
+static void bucket_label(const Bucket *b, bool linear, char *buf, size_t len) {
+  char lo[48], hi[48];
+  if (linear) {
+    lhist_number((int64_t)b->lo, lo, sizeof lo);
+    lhist_number((int64_t)b->hi, hi, sizeof hi);
+  } else {
+    hist_number((u128)b->lo, lo, sizeof lo);
+    hist_number((u128)b->hi, hi, sizeof hi);
+  }
+  if (b->below)
+    snprintf(buf, len, "(..., %s)", hi);
+  else if (b->above)
+    snprintf(buf, len, "[%s, ...)", lo);
+  else if (b->hi - b->lo == 1)
+    snprintf(buf, len, "[%s]", lo);
+  else
+    snprintf(buf, len, "[%s, %s)", lo, hi);
+}
+
+static Bucket bucket_at(const MapSym *m, int n, int i) {
+  return m->value_type.agg == AGG_LHIST ? lhist_bucket(m, n, i)
+                                : hist_bucket(m->hist_bits, i);
+}
+
+/* The range of buckets printed: from the first non-empty one to the last.
+ * Returns false when every bucket is empty. */
+static bool hist_range(const uint64_t *b, int n, int *first, int *last,
+                       uint64_t *max) {
+  *first = -1;
+  *max = 0;
+  for (int i = 0; i < n; i++) {
+    if (!b[i]) continue;
+    if (*first < 0) *first = i;
+    *last = i;
+    if (b[i] > *max) *max = b[i];
+  }
+  return *first >= 0;
+}
+
+#define HIST_BAR_WIDTH 52
+
+/* bpftrace's rows: the label left-aligned in 16 columns, the count in 8,
+ * then a bar of '@' scaled so the largest bucket fills 52 columns (the
+ * count divided by div, the bar not). */
+static void text_hist(const MapSym *m, const uint64_t *b, int n,
+                      uint64_t div, FILE *out) {
+  int first, last;
+  uint64_t max;
+  if (!hist_range(b, n, &first, &last, &max)) return;
+  bool linear = m->value_type.agg == AGG_LHIST;
+  for (int i = first; i <= last; i++) {
+    Bucket bk = bucket_at(m, n, i);
+    if (!bk.possible) continue;
+    char label[128], bar[HIST_BAR_WIDTH + 1];
+    bucket_label(&bk, linear, label, sizeof label);
+    /* In single precision, as bpftrace computes it. */
+    int width = (int)((float)b[i] / (float)max * HIST_BAR_WIDTH);
+    if (width > HIST_BAR_WIDTH) width = HIST_BAR_WIDTH;
+    memset(bar, '@', width);
+    bar[width] = '\0';
+    fprintf(out, "%-16s%8" PRIu64 " |%-*s|\n", label, b[i] / div,
+            HIST_BAR_WIDTH, bar);
+  }
+}
+
+static void put_i128(__int128 v, FILE *out) {
+  if (v < 0)
+    fprintf(out, "-%" PRIu64, (uint64_t)-v);
+  else
+    fprintf(out, "%" PRIu64, (uint64_t)v);
+}
+
+/* [{"min": 4, "max": 7, "count": 1}, ...]; the bucket below has no min,
+ * the one above no max. */
+static void json_hist(const MapSym *m, const uint64_t *b, int n,
+                      uint64_t div, FILE *out) {
+  int first, last;
+  uint64_t max;
+  fputc('[', out);
+  if (hist_range(b, n, &first, &last, &max)) {
+    bool sep = false;
+    for (int i = first; i <= last; i++) {
+      Bucket bk = bucket_at(m, n, i);
+      if (!bk.possible) continue;
+      fputs(sep ? ", {" : "{", out);
+      sep = true;
+      if (!bk.below) {
+        fputs("\"min\": ", out);
+        put_i128(bk.lo, out);
+        fputs(", ", out);
+      }
+      if (!bk.above) {
+        fputs("\"max\": ", out);
+        put_i128(bk.hi - 1, out);
+        fputs(", ", out);
+      }
+      fprintf(out, "\"count\": %" PRIu64 "}", b[i] / div);
+    }
+  }
+  fputc(']', out);
+}
+
+/* Bucket counts: the reduced value is the per-CPU counts added up. */
+static int hist_reduced_size(const MapSym *m) { return m->value_size / 8 * 8; }
+
+/* Maps of histograms sort by their total count. */
+static uint64_t sort_total(const MapSym *m, const uint8_t *val) {
+  uint64_t total = 0;
+  for (int i = 0; i < hist_reduced_size(m) / 8; i++)
+    total += (uint64_t)agg_read_s64(val + i * 8);
+  return total;
+}
+
+static bool signed_never(const MapSym *m) { return false; }
+
+/* lhist ignores print()'s div in bpftrace; hist divides the counts (its
+ * bars stay). */
+static void print_hist(const MapSym *m, const uint8_t *val, int64_t div,
+                       bool json, FILE *out) {
+  uint64_t d = m->value_type.agg == AGG_LHIST ? 1 : (uint64_t)div;
+  int n = hist_reduced_size(m) / 8;
+  if (json)
+    json_hist(m, (const uint64_t *)val, n, d, out);
+  else
+    text_hist(m, (const uint64_t *)val, n, d, out);
+}
+
+static const AggOps hist_ops = {
+    .kind = AGG_HIST, .check_map = check_hist_map, .value_size = hist_size,
+    .emit_update = gen_histogram, .reduced_size = hist_reduced_size,
+    .reduce = agg_reduce_sum, .sort_number = sort_total,
+    .sorts_signed = signed_never, .print_value = print_hist,
+    .json_type = "hist", .multiline = true};
+static const AggOps lhist_ops = {
+    .kind = AGG_LHIST, .check_map = check_lhist_map,
+    .value_size = lhist_size, .emit_update = gen_histogram,
+    .reduced_size = hist_reduced_size, .reduce = agg_reduce_sum,
+    .sort_number = sort_total, .sorts_signed = signed_never,
+    .print_value = print_hist, .json_type = "hist", .multiline = true};
+
+const Builtin builtins_histogram[] = {
+    {"hist", BI_CALL, 1, -1, false, check_hist, NULL, NULL, NULL, &hist_ops,
+     0, NULL},
+    {"lhist", BI_CALL, 4, -1, false, check_lhist, NULL, NULL, NULL,
+     &lhist_ops, 0, NULL},
+    {0},
+};

@@ -1,0 +1,99 @@
+/* kernel: builtins about the kernel itself — kaddr() of a kernel symbol,
+ * signal() to the current task — and those loupe does not have yet
+ * (stacks and symbols), which the user is told about. */
+#include <string.h>
+
+#include "builtins/builtin.h"
+#include "sym/kallsyms.h"
+
+/* ---- checks ---------------------------------------------------------- */
+
+/* kaddr("sym"): the address of a kernel symbol, from /proc/kallsyms,
+ * folded into a constant. */
+static void check_kaddr(Checker *c, Node *n) {
+  Node *a = n->args;
+  if (a->kind != N_STR) {
+    error_at(c, n->span, "kaddr() expects a string literal");
+    return;
+  }
+  uint64_t addr = 0;
+  if (!kallsyms_address(a->sval, &addr)) {
+    error_at(c, n->span, "Failed to resolve kernel symbol: %s", a->sval);
+    return;
+  }
+  if (addr == 0) {
+    error_at(c, n->span, "kaddr(\"%s\"): /proc/kallsyms shows address 0; "
+             "kernel addresses are hidden (kptr_restrict) or loupe is not "
+             "root", a->sval);
+    return;
+  }
+  n->kind = N_INT;
+  n->ival = (int64_t)addr;
+  n->type = ty_int(8, false);
+  n->type.is_pointer = true;
+  n->type.as = AS_KERNEL;
+}
+
+static int signal_number(const char *name) {
+  static const char *const names[] = {
+      "", "HUP", "INT", "QUIT", "ILL", "TRAP", "ABRT", "BUS", "FPE", "KILL",
+      "USR1", "SEGV", "USR2", "PIPE", "ALRM", "TERM", "STKFLT", "CHLD",
+      "CONT", "STOP", "TSTP", "TTIN", "TTOU", "URG", "XCPU", "XFSZ",
+      "VTALRM", "PROF", "WINCH", "IO", "PWR", "SYS"};
+  if (!strncmp(name, "SIG", 3)) name += 3;
+  for (int i = 1; i < (int)(sizeof(names) / sizeof(names[0])); i++)
+    if (!strcmp(names[i], name)) return i;
+  return -1;
+}
+
+/* signal(SIG) with a name ("KILL", "SIGKILL") or a number: only with
+ * --unsafe. */
+static void check_signal(Checker *c, Node *n) {
+  Node *a = n->args;
+  int64_t v;
+  if (!want_unsafe(c, n)) return;
+  if (a->kind == N_STR) {
+    int sig = signal_number(a->sval);
+    if (sig < 0) {
+      error_at(c, a->span, "signal(): unknown signal %s", a->sval);
+      return;
+    }
+    n->ival = sig;
+  } else if (want_const(c, a, n->name, "the signal", 1, 64, &v)) {
+    n->ival = v;
+  }
+}
+
+/* ---- code ------------------------------------------------------------ */
+
+static bool emit_signal(Gen *g, Node *n) {
+  emit(g, I_MOV64_IMM(BPF_REG_1, (int32_t)n->ival));
+  emit_call(g, BPF_FUNC_send_signal);
+  return false;
+}
+
+#define NOT_YET(name, form) \
+  {name, form, 0, 0, false, NULL, NULL, NULL, NULL, NULL, 0, NULL}
+
+const Builtin builtins_kernel[] = {
+    {"kaddr", BI_CALL, 1, 1, true, check_kaddr, NULL, NULL, NULL, NULL, 0,
+     NULL},
+    {"signal", BI_CALL, 1, 1, false, check_signal, NULL, NULL, emit_signal,
+     NULL, 0, NULL},
+    NOT_YET("kstack", BI_WORD),
+    NOT_YET("ustack", BI_WORD),
+    NOT_YET("kstack", BI_CALL),
+    NOT_YET("ustack", BI_CALL),
+    NOT_YET("ksym", BI_CALL),
+    NOT_YET("usym", BI_CALL),
+    NOT_YET("uaddr", BI_CALL),
+    NOT_YET("ntop", BI_CALL),
+    NOT_YET("reg", BI_CALL),
+    NOT_YET("cgroupid", BI_CALL),
+    NOT_YET("override", BI_CALL),
+    NOT_YET("strftime", BI_CALL),
+    NOT_YET("macaddr", BI_CALL),
+    NOT_YET("path", BI_CALL),
+    NOT_YET("sizeof", BI_CALL),
+    {0},
+};

@@ -1,0 +1,163 @@
+/* maps: the builtins that act on a whole map or one of its entries —
+ * print(), clear(), zero(), delete(), has_key() and len(). Those on the
+ * whole map (print, clear, zero) are done by user space on a record from
+ * the probe; the others are map helpers in the kernel. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "builtins/builtin.h"
+#include "runtime/print.h"
+
+/* ---- checks ---------------------------------------------------------- */
+
+/* The whole-map argument of print(), clear(), zero() and len(): NULL
+ * when it is not a map; a map not known yet is reported. */
+static MapSym *whole_map(Checker *c, Node *n) {
+  if (!want_map(c, n, n->args, false)) return NULL;
+  MapSym *m = map_get(c, n->args);
+  n->args->map = m;
+  if (m->value_type.kind == TY_NONE)
+    error_at(c, n->args->span, "Undefined map: %s", m->name);
+  return m;
+}
+
+static void check_print(Checker *c, Node *n) {
+  if (!whole_map(c, n)) return;
+  int64_t v;
+  Node *top = n->args->next;
+  if (top && !want_const(c, top, n->name, "top", 0, INT32_MAX, &v)) return;
+  if (top && top->next)
+    want_const(c, top->next, n->name, "div", 1, INT32_MAX, &v);
+}
+
+static void check_clear(Checker *c, Node *n) { whole_map(c, n); }
+
+static void check_len(Checker *c, Node *n) {
+  MapSym *m = whole_map(c, n);
+  if (m && m->value_type.kind != TY_NONE) n->type = ty_int(8, false);
+}
+
+/* delete(@m[k]) and has_key(@m[k]): one entry. False when the argument
+ * is not a map; a map not known yet is reported. */
+static bool want_entry(Checker *c, Node *n) {
+  if (!want_map(c, n, n->args, true)) return false;
+  check_map_keys(c, n->args);
+  if (n->args->map->value_type.kind == TY_NONE)
+    error_at(c, n->args->span, "Undefined map: %s", n->args->map->name);
+  return true;
+}
+
+static void check_delete(Checker *c, Node *n) { want_entry(c, n); }
+
+static void check_has_key(Checker *c, Node *n) {
+  if (want_entry(c, n)) n->type = ty_int(1, false);
+}
+
+/* ---- code ------------------------------------------------------------ */
+
+/* print(@m[, top[, div]]): user space prints; the record says how. */
+static bool emit_print(Gen *g, Node *n) {
+  Node *top = n->args->next;
+  Node *div = top ? top->next : NULL;
+  int rec = emit_header(g, 16, EV_PRINT_MAP, (uint32_t)n->args->map->id);
+  int payload = rec + (int)sizeof(EventHeader);
+  emit(g, I_ST(BPF_DW, SCRATCH, payload, top ? (int32_t)top->ival : 0));
+  emit(g, I_ST(BPF_DW, SCRATCH, payload + 8, div ? (int32_t)div->ival : 0));
+  emit_output(g, rec, (int)sizeof(EventHeader) + 16);
+  return false;
+}
+
+static bool emit_clear(Gen *g, Node *n) {
+  emit_event(g, EV_CLEAR_MAP, (uint32_t)n->args->map->id);
+  return false;
+}
+
+static bool emit_zero_map(Gen *g, Node *n) {
+  emit_event(g, EV_ZERO_MAP, (uint32_t)n->args->map->id);
+  return false;
+}
+
+static bool emit_delete(Gen *g, Node *n) {
+  int key = gen_key(g, n->args);
+  emit_map(g, BPF_REG_1, n->args->map->id);
+  emit_scratch(g, BPF_REG_2, key);
+  emit_call(g, BPF_FUNC_map_delete_elem);
+  return false;
+}
+
+static int emit_has_key(Gen *g, Node *n) {
+  int key = gen_key(g, n->args);
+  emit_lookup(g, n->args->map, key);
+  int r = reg_alloc(g);
+  emit(g, I_MOV64_IMM(r, 0));
+  emit(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 1));
+  emit(g, I_MOV64_IMM(r, 1));
+  return r;
+}
+
+/* len(@m): the entries counted by a callback over the map (SUB_COUNT). */
+static int emit_len(Gen *g, Node *n) {
+  int slot = stack_alloc(g, 8);
+  emit(g, I_ST(BPF_DW, BPF_REG_10, slot, 0));
+  emit_map(g, BPF_REG_1, n->args->map->id);
+  int at = emit(g, I_LD_IMM64_LO(BPF_REG_2, BPF_PSEUDO_FUNC, 0));
+  emit(g, I_LD_IMM64_HI(0));
+  int *cnt = &g->nsubcalls[SUB_COUNT];
+  g->subcalls[SUB_COUNT] =
+      realloc(g->subcalls[SUB_COUNT], sizeof(int) * (*cnt + 1));
+  g->subcalls[SUB_COUNT][(*cnt)++] = at;
+  emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, slot));
+  emit(g, I_MOV64_IMM(BPF_REG_4, 0));
+  emit_call(g, BPF_FUNC_for_each_map_elem);
+  int r = reg_alloc(g);
+  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, slot));
+  return r;
+}
+
+/* ---- user space ------------------------------------------------------ */
+
+static const MapSym *record_map(const EventCtx *e, uint32_t index) {
+  return index < (uint32_t)e->c->nmaps ? e->c->maps[index] : NULL;
+}
+
+/* The payload holds { int64 top; int64 div }. */
+static void on_print(const EventCtx *e, uint32_t index,
+                     const uint8_t *payload, size_t size) {
+  const MapSym *m = record_map(e, index);
+  if (!m) return;
+  int64_t top = 0, div = 0;
+  if (size >= 16) {
+    memcpy(&top, payload, 8);
+    memcpy(&div, payload + 8, 8);
+  }
+  print_map_as(m, top, div, e->format, e->out);
+}
+
+static void on_clear(const EventCtx *e, uint32_t index,
+                     const uint8_t *payload, size_t size) {
+  const MapSym *m = record_map(e, index);
+  if (m) map_clear(m);
+}
+
+static void on_zero(const EventCtx *e, uint32_t index,
+                    const uint8_t *payload, size_t size) {
+  const MapSym *m = record_map(e, index);
+  if (m) map_zero(m);
+}
+
+const Builtin builtins_maps[] = {
+    {"print", BI_CALL, 1, 3, false, check_print, NULL, NULL, emit_print,
+     NULL, EV_PRINT_MAP, on_print},
+    {"clear", BI_CALL, 1, 1, false, check_clear, NULL, NULL, emit_clear,
+     NULL, EV_CLEAR_MAP, on_clear},
+    {"zero", BI_CALL, 1, 1, false, check_clear, NULL, NULL, emit_zero_map,
+     NULL, EV_ZERO_MAP, on_zero},
+    {"delete", BI_CALL, 1, 1, false, check_delete, NULL, NULL, emit_delete,
+     NULL, 0, NULL},
+    {"has_key", BI_CALL, 1, 1, false, check_has_key, emit_has_key, NULL,
+     NULL, NULL, 0, NULL},
+    {"len", BI_CALL, 1, 1, true, check_len, emit_len, NULL, NULL, NULL, 0,
+     NULL},
+    {0},
+};

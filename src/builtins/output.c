@@ -1,0 +1,398 @@
+/* output: the builtins that write to loupe's output — printf(), and
+ * system(), cat(), time() and join(), which are formatted the same way in
+ * user space — and exit(). Each sends a record through the ring buffer;
+ * user space prints it as text or as bpftrace's JSON record. */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "builtins/builtin.h"
+#include "runtime/print.h"
+
+/* bpftrace reads at most this much of a file for cat()
+ * (BPFTRACE_CAT_BYTES_MAX). */
+#define CAT_BYTES_MAX 10240
+
+/* ---- checks ---------------------------------------------------------- */
+
+/* printf(fmt, ...), and system() and cat(), which format the same way. */
+static void check_printf(Checker *c, Node *n) {
+  Node *fmt = n->args;
+  if (!fmt) {
+    error_at(c, n->span, "%s() requires at least one argument (0 provided)",
+             n->name);
+    return;
+  }
+  if (fmt->kind != N_STR) {
+    error_at(c, fmt->span, "%s() expects a string literal as format",
+             n->name);
+    return;
+  }
+  for (Node *a = fmt->next; a; a = a->next) check_expr(c, a);
+  char conv[MAX_PRINTF_ARGS + 1];
+  char err[200];
+  int nconv = printf_parse(fmt->sval, conv, MAX_PRINTF_ARGS, err, sizeof(err));
+  if (nconv < 0) {
+    error_at(c, fmt->span, "%s", err);
+    return;
+  }
+  int nargs = count_args(n) - 1;
+  if (nargs != nconv) {
+    error_at(c, n->span,
+             "%s: Expected %d argument%s for the format, got %d", n->name,
+             nconv, nconv == 1 ? "" : "s", nargs);
+    return;
+  }
+  if (c->pass != 2) return;
+  PrintfDef def = {.fmt = fmt->sval, .nargs = nargs, .span = n->span};
+  int off = 0, i = 0;
+  for (Node *a = fmt->next; a; a = a->next, i++) {
+    TypeKind want = conv[i] == 's' ? TY_STR
+                    : (conv[i] == 'r' || conv[i] == 'R') ? TY_BUF : TY_INT;
+    if (a->type.kind == TY_NONE) return;
+    bool ok = a->type.kind == want ||
+              (want == TY_BUF && a->type.kind == TY_STR);
+    if (!ok) {
+      const char *what = want == TY_STR ? "a string"
+                         : want == TY_BUF ? "a buffer" : "an integer";
+      error_at(c, a->span, "%s: %%%c specifier expects %s, got %s", n->name,
+               conv[i] == 'R' ? 'r' : conv[i], what, TYPE_NAME(a->type));
+      return;
+    }
+    def.args[i].type = a->type.kind == TY_INT
+                           ? ty_int(8, a->type.is_signed) : a->type;
+    def.args[i].offset = off;
+    off += value_cap(a->type);
+  }
+  def.size = off;
+  n->printf_id = add_printf_def(c, def);
+}
+
+/* system() runs a command: only with --unsafe. */
+static void check_system(Checker *c, Node *n) {
+  if (!want_unsafe(c, n)) return;
+  check_printf(c, n);
+}
+
+static void check_time(Checker *c, Node *n) {
+  Node *a = n->args;
+  if (a && a->kind != N_STR) {
+    error_at(c, a->span, "time() expects a string literal as format");
+    return;
+  }
+  PrintfDef def = {.fmt = a ? a->sval : "%H:%M:%S\n", .span = n->span};
+  n->printf_id = add_printf_def(c, def);
+}
+
+static void check_join(Checker *c, Node *n) {
+  Node *a = n->args;
+  check_expr(c, a);
+  if (a->type.kind != TY_INT && a->type.kind != TY_NONE) {
+    error_at(c, a->span, "join() expects an array of strings (char **), "
+             "got %s", TYPE_NAME(a->type));
+    return;
+  }
+  if (a->next && a->next->kind != N_STR) {
+    error_at(c, a->next->span, "join() expects a string literal as "
+             "delimiter");
+    return;
+  }
+  PrintfDef def = {.fmt = a->next ? a->next->sval : " ", .span = n->span};
+  n->printf_id = add_printf_def(c, def);
+}
+
+static void check_nothing(Checker *c, Node *n) {}
+
+/* ---- code ------------------------------------------------------------ */
+
+/* printf(), system() and cat(): a record laid out by the PrintfDef. */
+static void gen_format(Gen *g, Node *n, uint32_t kind) {
+  PrintfDef *def = &g->c->printfs[n->printf_id];
+  if (def->nargs == 0) {
+    emit_event(g, kind, (uint32_t)n->printf_id);
+    return;
+  }
+  int rec = emit_header(g, def->size, kind, (uint32_t)n->printf_id);
+  int base = rec + (int)sizeof(EventHeader);
+  int i = 0;
+  for (Node *a = n->args->next; a; a = a->next, i++) {
+    int at = base + def->args[i].offset;
+    if (is_buffer(a->type)) {
+      gen_buf(g, a, at, value_cap(a->type));
+    } else {
+      gen_store_int(g, a, SCRATCH, at);
+    }
+  }
+  emit_output(g, rec, (int)sizeof(EventHeader) + def->size);
+}
+
+/* join(argv): up to JOIN_MAX_ARGS strings read through a user array of
+ * pointers; a NULL pointer ends the list (its slot is left empty). */
+static void gen_join(Gen *g, Node *n) {
+  int payload = JOIN_MAX_ARGS * JOIN_ARG_SIZE;
+  int rec = emit_header(g, payload, EV_JOIN, (uint32_t)n->printf_id);
+  int base = rec + (int)sizeof(EventHeader);
+  Held argv = hold(g, gen_int(g, n->args));
+  int slot = stack_alloc(g, 8);
+  int ends[JOIN_MAX_ARGS];
+  for (int i = 0; i < JOIN_MAX_ARGS; i++) {
+    /* slot = argv[i] */
+    emit(g, I_MOV64_REG(BPF_REG_1, BPF_REG_10));
+    emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_1, slot));
+    emit(g, I_MOV64_IMM(BPF_REG_2, 8));
+    int a = held_reg(g, argv, BPF_REG_3);
+    if (a != BPF_REG_3) emit(g, I_MOV64_REG(BPF_REG_3, a));
+    emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, i * 8));
+    emit_call(g, BPF_FUNC_probe_read_user);
+    emit(g, I_LDX(BPF_DW, BPF_REG_3, BPF_REG_10, slot));
+    emit(g, I_ST(BPF_B, SCRATCH, base + i * JOIN_ARG_SIZE, 0));
+    ends[i] = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_3, 0, 0));
+    emit_scratch(g, BPF_REG_1, base + i * JOIN_ARG_SIZE);
+    emit(g, I_MOV64_IMM(BPF_REG_2, JOIN_ARG_SIZE));
+    emit_call(g, BPF_FUNC_probe_read_user_str);
+  }
+  for (int i = 0; i < JOIN_MAX_ARGS; i++) patch_here(g, ends[i]);
+  held_free(g, argv);
+  emit_output(g, rec, (int)sizeof(EventHeader) + payload);
+}
+
+static bool emit_printf(Gen *g, Node *n) {
+  gen_format(g, n, EV_PRINTF);
+  return false;
+}
+
+static bool emit_system(Gen *g, Node *n) {
+  gen_format(g, n, EV_SYSTEM);
+  return false;
+}
+
+static bool emit_cat(Gen *g, Node *n) {
+  gen_format(g, n, EV_CAT);
+  return false;
+}
+
+static bool emit_time(Gen *g, Node *n) {
+  emit_event(g, EV_TIME, (uint32_t)n->printf_id);
+  return false;
+}
+
+static bool emit_join(Gen *g, Node *n) {
+  gen_join(g, n);
+  return false;
+}
+
+/* Tells user space, then leaves the program at once. */
+static bool emit_exit(Gen *g, Node *n) {
+  emit_event(g, EV_EXIT, 0);
+  emit_return(g);
+  return true;
+}
+
+/* ---- user space ------------------------------------------------------ */
+
+/* The output of a printf-like record, formatted into a malloc'd string.
+ * Returns NULL when out of memory. */
+static char *format_record(const PrintfDef *p, const uint8_t *payload,
+                           size_t *len) {
+  char *buf = NULL;
+  *len = 0;
+  FILE *f = open_memstream(&buf, len);
+  if (!f) return NULL;
+  print_printf(p, payload, f);
+  fclose(f);
+  return buf;
+}
+
+/* Text as is, or the JSON record {"type": TYPE, "data": "TEXT"}. */
+static void put_message(const char *type, const char *text, size_t len,
+                        int format, FILE *out) {
+  if (format != OUT_JSON) {
+    fwrite(text, 1, len, out);
+    return;
+  }
+  fprintf(out, "{\"type\": \"%s\", \"data\": ", type);
+  print_json_string(text, len, out);
+  fputs("}\n", out);
+}
+
+static void handle_printf(const PrintfDef *p, const uint8_t *payload,
+                          int format, FILE *out) {
+  if (format != OUT_JSON) {
+    print_printf(p, payload, out);
+    return;
+  }
+  size_t len;
+  char *text = format_record(p, payload, &len);
+  if (text) put_message("printf", text, len, format, out);
+  free(text);
+}
+
+/* time(fmt): the local time, through strftime. */
+static void handle_time(const PrintfDef *p, int format, FILE *out) {
+  const char *fmt = p->fmt ? p->fmt : "%H:%M:%S\n";
+  char buf[512];
+  time_t now = time(NULL);
+  struct tm tm;
+  localtime_r(&now, &tm);
+  size_t n = strftime(buf, sizeof buf, fmt, &tm);
+  if (n == 0) {
+    /* bpftrace's words, for an empty result too */
+    fputs("ERROR: strftime returned 0\n", stderr);
+    return;
+  }
+  put_message("time", buf, n, format, out);
+}
+
+/* Reads everything from fd, up to max bytes (0: no limit), into a malloc'd
+ * buffer. Retries reads a signal interrupted. */
+static char *read_fd(int fd, size_t max, size_t *len) {
+  size_t cap = 4096, n = 0;
+  char *buf = malloc(cap);
+  while (buf && (max == 0 || n < max)) {
+    if (n == cap) {
+      char *nb = realloc(buf, cap *= 2);
+      if (!nb) break;
+      buf = nb;
+    }
+    size_t want = cap - n;
+    if (max && want > max - n) want = max - n;
+    ssize_t r = read(fd, buf + n, want);
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) break;
+    n += r;
+  }
+  *len = n;
+  return buf;
+}
+
+/* system(fmt, ...): runs the command with /bin/sh; what it writes on its
+ * stdout becomes loupe's output, in order with the rest (bpftrace does the
+ * same; its JSON record type is "syscall"). */
+static void handle_system(const PrintfDef *p, const uint8_t *payload,
+                          int format, FILE *out) {
+  size_t len;
+  char *cmd = format_record(p, payload, &len);
+  if (!cmd) return;
+  fflush(out);
+  fflush(stderr);
+  FILE *f = popen(cmd, "r");
+  if (!f) {
+    fprintf(stderr, "loupe: system(\"%s\") failed: %s\n", cmd,
+            strerror(errno));
+    free(cmd);
+    return;
+  }
+  char *text = read_fd(fileno(f), 0, &len);
+  pclose(f);
+  if (text) put_message("syscall", text, len, format, out);
+  free(text);
+  free(cmd);
+}
+
+/* cat(fmt, ...): the file's contents, as they are (no newline added). */
+static void handle_cat(const PrintfDef *p, const uint8_t *payload,
+                       int format, FILE *out) {
+  size_t len;
+  char *path = format_record(p, payload, &len);
+  if (!path) return;
+  char *text = NULL;
+  len = 0;
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    fprintf(stderr, "ERROR: failed to open file '%s': %s\n", path,
+            strerror(errno));
+  } else {
+    text = read_fd(fd, CAT_BYTES_MAX, &len);
+    close(fd);
+  }
+  /* In JSON a file that cannot be read still gives an empty record. */
+  if (text || format == OUT_JSON) put_message("cat", text ? text : "", len,
+                                              format, out);
+  free(text);
+  free(path);
+}
+
+/* join(argv[, delim]): the argument slots up to the first empty one,
+ * joined by the delimiter; a newline ends the line in text only. */
+static void handle_join(const PrintfDef *p, const uint8_t *payload,
+                        size_t payload_size, int format, FILE *out) {
+  const char *delim = p->fmt ? p->fmt : " ";
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) return;
+  for (int i = 0; i < JOIN_MAX_ARGS; i++) {
+    size_t off = (size_t)i * JOIN_ARG_SIZE;
+    if (off + JOIN_ARG_SIZE > payload_size) break;
+    const char *arg = (const char *)payload + off;
+    if (!arg[0]) break;
+    if (i) fputs(delim, f);
+    fwrite(arg, 1, strnlen(arg, JOIN_ARG_SIZE), f);
+  }
+  if (format != OUT_JSON) fputc('\n', f);
+  fclose(f);
+  if (text) put_message("join", text, len, format, out);
+  free(text);
+}
+
+/* The printf definition of a record, or NULL when its index is out of
+ * range or the payload is short. */
+static const PrintfDef *record_printf(const Compiled *c, uint32_t index,
+                                      size_t payload_size) {
+  if (index >= (uint32_t)c->nprintfs) return NULL;
+  if (payload_size < (size_t)c->printfs[index].size) return NULL;
+  return &c->printfs[index];
+}
+
+static void on_printf(const EventCtx *e, uint32_t index,
+                      const uint8_t *payload, size_t size) {
+  const PrintfDef *p = record_printf(e->c, index, size);
+  if (p) handle_printf(p, payload, e->format, e->out);
+}
+
+static void on_time(const EventCtx *e, uint32_t index,
+                    const uint8_t *payload, size_t size) {
+  const PrintfDef *p = record_printf(e->c, index, size);
+  if (p) handle_time(p, e->format, e->out);
+}
+
+static void on_system(const EventCtx *e, uint32_t index,
+                      const uint8_t *payload, size_t size) {
+  const PrintfDef *p = record_printf(e->c, index, size);
+  if (p) handle_system(p, payload, e->format, e->out);
+}
+
+static void on_cat(const EventCtx *e, uint32_t index, const uint8_t *payload,
+                   size_t size) {
+  const PrintfDef *p = record_printf(e->c, index, size);
+  if (p) handle_cat(p, payload, e->format, e->out);
+}
+
+static void on_join(const EventCtx *e, uint32_t index,
+                    const uint8_t *payload, size_t size) {
+  if (index < (uint32_t)e->c->nprintfs)
+    handle_join(&e->c->printfs[index], payload, size, e->format, e->out);
+}
+
+/* bpftrace stops handling events once exit() is seen. */
+static void on_exit_event(const EventCtx *e, uint32_t index,
+                          const uint8_t *payload, size_t size) {
+  *e->exit_seen = 1;
+}
+
+/* A statement sending event `ev`: name, arguments, check, emit, handler. */
+#define OUTPUT(name, min, max, check, emit, ev, on)                       \
+  {name, BI_CALL, min, max, false, check, NULL, NULL, emit, NULL, ev, on}
+
+const Builtin builtins_output[] = {
+    OUTPUT("printf", 0, -1, check_printf, emit_printf, EV_PRINTF, on_printf),
+    OUTPUT("system", 0, -1, check_system, emit_system, EV_SYSTEM, on_system),
+    OUTPUT("cat", 0, -1, check_printf, emit_cat, EV_CAT, on_cat),
+    OUTPUT("time", 0, 1, check_time, emit_time, EV_TIME, on_time),
+    OUTPUT("join", 1, 2, check_join, emit_join, EV_JOIN, on_join),
+    OUTPUT("exit", 0, 0, check_nothing, emit_exit, EV_EXIT, on_exit_event),
+    {0},
+};

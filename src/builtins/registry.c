@@ -1,0 +1,33 @@
+/* registry: every group of builtins, and finding a record by name. The
+ * lists are short and each name is looked up once per use in the script,
+ * so a linear search is all it takes. */
+#include <string.h>
+
+#include "builtins/builtin.h"
+
+static const Builtin *const groups[] = {
+    builtins_context,     builtins_output, builtins_maps,
+    builtins_strings,     builtins_aggregation, builtins_histogram,
+    builtins_kernel,      NULL,
+};
+
+const Builtin *builtin_find(const char *name, BuiltinForm form) {
+  for (int g = 0; groups[g]; g++)
+    for (const Builtin *b = groups[g]; b->name; b++)
+      if (b->form == form && strcmp(b->name, name) == 0) return b;
+  return NULL;
+}
+
+const Builtin *builtin_for_event(uint32_t kind) {
+  for (int g = 0; groups[g]; g++)
+    for (const Builtin *b = groups[g]; b->name; b++)
+      if (b->on_event && b->event == kind) return b;
+  return NULL;
+}
+
+const AggOps *agg_ops(AggKind kind) {
+  for (int g = 0; groups[g]; g++)
+    for (const Builtin *b = groups[g]; b->name; b++)
+      if (b->agg && b->agg->kind == kind) return b->agg;
+  return NULL;
+}

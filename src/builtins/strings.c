@@ -1,0 +1,225 @@
+/* strings: str() and buf(), which read strings and bytes from memory, and
+ * strncmp() and strcontains(), which compare them in the kernel. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "builtins/builtin.h"
+
+/* ---- checks ---------------------------------------------------------- */
+
+/* str(p[, n]): a string of at most n - 1 bytes (or BPFTRACE_STRLEN). */
+static void check_str(Checker *c, Node *n) {
+  Node *p = n->args;
+  c->positional_as_string = true;   /* str($1) is the word as given */
+  check_expr(c, p);
+  c->positional_as_string = false;
+  int size = c->strlen;
+  if (p->next) {
+    Node *len = p->next;
+    check_expr(c, len);
+    if (!want_int(c, n, len)) return;
+    if (len->kind != N_INT || len->ival < 1) {
+      error_at(c, len->span, "str(): the length must be a positive integer "
+               "literal");
+      return;
+    }
+    if (len->ival < size) size = (int)len->ival + 1;
+  }
+  /* str() of a string is fine, as in later bpftrace versions */
+  if (p->type.kind == TY_STR) {
+    n->type = ty_str(p->type.size < size ? p->type.size : size);
+  } else if (p->type.kind == TY_INT) {
+    n->type = ty_str(size);
+  } else if (p->type.kind != TY_NONE) {
+    error_at(c, n->span, "str() expects an integer or a pointer type as "
+             "first argument (%s provided)", TYPE_NAME(p->type));
+  }
+}
+
+/* buf(p, n): n bytes read from p; buf(s) of a string or array. */
+static void check_buf(Checker *c, Node *n) {
+  Node *a = n->args;
+  int64_t v;
+  check_expr(c, a);
+  int size = c->strlen;
+  if (a->next) {
+    if (!want_const(c, a->next, n->name, "the length", 1, 1024, &v)) return;
+    size = (int)v;
+  } else if (a->type.kind == TY_INT) {
+    error_at(c, n->span, "buf() of a pointer needs a length: buf(p, n)");
+    return;
+  }
+  if (a->type.kind == TY_STR) {
+    if (a->type.size < size) size = a->type.size;
+  } else if (a->type.kind != TY_INT && a->type.kind != TY_NONE) {
+    error_at(c, a->span, "buf() expects a pointer or an array, got %s",
+             TYPE_NAME(a->type));
+    return;
+  }
+  n->type.kind = TY_BUF;
+  n->type.size = size;
+}
+
+/* The arguments from `a` up to (not including) `end` must be strings. */
+static bool want_strings(Checker *c, Node *n, Node *a, Node *end) {
+  for (Node *s = a; s != end; s = s->next)
+    if (s->type.kind != TY_STR && s->type.kind != TY_NONE) {
+      error_at(c, n->span, "%s() only supports string arguments (%s "
+               "provided)", n->name, kind_name(s->type));
+      return false;
+    }
+  return true;
+}
+
+static void check_strcontains(Checker *c, Node *n) {
+  Node *a = n->args;
+  check_expr(c, a);
+  check_expr(c, a->next);
+  if (want_strings(c, n, a, NULL)) n->type = ty_int(1, false);
+}
+
+static void check_strncmp(Checker *c, Node *n) {
+  Node *a = n->args;
+  int64_t v;
+  check_expr(c, a);
+  check_expr(c, a->next);
+  if (!want_strings(c, n, a, a->next->next)) return;
+  Node *len = a->next->next;
+  check_expr(c, len);
+  if (len->type.kind == TY_NONE) return;
+  if (!const_int(len, &v)) {
+    error_at(c, n->span, "strncmp() expects a integer literal (%s "
+             "provided)", kind_name(len->type));
+    return;
+  }
+  if (v < 0) {
+    error_at(c, n->span, "Builtin strncmp requires a non-negative size");
+    return;
+  }
+  if (!want_const(c, len, n->name, "the length", 0, 4096, &v)) return;
+  n->ival = v;
+  n->type = ty_int(8, false);
+}
+
+/* ---- code ------------------------------------------------------------ */
+
+static void gen_str_fn(Gen *g, Node *n, int dst, int cap) {
+  Node *arg = n->args;
+  if (arg->type.kind == TY_STR) {
+    gen_buf(g, arg, dst, cap);
+    if (n->type.size < arg->type.size) {
+      /* str(s, n): cut the string after n - 1 bytes */
+      for (int i = n->type.size - 1; i < cap; i++)
+        emit(g, I_ST(BPF_B, SCRATCH, dst + i, 0));
+    }
+    return;
+  }
+  int r = gen_int(g, arg);
+  emit_zero(g, dst, cap);
+  emit(g, I_MOV64_REG(BPF_REG_3, r));
+  reg_free(g, r);
+  emit_scratch(g, BPF_REG_1, dst);
+  emit(g, I_MOV64_IMM(BPF_REG_2, n->type.size));
+  emit_call(g, arg->type.as ? probe_read_str_helper(arg->type.as)
+                            : unknown_space_str_helper(g));
+}
+
+/* buf(p, n): an 8-byte length, then n bytes read from p (or a string's
+ * first n bytes). */
+static void gen_buf_fn(Gen *g, Node *n, int dst, int cap) {
+  Node *arg = n->args;
+  int size = n->type.size;
+  if (arg->type.kind == TY_STR) {
+    gen_buf(g, arg, dst + 8, cap - 8);
+  } else {
+    int r = gen_int(g, arg);
+    emit(g, I_MOV64_REG(BPF_REG_3, r));
+    reg_free(g, r);
+    emit_scratch(g, BPF_REG_1, dst + 8);
+    emit(g, I_MOV64_IMM(BPF_REG_2, size));
+    emit_call(g, arg->type.as == AS_USER ? BPF_FUNC_probe_read_user
+                                         : BPF_FUNC_probe_read_kernel);
+  }
+  emit(g, I_ST(BPF_DW, SCRATCH, dst , size));
+}
+
+/* strncmp(a, b, n): 0 when the first n bytes (up to a NUL) agree. */
+static int gen_strncmp(Gen *g, Node *n) {
+  Node *a = n->args, *b = a->next;
+  int pa = buf_ref(g, a), pb = buf_ref(g, b);
+  int len = (int)n->ival;
+  if (len > a->type.size) len = a->type.size;
+  if (len > b->type.size) len = b->type.size;
+  int r = reg_alloc(g);
+  int *differ = calloc(len + 1, sizeof(int));
+  int *same = calloc(len + 1, sizeof(int));
+  for (int i = 0; i < len; i++) {
+    emit(g, I_LDX(BPF_B, BPF_REG_2, SCRATCH, pa + i));
+    emit(g, I_LDX(BPF_B, BPF_REG_3, SCRATCH, pb + i));
+    differ[i] = emit_jump(g, I_JMP_REG(BPF_JNE, BPF_REG_2, BPF_REG_3, 0));
+    same[i] = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_2, 0, 0));
+  }
+  for (int i = 0; i < len; i++) patch_here(g, same[i]);
+  emit(g, I_MOV64_IMM(r, 0));
+  int done = emit_jump(g, I_JA(0));
+  for (int i = 0; i < len; i++) patch_here(g, differ[i]);
+  emit(g, I_MOV64_IMM(r, 1));
+  patch_here(g, done);
+  free(differ);
+  free(same);
+  return r;
+}
+
+/* strcontains(h, s): a bounded loop over the positions of h, comparing s
+ * there byte by byte (no helper call inside, so r1..r5 serve). */
+static int gen_strcontains(Gen *g, Node *n) {
+  Node *hay = n->args, *needle = hay->next;
+  int ph = buf_ref(g, hay), pn = buf_ref(g, needle);
+  int hcap = hay->type.size, ncap = needle->type.size;
+  int r = reg_alloc(g);
+  Jumps found = {0}, missing = {0};
+  emit(g, I_MOV64_IMM(BPF_REG_1, 0));                       /* i */
+  int outer = g->p->ninsns;
+  jumps_add(&missing, emit_jump(g, I_JMP_IMM(BPF_JGE, BPF_REG_1, hcap, 0)));
+  emit(g, I_MOV64_IMM(BPF_REG_2, 0));                       /* j */
+  int inner = g->p->ninsns;
+  jumps_add(&found, emit_jump(g, I_JMP_IMM(BPF_JGE, BPF_REG_2, ncap, 0)));
+  emit(g, I_MOV64_REG(BPF_REG_4, SCRATCH));
+  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_4, BPF_REG_2));
+  emit(g, I_LDX(BPF_B, BPF_REG_3, BPF_REG_4, pn));         /* s[j] */
+  jumps_add(&found, emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_3, 0, 0)));
+  emit(g, I_MOV64_REG(BPF_REG_5, BPF_REG_1));
+  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_5, BPF_REG_2));
+  jumps_add(&missing, emit_jump(g, I_JMP_IMM(BPF_JGE, BPF_REG_5, hcap, 0)));
+  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_5, SCRATCH));
+  emit(g, I_LDX(BPF_B, BPF_REG_5, BPF_REG_5, ph));         /* h[i + j] */
+  int next_i = emit_jump(g, I_JMP_REG(BPF_JNE, BPF_REG_5, BPF_REG_3, 0));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, 1));
+  emit_jump_back(g, inner);
+  patch_here(g, next_i);
+  emit(g, I_MOV64_REG(BPF_REG_4, SCRATCH));
+  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_4, BPF_REG_1));
+  emit(g, I_LDX(BPF_B, BPF_REG_3, BPF_REG_4, ph));         /* h[i] */
+  jumps_add(&missing, emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_3, 0, 0)));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_1, 1));
+  emit_jump_back(g, outer);
+  jumps_patch_here(g, &found);
+  emit(g, I_MOV64_IMM(r, 1));
+  int done = emit_jump(g, I_JA(0));
+  jumps_patch_here(g, &missing);
+  emit(g, I_MOV64_IMM(r, 0));
+  patch_here(g, done);
+  return r;
+}
+
+const Builtin builtins_strings[] = {
+    {"str", BI_CALL, 1, 2, true, check_str, NULL, gen_str_fn, NULL, NULL, 0,
+     NULL},
+    {"buf", BI_CALL, 1, 2, false, check_buf, NULL, gen_buf_fn, NULL, NULL, 0,
+     NULL},
+    {"strncmp", BI_CALL, 3, 3, true, check_strncmp, gen_strncmp, NULL, NULL,
+     NULL, 0, NULL},
+    {"strcontains", BI_CALL, 2, 2, true, check_strcontains, gen_strcontains,
+     NULL, NULL, NULL, 0, NULL},
+    {0},
+};

@@ -1,0 +1,277 @@
+/* emit: the instruction stream of the program being generated, and the
+ * registers, stack slots and buffers it uses; events through the shared
+ * subprograms. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/gen.h"
+
+/* Values that live in the scratch area rather than in a register. */
+bool is_buffer(Type t) {
+  return t.kind == TY_STR || t.kind == TY_TUPLE || t.kind == TY_BUF;
+}
+
+
+int emit(Gen *g, struct bpf_insn i) {
+  BpfProg *p = g->p;
+  if (p->ninsns == p->cap) {
+    p->cap = p->cap ? p->cap * 2 : 256;
+    p->insns = realloc(p->insns, sizeof(*p->insns) * p->cap);
+    p->insn_span = realloc(p->insn_span, sizeof(*p->insn_span) * p->cap);
+  }
+  p->insns[p->ninsns] = i;
+  p->insn_span[p->ninsns] = g->span;
+  return p->ninsns++;
+}
+
+void emit_imm64(Gen *g, int reg, int64_t v) {
+  if (v >= INT32_MIN && v <= INT32_MAX) {
+    emit(g, I_MOV64_IMM(reg, (int32_t)v));
+    return;
+  }
+  emit(g, I_LD_IMM64_LO(reg, 0, (int32_t)(uint32_t)v));
+  emit(g, I_LD_IMM64_HI((int32_t)(uint32_t)((uint64_t)v >> 32)));
+}
+
+/* reg = address of map `id` (an index into Compiled.maps, or one of the
+ * MAP_ID_* internal ids); load replaces the id with the map's fd. */
+void emit_map(Gen *g, int reg, int id) {
+  emit(g, I_LD_IMM64_LO(reg, BPF_PSEUDO_MAP_FD, id));
+  emit(g, I_LD_IMM64_HI(0));
+}
+
+/* r0 = the value of key 0 of a one-slot array map (NULL if none). */
+void emit_lookup_slot0(Gen *g, int map_id) {
+  emit(g, I_ST(BPF_DW, BPF_REG_10, SLOT_KEY0, 0));
+  emit_map(g, BPF_REG_1, map_id);
+  emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, SLOT_KEY0));
+  emit_call(g, BPF_FUNC_map_lookup_elem);
+}
+
+/* reg = scratch area + off */
+void emit_scratch(Gen *g, int reg, int off) {
+  emit(g, I_MOV64_REG(reg, SCRATCH));
+  if (off) emit(g, I_ALU64_IMM(BPF_ADD, reg, off));
+}
+
+void emit_call(Gen *g, int helper) { emit(g, I_CALL(helper)); }
+
+/* A forward jump whose offset is filled in by patch_here. */
+int emit_jump(Gen *g, struct bpf_insn j) { return emit(g, j); }
+
+void patch_here(Gen *g, int at) {
+  int off = g->p->ninsns - at - 1;
+  if (off > INT16_MAX)
+    fail(g, g->p->insn_span[at], "%s", "this branch spans more than 32767 "
+         "BPF instructions; split the probe or use fewer unrolled steps");
+  g->p->insns[at].off = (int16_t)off;
+}
+
+void jumps_add(Jumps *j, int at) {
+  j->at = realloc(j->at, sizeof(int) * (j->n + 1));
+  j->at[j->n++] = at;
+}
+
+void jumps_patch_here(Gen *g, Jumps *j) {
+  for (int i = 0; i < j->n; i++) patch_here(g, j->at[i]);
+  free(j->at);
+  j->at = NULL;
+  j->n = 0;
+}
+
+/* Leaves the program. Done in place (two instructions) rather than by a
+ * jump to one epilogue, which could be out of a jump's reach. */
+void emit_return(Gen *g) {
+  emit(g, I_MOV64_IMM(BPF_REG_0, 0));
+  emit(g, I_EXIT());
+}
+
+void fail(Gen *g, Span at, const char *fmt, const char *arg) {
+  if (!g->failed) diag_error(g->d, at, fmt, arg);
+  g->failed = true;
+}
+
+int free_regs(Gen *g) {
+  int n = 0;
+  for (int r = FIRST_TEMP_REG; r <= LAST_TEMP_REG; r++) n += !g->reg_used[r];
+  return n;
+}
+
+int reg_alloc(Gen *g) {
+  for (int r = FIRST_TEMP_REG; r <= LAST_TEMP_REG; r++)
+    if (!g->reg_used[r]) {
+      g->reg_used[r] = true;
+      return r;
+    }
+  /* hold() keeps one register free for every expression; reaching here is
+   * a bug in the generator, not in the script. */
+  fail(g, g->span, "%s", "internal error: out of registers");
+  return FIRST_TEMP_REG;
+}
+
+void reg_free(Gen *g, int r) {
+  if (r >= FIRST_TEMP_REG && r <= LAST_TEMP_REG) g->reg_used[r] = false;
+}
+
+int stack_alloc(Gen *g, int size) {
+  g->stack_top += align8(size);
+  if (g->stack_top > g->stack_max) g->stack_max = g->stack_top;
+  if (g->stack_top > STACK_LIMIT) {
+    if (g->frame != 0)
+      fail(g, g->span, "%s", "the body of this for loop needs more than the "
+           "BPF stack it can have; make it smaller");
+    else if (g->buf_base == BPF_REG_10)
+      g->too_big = true;   /* gen_prog tries again with the scratch area */
+    else
+      fail(g, g->span, "%s", "this probe needs more than the 512 bytes of "
+           "BPF stack; split the expression or the probe");
+    g->stack_top = 16;     /* keep offsets valid until then */
+  }
+  return -g->stack_top;
+}
+
+/* Room for a buffer: on the stack when the program's buffers fit there,
+ * else in the scratch area. Offsets are relative to SCRATCH. */
+int scratch_alloc(Gen *g, int size) {
+  if (g->buf_base == BPF_REG_10) return stack_alloc(g, size);
+  int off = g->scratch_top;
+  g->scratch_top += align8(size);
+  if (g->scratch_top > g->scratch_max) g->scratch_max = g->scratch_top;
+  return off;
+}
+
+/* Keeps reg's value while something else is generated, and guarantees that
+ * generation at least one free register. */
+Held hold(Gen *g, int reg) {
+  Held h = {reg, 0};
+  if (free_regs(g) > 0) return h;
+  h.slot = stack_alloc(g, 8);
+  emit(g, I_STX(BPF_DW, BPF_REG_10, reg, h.slot));
+  reg_free(g, reg);
+  h.reg = -1;
+  return h;
+}
+
+/* The held value's register, loading a spilled one into `tmp`. */
+int held_reg(Gen *g, Held h, int tmp) {
+  if (h.reg >= 0) return h.reg;
+  emit(g, I_LDX(BPF_DW, tmp, BPF_REG_10, h.slot));
+  return tmp;
+}
+
+void held_free(Gen *g, Held h) {
+  if (h.reg >= 0) reg_free(g, h.reg);
+}
+
+void emit_zero(Gen *g, int dst, int cap) {
+  for (int i = 0; i < cap; i += 8)
+    emit(g, I_ST(BPF_DW, SCRATCH, dst + i, 0));
+}
+
+/* Copies `n` bytes (a multiple of 8) between scratch buffers through r0,
+ * zero-filling the destination up to `cap`. base is a register holding the
+ * source's base address (r0 result of a lookup, or the scratch area). */
+void emit_copy_from(Gen *g, int base, int src_off, int dst, int n,
+                           int cap) {
+  int i = 0;
+  for (; i < n && i < cap; i += 8) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_2, base, src_off + i));
+    emit(g, I_STX(BPF_DW, SCRATCH, BPF_REG_2, dst + i));
+  }
+  for (; i < cap; i += 8) emit(g, I_ST(BPF_DW, SCRATCH, dst + i, 0));
+}
+
+void emit_copy(Gen *g, int src, int dst, int n, int cap) {
+  if (src == dst) return;
+  emit_copy_from(g, SCRATCH, src, dst, n, cap);
+}
+
+/* Stores literal bytes (zero-padded to cap) into a scratch buffer. */
+void emit_literal(Gen *g, const char *s, int len, int dst, int cap) {
+  for (int i = 0; i < cap; i += 4) {
+    uint32_t word = 0;
+    for (int b = 0; b < 4; b++)
+      if (i + b < len) word |= (uint32_t)(unsigned char)s[i + b] << (8 * b);
+    emit(g, I_ST(BPF_W, SCRATCH, dst + i, (int32_t)word));
+  }
+}
+
+/* reg = ctx */
+void emit_ctx(Gen *g, int reg) {
+  emit(g, I_LDX(BPF_DW, reg, BPF_REG_10, SLOT_CTX));
+}
+
+/* Sends `size` bytes at scratch + rec to user space. */
+/* Events go out through small subprograms placed after the probe's code,
+ * so each printf costs a few instructions at its call site:
+ *   SUB_OUTPUT(r1 = record, r2 = size) sends a record built by the caller;
+ *   SUB_EVENT + kind (r1 = index) sends a bare header of that kind. */
+void emit_subcall(Gen *g, int sub) {
+  int at = emit(g, insn_make(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_CALL, 0, 0));
+  int *n = &g->nsubcalls[sub];
+  g->subcalls[sub] = realloc(g->subcalls[sub], sizeof(int) * (*n + 1));
+  g->subcalls[sub][(*n)++] = at;
+}
+
+void emit_output(Gen *g, int rec, int size) {
+  emit_scratch(g, BPF_REG_1, rec);
+  emit(g, I_MOV64_IMM(BPF_REG_2, size));
+  emit_subcall(g, SUB_OUTPUT);
+}
+
+/* A record that is only a header: two instructions where it is sent. */
+void emit_event(Gen *g, uint32_t kind, uint32_t index) {
+  emit(g, I_MOV64_IMM(BPF_REG_1, (int32_t)index));
+  emit_subcall(g, SUB_EVENT + (int)kind);
+}
+
+/* The subprograms the probe called, with their calls patched. */
+void emit_subprograms(Gen *g) {
+  for (int sub = 0; sub < NSUBS; sub++) {
+    if (!g->nsubcalls[sub]) continue;
+    int start = g->p->ninsns;
+    if (sub == SUB_COUNT) {
+      /* bpf_for_each_map_elem callback: ++*(u64 *)ctx, go on */
+      emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_4, 0));
+      emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_1, 1));
+      emit(g, I_STX(BPF_DW, BPF_REG_4, BPF_REG_1, 0));
+      emit_return(g);
+    } else if (sub >= SUB_EVENT) {
+      emit(g, I_ST(BPF_W, BPF_REG_10, -8, sub - SUB_EVENT));
+      emit(g, I_STX(BPF_W, BPF_REG_10, BPF_REG_1, -4));
+      emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
+      emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, -8));
+      emit(g, I_MOV64_IMM(BPF_REG_3, (int32_t)sizeof(EventHeader)));
+    } else {
+      emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_2));
+      emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_1));
+    }
+    if (sub != SUB_COUNT) {
+      emit_map(g, BPF_REG_1, MAP_ID_RINGBUF);
+      emit(g, I_MOV64_IMM(BPF_REG_4, 0));
+      emit_call(g, BPF_FUNC_ringbuf_output);
+      emit_return(g);
+    }
+    for (int i = 0; i < g->nsubcalls[sub]; i++) {
+      int at = g->subcalls[sub][i];
+      g->p->insns[at].imm = start - at - 1;
+    }
+    free(g->subcalls[sub]);
+    g->subcalls[sub] = NULL;
+    g->nsubcalls[sub] = 0;
+  }
+}
+
+int emit_header(Gen *g, int payload, uint32_t kind, uint32_t index) {
+  int rec = scratch_alloc(g, (int)sizeof(EventHeader) + payload);
+  emit(g, I_ST(BPF_W, SCRATCH, rec, (int32_t)kind));
+  emit(g, I_ST(BPF_W, SCRATCH, rec + 4, (int32_t)index));
+  return rec;
+}
+
+int find_map(Gen *g, const char *name) {
+  for (int i = 0; i < g->c->nmaps; i++)
+    if (!strcmp(g->c->maps[i]->name, name)) return i;
+  return -1;
+}

@@ -1,0 +1,453 @@
+/* expr: expressions — integers into registers, strings and tuples into
+ * buffers, conditions into jumps. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "builtins/builtin.h"
+#include "codegen/gen.h"
+
+/* The ALU opcode of an arithmetic operator, or -1 for comparisons. */
+int alu_code(int op, bool is_signed) {
+  switch (op) {
+  case '+': return BPF_ADD;
+  case '-': return BPF_SUB;
+  case '*': return BPF_MUL;
+  case '/': return BPF_DIV;
+  case '%': return BPF_MOD;
+  case '&': return BPF_AND;
+  case '|': return BPF_OR;
+  case '^': return BPF_XOR;
+  case OP_SHL: return BPF_LSH;
+  case OP_SHR: return is_signed ? BPF_ARSH : BPF_RSH;
+  default: return -1;
+  }
+}
+
+int jmp_code(int op, bool is_signed) {
+  switch (op) {
+  case OP_EQ: return BPF_JEQ;
+  case OP_NE: return BPF_JNE;
+  case '<': return is_signed ? BPF_JSLT : BPF_JLT;
+  case '>': return is_signed ? BPF_JSGT : BPF_JGT;
+  case OP_LE: return is_signed ? BPF_JSLE : BPF_JLE;
+  case OP_GE: return is_signed ? BPF_JSGE : BPF_JGE;
+  default: return -1;
+  }
+}
+
+/* Emits `dst = dst op src` (src a register, or the immediate imm when
+ * src < 0) for any integer operator but && and ||. Signed division and
+ * modulo use the signed forms (off = 1). */
+void emit_op(Gen *g, int op, int dst, int src, int32_t imm,
+                    bool is_signed) {
+  int alu = alu_code(op, is_signed);
+  bool use_imm = src < 0;
+  if (alu >= 0) {
+    struct bpf_insn i = use_imm ? I_ALU64_IMM(alu, dst, imm)
+                                : I_ALU64_REG(alu, dst, src);
+    if (is_signed && (alu == BPF_DIV || alu == BPF_MOD)) i.off = 1;
+    emit(g, i);
+    return;
+  }
+  /* dst = (dst op src) ? 1 : 0 */
+  int jmp = jmp_code(op, is_signed);
+  emit(g, use_imm ? I_JMP_IMM(jmp, dst, imm, 2) : I_JMP_REG(jmp, dst, src, 2));
+  emit(g, I_MOV64_IMM(dst, 0));
+  emit(g, I_JA(1));
+  emit(g, I_MOV64_IMM(dst, 1));
+}
+
+/* Generates string expression n into the scratch buffer at dst (capacity
+ * cap >= the string's capacity), zero-padded. */
+void gen_buf(Gen *g, Node *n, int dst, int cap) {
+  switch (n->kind) {
+  case N_STR:
+    emit_literal(g, n->sval, n->slen, dst, cap);
+    return;
+  case N_BUILTIN:
+  case N_CALL:
+    if (n->builtin && n->builtin->emit_buf)
+      n->builtin->emit_buf(g, n, dst, cap);
+    else
+      fail(g, n->span, "loupe cannot generate code for '%s' yet", n->name);
+    return;
+  case N_FIELD:
+    if (n->lhs->type.kind == TY_TUPLE)
+      gen_tuple_field_buf(g, n, dst, cap);
+    else if (in_memory(n))
+      gen_mem_str(g, n, dst, cap);
+    else
+      gen_field_str(g, n, dst, cap);
+    return;
+  case N_INDEX:
+  case N_UNOP:
+    gen_mem_str(g, n, dst, cap);
+    return;
+  case N_TUPLE:
+    gen_tuple(g, n, dst, cap);
+    return;
+  case N_VAR:
+    emit_copy(g, n->var->stack_off, dst, value_cap(n->var->type), cap);
+    return;
+  case N_MAP:
+    gen_map_str(g, n, dst, cap);
+    return;
+  case N_TERNARY: {
+    Jumps to_else = {0};
+    gen_cond(g, n->cond, false, &to_else);
+    gen_buf(g, n->then, dst, cap);
+    int done = emit_jump(g, I_JA(0));
+    jumps_patch_here(g, &to_else);
+    gen_buf(g, n->els, dst, cap);
+    patch_here(g, done);
+    vars_forget_assigned(n->then);
+    vars_forget_assigned(n->els);
+    return;
+  }
+  default:
+    fail(g, n->span, "%s", "loupe cannot generate this string expression yet");
+  }
+}
+
+/* The scratch offset of a string value: a variable's own buffer, or a new
+ * temporary holding it. */
+int buf_ref(Gen *g, Node *n) {
+  if (n->kind == N_VAR) return n->var->stack_off;
+  int at = scratch_alloc(g, value_cap(n->type));
+  gen_buf(g, n, at, value_cap(n->type));
+  return at;
+}
+
+/* a == b / a != b on strings: whole words up to the shorter capacity. */
+int gen_str_compare(Gen *g, Node *n) {
+  int a = buf_ref(g, n->lhs);
+  int b = buf_ref(g, n->rhs);
+  int len = value_cap(n->lhs->type) < value_cap(n->rhs->type)
+                ? value_cap(n->lhs->type) : value_cap(n->rhs->type);
+  int r = reg_alloc(g);
+  int nwords = len / 8;
+  int *differ = calloc(nwords, sizeof(int));
+  for (int i = 0; i < nwords; i++) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_2, SCRATCH, a + i * 8));
+    emit(g, I_LDX(BPF_DW, BPF_REG_3, SCRATCH, b + i * 8));
+    differ[i] = emit_jump(g, I_JMP_REG(BPF_JNE, BPF_REG_2, BPF_REG_3, 0));
+  }
+  bool eq = n->op == OP_EQ;
+  emit(g, I_MOV64_IMM(r, eq ? 1 : 0));
+  int done = emit_jump(g, I_JA(0));
+  for (int i = 0; i < nwords; i++) patch_here(g, differ[i]);
+  emit(g, I_MOV64_IMM(r, eq ? 0 : 1));
+  patch_here(g, done);
+  free(differ);
+  return r;
+}
+
+/* (a, b, ...) into dst, each element at its offset in the tuple's layout. */
+void gen_tuple(Gen *g, Node *n, int dst, int cap) {
+  TupleType *t = n->type.tuple;
+  int i = 0;
+  for (Node *e = n->args; e; e = e->next, i++) {
+    int at = dst + t->offs[i];
+    if (e->type.kind == TY_INT) {
+      gen_store_int(g, e, SCRATCH, at);
+    } else {
+      gen_buf(g, e, at, value_cap(t->elems[i]));
+    }
+  }
+  if (cap > t->size) {
+    for (int off = t->size; off < cap; off += 8)
+      emit(g, I_ST(BPF_DW, SCRATCH, dst + off, 0));
+  }
+}
+
+/* $t.N for a string element: copied out of the tuple. */
+void gen_tuple_field_buf(Gen *g, Node *n, int dst, int cap) {
+  int src = buf_ref(g, n->lhs) + n->lhs->type.tuple->offs[n->ival];
+  emit_copy(g, src, dst, value_cap(n->type), cap);
+}
+
+/* && and ||, short-circuit, giving 0 or 1. */
+int gen_logical(Gen *g, Node *n) {
+  Jumps is_false = {0};
+  gen_cond(g, n, false, &is_false);
+  int r = reg_alloc(g);
+  emit(g, I_MOV64_IMM(r, 1));
+  emit(g, I_JA(1));
+  jumps_patch_here(g, &is_false);
+  emit(g, I_MOV64_IMM(r, 0));
+  return r;
+}
+
+int gen_binop(Gen *g, Node *n) {
+  if (n->op == OP_AND || n->op == OP_OR) return gen_logical(g, n);
+  if (n->lhs->type.kind == TY_STR) return gen_str_compare(g, n);
+  bool is_signed = operands_signed(n);
+  int a = gen_int(g, n->lhs);
+  int64_t k;
+  if (n->type.is_pointer && n->field_offset > 1) {
+    /* pointer arithmetic: the offset counts elements */
+    if (fold(g, n->rhs, &k) && fits32(k * n->field_offset)) {
+      emit_op(g, n->op, a, -1, (int32_t)(k * n->field_offset), false);
+      return a;
+    }
+    Held h = hold(g, a);
+    int b = gen_int(g, n->rhs);
+    emit(g, I_ALU64_IMM(BPF_MUL, b, n->field_offset));
+    int ar = held_reg(g, h, BPF_REG_0);
+    emit_op(g, n->op, ar, b, 0, false);
+    if (ar == BPF_REG_0) {
+      emit(g, I_MOV64_REG(b, BPF_REG_0));
+      return b;
+    }
+    reg_free(g, b);
+    return ar;
+  }
+  if (fold_imm(g, n->rhs, &k) && !(k == 0 && (n->op == '/' ||
+                                               n->op == '%'))) {
+    /* a constant right operand: the immediate form, no register */
+    emit_op(g, n->op, a, -1, (int32_t)k, is_signed);
+    return a;
+  }
+  Held h = hold(g, a);
+  int b = gen_int(g, n->rhs);
+  int ar = held_reg(g, h, BPF_REG_0);
+  emit_op(g, n->op, ar, b, 0, is_signed);
+  if (ar == BPF_REG_0) {
+    emit(g, I_MOV64_REG(b, BPF_REG_0));
+    return b;
+  }
+  reg_free(g, b);
+  return ar;
+}
+
+int gen_unop(Gen *g, Node *n) {
+  if (n->op == '*') return gen_mem_int(g, n);
+  int r = gen_int(g, n->lhs);
+  switch (n->op) {
+  case '-': emit(g, I_NEG64(r)); break;
+  case '~': emit(g, I_ALU64_IMM(BPF_XOR, r, -1)); break;
+  case '!':
+    emit(g, I_JMP_IMM(BPF_JEQ, r, 0, 2));
+    emit(g, I_MOV64_IMM(r, 0));
+    emit(g, I_JA(1));
+    emit(g, I_MOV64_IMM(r, 1));
+    break;
+  }
+  return r;
+}
+
+/* The jump opcode that is taken when `op` is false. */
+int inverse_jump(int op, bool is_signed) {
+  switch (op) {
+  case OP_EQ: return BPF_JNE;
+  case OP_NE: return BPF_JEQ;
+  case '<': return is_signed ? BPF_JSGE : BPF_JGE;
+  case '>': return is_signed ? BPF_JSLE : BPF_JLE;
+  case OP_LE: return is_signed ? BPF_JSGT : BPF_JGT;
+  case OP_GE: return is_signed ? BPF_JSLT : BPF_JLT;
+  default: return -1;
+  }
+}
+
+/* Emits jumps taken when cond is `when` (true or false), adding them to
+ * out; control falls through otherwise. Comparisons become one conditional
+ * jump each, and && || ! become jumps too, never 0/1 values. */
+void gen_cond(Gen *g, Node *cond, bool when, Jumps *out) {
+  Span saved = g->span;
+  if (cond->span.line) g->span = cond->span;
+  int64_t k;
+  bool is_logic = cond->kind == N_BINOP &&
+                  (cond->op == OP_AND || cond->op == OP_OR);
+  if (fold(g, cond, &k)) {
+    if ((k != 0) == when) jumps_add(out, emit_jump(g, I_JA(0)));
+  } else if (is_logic) {
+    /* a && b is false when either is; a || b is true when either is */
+    bool shortcut = cond->op == OP_AND ? false : true;
+    if (when == shortcut) {
+      gen_cond(g, cond->lhs, when, out);
+      gen_cond(g, cond->rhs, when, out);
+    } else {
+      Jumps decided = {0};
+      gen_cond(g, cond->lhs, shortcut, &decided);
+      gen_cond(g, cond->rhs, when, out);
+      jumps_patch_here(g, &decided);
+    }
+    vars_forget_assigned(cond->rhs);   /* it ran only on some paths */
+  } else if (cond->kind == N_UNOP && cond->op == '!') {
+    gen_cond(g, cond->lhs, !when, out);
+  } else if (cond->kind == N_BINOP && cond->lhs->type.kind == TY_INT &&
+             jmp_code(cond->op, false) >= 0) {
+    bool is_signed = operands_signed(cond);
+    Node *l = cond->lhs, *r = cond->rhs;
+    int op = cond->op;
+    if (fold_imm(g, l, &k) && !fold(g, r, &k)) {
+      /* 3 < x: test x > 3, with the constant as the immediate */
+      Node *t = l;
+      l = r;
+      r = t;
+      op = op == '<' ? '>' : op == '>' ? '<' : op == OP_LE ? OP_GE
+           : op == OP_GE ? OP_LE : op;
+    }
+    int jmp = when ? jmp_code(op, is_signed) : inverse_jump(op, is_signed);
+    int a = gen_int(g, l);
+    if (fold_imm(g, r, &k)) {
+      jumps_add(out, emit_jump(g, I_JMP_IMM(jmp, a, (int32_t)k, 0)));
+      reg_free(g, a);
+    } else {
+      Held h = hold(g, a);
+      int b = gen_int(g, r);
+      a = held_reg(g, h, BPF_REG_0);
+      jumps_add(out, emit_jump(g, I_JMP_REG(jmp, a, b, 0)));
+      reg_free(g, a);
+      reg_free(g, b);
+    }
+  } else {
+    int r = gen_int(g, cond);
+    jumps_add(out, emit_jump(g, I_JMP_IMM(when ? BPF_JNE : BPF_JEQ, r, 0, 0)));
+    reg_free(g, r);
+  }
+  g->span = saved;
+}
+
+int gen_ternary_int(Gen *g, Node *n) {
+  Jumps to_else = {0};
+  gen_cond(g, n->cond, false, &to_else);
+  int t = gen_int(g, n->then);
+  int done = emit_jump(g, I_JA(0));
+  jumps_patch_here(g, &to_else);
+  reg_free(g, t);
+  int e = gen_int(g, n->els);
+  if (e != t) {
+    emit(g, I_MOV64_REG(t, e));
+    reg_free(g, e);
+  }
+  g->reg_used[t] = true;
+  patch_here(g, done);
+  /* an x++ in one branch happened only on that path */
+  vars_forget_assigned(n->then);
+  vars_forget_assigned(n->els);
+  return t;
+}
+
+/* $x++ / ++$x and the map forms. As a statement (value unused) the old
+ * value is not kept. */
+int gen_incdec(Gen *g, Node *n, bool as_stmt) {
+  int64_t delta = n->op == OP_INC ? 1 : -1;
+  bool prefix = n->ival != 0 || as_stmt;
+  if (n->lhs->kind == N_MAP)
+    return gen_map_update_int(g, n->lhs, '+', NULL, delta, !prefix);
+  VarSym *v = n->lhs->var;
+  int slot = v->stack_off;
+  int r = reg_alloc(g);
+  if (v->known) {
+    int64_t old = v->value;
+    v->value = (int64_t)((uint64_t)old + (uint64_t)delta);
+    emit_store_const(g, BPF_REG_10, slot, v->value);
+    emit_imm64(g, r, prefix ? v->value : old);
+    return r;
+  }
+  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, slot));
+  emit(g, I_ALU64_IMM(BPF_ADD, r, (int32_t)delta));
+  emit(g, I_STX(BPF_DW, BPF_REG_10, r, slot));
+  if (!prefix) emit(g, I_ALU64_IMM(BPF_SUB, r, (int32_t)delta));
+  return r;
+}
+
+/* (uint8)x ... (int64)x, (bool)x: truncate, then extend by the new type. */
+int gen_cast(Gen *g, Node *n) {
+  int r = gen_int(g, n->lhs);
+  Type t = n->type;
+  if (!strcmp(n->name, "bool")) {
+    emit(g, I_JMP_IMM(BPF_JEQ, r, 0, 1));
+    emit(g, I_MOV64_IMM(r, 1));
+  } else if (t.size == 4 && !t.is_signed) {
+    emit(g, I_MOV32_REG(r, r));
+  } else if (t.size < 8 && !t.is_signed) {
+    emit(g, I_ALU64_IMM(BPF_AND, r, (int32_t)((1u << (t.size * 8)) - 1)));
+  } else if (t.size < 8) {
+    emit(g, I_ALU64_IMM(BPF_LSH, r, 64 - t.size * 8));
+    emit(g, I_ALU64_IMM(BPF_ARSH, r, 64 - t.size * 8));
+  }
+  return r;
+}
+
+int gen_call_int(Gen *g, Node *n) {
+  if (n->builtin && n->builtin->emit_int) return n->builtin->emit_int(g, n);
+  fail(g, n->span, "loupe cannot use the value of %s() yet", n->name);
+  return reg_alloc(g);
+}
+
+/* $t.N for an integer element. */
+int gen_tuple_field_int(Gen *g, Node *n) {
+  int src = buf_ref(g, n->lhs) + n->lhs->type.tuple->offs[n->ival];
+  int r = reg_alloc(g);
+  emit(g, I_LDX(BPF_DW, r, SCRATCH, src));
+  return r;
+}
+
+/* Generates integer expression n; returns the register holding it. */
+int gen_int(Gen *g, Node *n) {
+  Span saved = g->span;
+  if (n->span.line) g->span = n->span;
+  int r;
+  int64_t v;
+  if (fold(g, n, &v)) {
+    r = reg_alloc(g);
+    emit_imm64(g, r, v);
+    g->span = saved;
+    return r;
+  }
+  switch (n->kind) {
+  case N_INT:
+    r = reg_alloc(g);
+    emit_imm64(g, r, n->ival);
+    break;
+  case N_BUILTIN:
+    if (n->builtin && n->builtin->emit_int) {
+      r = n->builtin->emit_int(g, n);
+    } else {
+      fail(g, n->span, "loupe cannot generate code for '%s' yet", n->name);
+      r = reg_alloc(g);
+    }
+    break;
+  case N_VAR:
+    r = reg_alloc(g);
+    emit(g, I_LDX(BPF_DW, r, BPF_REG_10, n->var->stack_off));
+    break;
+  case N_MAP:
+    r = gen_map_int(g, n);
+    break;
+  case N_FIELD:
+    r = n->lhs->type.kind == TY_TUPLE ? gen_tuple_field_int(g, n)
+        : in_memory(n)                ? gen_mem_int(g, n)
+                                      : gen_field_int(g, n);
+    break;
+  case N_INDEX:
+    r = gen_mem_int(g, n);
+    break;
+  case N_CAST:
+    r = gen_cast(g, n);
+    break;
+  case N_CALL:
+    r = gen_call_int(g, n);
+    break;
+  case N_BINOP:
+    r = gen_binop(g, n);
+    break;
+  case N_UNOP:
+    r = gen_unop(g, n);
+    break;
+  case N_TERNARY:
+    r = gen_ternary_int(g, n);
+    break;
+  case N_INCDEC:
+    r = gen_incdec(g, n, false);
+    break;
+  default:
+    fail(g, n->span, "%s", "loupe cannot generate this expression yet");
+    r = reg_alloc(g);
+    break;
+  }
+  g->span = saved;
+  return r;
+}

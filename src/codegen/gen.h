@@ -1,0 +1,203 @@
+/* gen: the code generator's working state and the helpers its parts
+ * share — the files of codegen/ and the builtins' emit hooks. Later stages
+ * see codegen.h only. */
+#ifndef LOUPE_CODEGEN_GEN_H
+#define LOUPE_CODEGEN_GEN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "codegen/insn.h"
+#include "codegen/program.h"
+#include "probes/provider.h"
+
+/* 512 bytes of BPF stack, less the 8 a subprogram's frame takes */
+#define STACK_LIMIT 504
+#define SLOT_CTX (-8)       /* the program's context pointer */
+/* Subprograms: SUB_OUTPUT, SUB_COUNT (len's callback), then one
+ * SUB_EVENT per EventKind. */
+enum { SUB_OUTPUT, SUB_COUNT, SUB_EVENT, NSUBS = SUB_EVENT + 16 };
+#define SLOT_KEY0 (-16)     /* 0 when used: key 0 of the one-slot arrays */
+#define FIRST_TEMP_REG BPF_REG_6
+#define LAST_TEMP_REG BPF_REG_8
+/* The base register of buffers: r10 when they fit on the stack, else r9,
+ * which then holds the scratch area's address for the whole program. */
+#define SCRATCH (g->buf_base)
+
+typedef struct Gen {
+  Diag *d;
+  Compiled *c;
+  BpfProg *p;
+  Probe *probe;
+  Target *target;      /* the one target, for per-target programs */
+  Span span;           /* source of the instructions being emitted */
+  bool reg_used[11];
+  int *subcalls[NSUBS];  /* calls to patch, per subprogram (SUB_*) */
+  int nsubcalls[NSUBS];
+  int buf_base;        /* BPF_REG_10 or BPF_REG_9, see SCRATCH */
+  bool too_big;        /* buffers did not fit on the stack */
+  int stack_top;       /* bytes in use below the frame pointer */
+  int stack_max;
+  int scratch_top;     /* bytes in use in the scratch area */
+  int scratch_max;
+  struct Loop {        /* the loops around the code being generated */
+    int start;         /* where continue goes back to; -1: forward, to
+                          where conts are patched */
+    int *breaks;       /* jumps to patch to the loop's end */
+    int nbreaks;
+    int *conts;        /* forward continue jumps (for ranges) */
+    int nconts;
+    bool callback;     /* a for-over-map body: break and continue return */
+  } loops[64];
+  int nloops;
+  struct Pending {     /* for-over-map bodies, generated after the probe */
+    Node *loop;
+    int at;            /* the LD_IMM64 of the callback's address */
+  } *pending;
+  int npending;
+  int frame;           /* the frame being generated (VarSym.frame) */
+  bool failed;
+} Gen;
+
+/* ---- emission ------------------------------------------------------- */
+
+/* Forward jumps waiting for the same target. */
+typedef struct Jumps {
+  int *at;
+  int n;
+} Jumps;
+
+/* ---- registers, stack, scratch -------------------------------------- */
+
+/* A value kept in a register, or on the stack if registers ran out. */
+typedef struct Held {
+  int reg;   /* -1 if spilled */
+  int slot;
+} Held;
+
+/* ---- maps ----------------------------------------------------------- */
+
+/* What is known of the variables, saved around branches. */
+typedef struct VarState {
+  bool known;
+  int64_t value;
+} VarState;
+
+static inline int align8(int n) { return (n + 7) & ~7; }
+
+/* ---- emit.c ---- */
+bool is_buffer(Type t);
+int emit(Gen *g, struct bpf_insn i);
+void emit_imm64(Gen *g, int reg, int64_t v);
+void emit_map(Gen *g, int reg, int id);
+void emit_lookup_slot0(Gen *g, int map_id);
+void emit_scratch(Gen *g, int reg, int off);
+void emit_call(Gen *g, int helper);
+int emit_jump(Gen *g, struct bpf_insn j);
+void patch_here(Gen *g, int at);
+void jumps_add(Jumps *j, int at);
+void jumps_patch_here(Gen *g, Jumps *j);
+void emit_return(Gen *g);
+void fail(Gen *g, Span at, const char *fmt, const char *arg);
+int free_regs(Gen *g);
+int reg_alloc(Gen *g);
+void reg_free(Gen *g, int r);
+int stack_alloc(Gen *g, int size);
+int scratch_alloc(Gen *g, int size);
+Held hold(Gen *g, int reg);
+int held_reg(Gen *g, Held h, int tmp);
+void held_free(Gen *g, Held h);
+void emit_zero(Gen *g, int dst, int cap);
+void emit_copy_from(Gen *g, int base, int src_off, int dst, int n, int cap);
+void emit_copy(Gen *g, int src, int dst, int n, int cap);
+void emit_literal(Gen *g, const char *s, int len, int dst, int cap);
+void emit_ctx(Gen *g, int reg);
+void emit_subcall(Gen *g, int sub);
+void emit_output(Gen *g, int rec, int size);
+void emit_event(Gen *g, uint32_t kind, uint32_t index);
+void emit_subprograms(Gen *g);
+int emit_header(Gen *g, int payload, uint32_t kind, uint32_t index);
+int find_map(Gen *g, const char *name);
+
+/* ---- memory.c ---- */
+const TpField *target_field(Gen *g, Node *n);
+int gen_field_int(Gen *g, Node *n);
+int probe_read_str_helper(AddrSpace as);
+int unknown_space_str_helper(Gen *g);
+void gen_field_str(Gen *g, Node *n, int dst, int cap);
+bool in_memory(Node *n);
+int read_helper(AddrSpace as);
+int gen_addr(Gen *g, Node *n);
+int gen_mem_int(Gen *g, Node *n);
+void gen_mem_str(Gen *g, Node *n, int dst, int cap);
+
+/* ---- maps.c ---- */
+int gen_key(Gen *g, Node *mapnode);
+void emit_lookup(Gen *g, MapSym *m, int key);
+void emit_update(Gen *g, MapSym *m, int key, int val);
+int gen_map_int(Gen *g, Node *n);
+void gen_map_str(Gen *g, Node *n, int dst, int cap);
+int gen_map_update_int(Gen *g, Node *mapnode, int op, Node *rhs, int64_t delta, bool want_old);
+
+/* ---- fold.c ---- */
+bool operands_signed(Node *n);
+bool apply_op(int op, int64_t a, int64_t b, bool is_signed, int64_t *out);
+int64_t truncate_to(Type t, int64_t v);
+bool fold(Gen *g, Node *n, int64_t *v);
+bool fits32(int64_t v);
+bool fold_imm(Gen *g, Node *n, int64_t *v);
+void emit_store_const(Gen *g, int base, int off, int64_t v);
+void gen_store_int(Gen *g, Node *n, int base, int off);
+VarState *vars_save(Gen *g);
+void vars_restore(Gen *g, const VarState *st);
+void vars_merge(Gen *g, const VarState *other);
+void vars_forget_assigned(Node *n);
+
+/* ---- expr.c ---- */
+int alu_code(int op, bool is_signed);
+int jmp_code(int op, bool is_signed);
+void emit_op(Gen *g, int op, int dst, int src, int32_t imm, bool is_signed);
+void gen_buf(Gen *g, Node *n, int dst, int cap);
+int buf_ref(Gen *g, Node *n);
+int gen_str_compare(Gen *g, Node *n);
+void gen_tuple(Gen *g, Node *n, int dst, int cap);
+void gen_tuple_field_buf(Gen *g, Node *n, int dst, int cap);
+int gen_logical(Gen *g, Node *n);
+int gen_binop(Gen *g, Node *n);
+int gen_unop(Gen *g, Node *n);
+int inverse_jump(int op, bool is_signed);
+void gen_cond(Gen *g, Node *cond, bool when, Jumps *out);
+int gen_ternary_int(Gen *g, Node *n);
+int gen_incdec(Gen *g, Node *n, bool as_stmt);
+int gen_cast(Gen *g, Node *n);
+int gen_call_int(Gen *g, Node *n);
+int gen_tuple_field_int(Gen *g, Node *n);
+int gen_int(Gen *g, Node *n);
+
+/* ---- stmt.c ---- */
+void gen_assign(Gen *g, Node *n);
+bool gen_if(Gen *g, Node *n);
+void gen_for_range(Gen *g, Node *n);
+void gen_for_map(Gen *g, Node *n);
+void gen_callback(Gen *g, Node *n);
+void gen_callbacks(Gen *g);
+void emit_jump_back(Gen *g, int target);
+void gen_while(Gen *g, Node *n);
+bool gen_stmt(Gen *g, Node *n);
+bool gen_block(Gen *g, Node *n);
+void place_vars(Gen *g, Probe *p);
+
+/* ---- peephole.c ---- */
+bool is_ld_imm64(const struct bpf_insn *in);
+bool is_jump(const struct bpf_insn *in);
+bool is_pseudo_call(const struct bpf_insn *in);
+bool is_pseudo_func(const struct bpf_insn *in);
+void mark_reachable(const BpfProg *p, bool *seen, int *stack, int start);
+void compact(BpfProg *p, const bool *seen);
+void prune_unreachable(BpfProg *p);
+void mirror_forget(int *m);
+void mirror_meet(int *into, const int *from);
+bool mirror_step(int *m, const struct bpf_insn *in);
+void drop_redundant_loads(BpfProg *p);
+
+#endif

@@ -1,0 +1,113 @@
+/* maps: keys, lookups and updates of the script's maps. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/gen.h"
+
+/* Builds the key of @m[...] in a scratch buffer; returns its offset. */
+int gen_key(Gen *g, Node *mapnode) {
+  MapSym *m = mapnode->map;
+  int key = scratch_alloc(g, m->key_size);
+  if (m->nkeys == 0) {
+    emit(g, I_ST(BPF_DW, SCRATCH, key, 0));
+    return key;
+  }
+  int i = 0;
+  for (Node *k = mapnode->args; k; k = k->next, i++) {
+    if (is_buffer(k->type)) {
+      gen_buf(g, k, key + m->key_off[i], value_cap(m->key_types[i]));
+    } else {
+      gen_store_int(g, k, SCRATCH, key + m->key_off[i]);
+    }
+  }
+  return key;
+}
+
+/* r0 = bpf_map_lookup_elem(m, scratch + key) */
+void emit_lookup(Gen *g, MapSym *m, int key) {
+  emit_map(g, BPF_REG_1, m->id);
+  emit_scratch(g, BPF_REG_2, key);
+  emit_call(g, BPF_FUNC_map_lookup_elem);
+}
+
+/* bpf_map_update_elem(m, scratch + key, scratch + val, BPF_ANY) */
+void emit_update(Gen *g, MapSym *m, int key, int val) {
+  emit_map(g, BPF_REG_1, m->id);
+  emit_scratch(g, BPF_REG_2, key);
+  emit_scratch(g, BPF_REG_3, val);
+  emit(g, I_MOV64_IMM(BPF_REG_4, BPF_ANY));
+  emit_call(g, BPF_FUNC_map_update_elem);
+}
+
+/* An integer read of @m[k]: 0 when the entry is missing. Aggregations give
+ * this CPU's share (avg: this CPU's average). */
+int gen_map_int(Gen *g, Node *n) {
+  MapSym *m = n->map;
+  int key = gen_key(g, n);
+  emit_lookup(g, m, key);
+  int r = reg_alloc(g);
+  emit(g, I_MOV64_IMM(r, 0));
+  int miss = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  emit(g, I_LDX(BPF_DW, r, BPF_REG_0, 0));
+  if (m->value_type.kind == TY_AGG && m->value_type.agg == AGG_AVG) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 8));
+    emit(g, I_SDIV64_REG(r, BPF_REG_1));
+  }
+  patch_here(g, miss);
+  return r;
+}
+
+void gen_map_str(Gen *g, Node *n, int dst, int cap) {
+  MapSym *m = n->map;
+  int key = gen_key(g, n);
+  emit_lookup(g, m, key);
+  int miss = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  emit_copy_from(g, BPF_REG_0, 0, dst, m->value_size, cap);
+  int done = emit_jump(g, I_JA(0));
+  patch_here(g, miss);
+  emit_zero(g, dst, cap);
+  patch_here(g, done);
+}
+
+/* @m[k] op= v, @m[k]++ ...: read (0 if missing), compute, write back.
+ * Returns a register with the value before (post) or after the change
+ * when want_value, else -1. */
+int gen_map_update_int(Gen *g, Node *mapnode, int op, Node *rhs,
+                              int64_t delta, bool want_old) {
+  MapSym *m = mapnode->map;
+  Held v = {-1, 0};
+  if (rhs) v = hold(g, gen_int(g, rhs));
+  int key = gen_key(g, mapnode);
+  int val = scratch_alloc(g, 8);
+  emit_lookup(g, m, key);
+  int cur = reg_alloc(g);
+  emit(g, I_MOV64_IMM(cur, 0));
+  int miss = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  emit(g, I_LDX(BPF_DW, cur, BPF_REG_0, 0));
+  patch_here(g, miss);
+  Held old = {-1, 0};
+  int result = cur;
+  if (want_old) {
+    int o = reg_alloc(g);
+    emit(g, I_MOV64_REG(o, cur));
+    old = hold(g, o);
+  }
+  if (rhs) {
+    int r = held_reg(g, v, BPF_REG_1);
+    emit_op(g, op, cur, r, 0, m->value_type.is_signed);
+    held_free(g, v);
+  } else {
+    emit(g, I_ALU64_IMM(BPF_ADD, cur, (int32_t)delta));
+  }
+  emit(g, I_STX(BPF_DW, SCRATCH, cur, val));
+  emit_update(g, m, key, val);
+  if (want_old) {
+    reg_free(g, cur);
+    result = held_reg(g, old, BPF_REG_0);
+    if (result == BPF_REG_0) {
+      result = reg_alloc(g);
+      emit(g, I_MOV64_REG(result, BPF_REG_0));
+    }
+  }
+  return result;
+}

@@ -1,0 +1,154 @@
+/* memory: reading tracepoint fields, struct members and pointers. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/gen.h"
+
+/* The field's offset in this program's target (fields can sit at different
+ * offsets in different tracepoints). */
+const TpField *target_field(Gen *g, Node *n) {
+  Target *t = g->target;
+  if (!t || !t->format) return NULL;
+  return tp_field(t->format, n->name);
+}
+
+int gen_field_int(Gen *g, Node *n) {
+  const TpField *f = target_field(g, n);
+  int r = reg_alloc(g);
+  if (!f) {
+    fail(g, n->span, "internal error: no field '%s' here", n->name);
+    return r;
+  }
+  int size = f->is_pointer ? 8 : f->size;
+  if (size != 1 && size != 2 && size != 4 && size != 8) {
+    fail(g, n->span, "field '%s' has a size loupe cannot read", n->name);
+    return r;
+  }
+  emit_ctx(g, BPF_REG_1);
+  emit(g, I_LDX(insn_size_code(size), r, BPF_REG_1, f->offset));
+  if (n->type.is_signed && size < 8) {
+    emit(g, I_ALU64_IMM(BPF_LSH, r, 64 - size * 8));
+    emit(g, I_ALU64_IMM(BPF_ARSH, r, 64 - size * 8));
+  }
+  return r;
+}
+
+int probe_read_str_helper(AddrSpace as) {
+  return as == AS_USER ? BPF_FUNC_probe_read_user_str
+                       : BPF_FUNC_probe_read_kernel_str;
+}
+
+/* For str() of an address whose space nothing tells, such as a kprobe's
+ * arg1 (a kernel function may take user or kernel pointers). On x86-64
+ * the two do not overlap, and in kprobe programs the older helper reads
+ * from either, as bpftrace's str(argN) does; elsewhere: kernel. */
+int unknown_space_str_helper(Gen *g) {
+  return g->p->prog_type == BPF_PROG_TYPE_KPROBE
+             ? BPF_FUNC_probe_read_str
+             : BPF_FUNC_probe_read_kernel_str;
+}
+
+/* A string field: a char array in the record, or a __data_loc string
+ * somewhere after it. */
+void gen_field_str(Gen *g, Node *n, int dst, int cap) {
+  const TpField *f = target_field(g, n);
+  if (!f) {
+    fail(g, n->span, "internal error: no field '%s' here", n->name);
+    return;
+  }
+  emit_zero(g, dst, cap);
+  emit_ctx(g, BPF_REG_3);
+  int size = n->type.size;
+  if (f->data_loc) {
+    emit(g, I_LDX(BPF_W, BPF_REG_2, BPF_REG_3, f->offset));
+    emit(g, I_ALU64_IMM(BPF_AND, BPF_REG_2, 0xffff));
+    emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_3, BPF_REG_2));
+  } else {
+    emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, f->offset));
+    size = f->size + 1 < cap ? f->size + 1 : cap;
+  }
+  emit_scratch(g, BPF_REG_1, dst);
+  emit(g, I_MOV64_IMM(BPF_REG_2, size < cap ? size : cap));
+  emit_call(g, BPF_FUNC_probe_read_kernel_str);
+}
+
+bool in_memory(Node *n) {
+  Type lt = n->lhs ? n->lhs->type : (Type){0};
+  switch (n->kind) {
+  case N_FIELD:
+    return lt.kind == TY_RECORD || (lt.kind == TY_INT && lt.is_pointer);
+  case N_UNOP:
+    return n->op == '*';
+  case N_INDEX:
+    return true;
+  default:
+    return false;
+  }
+}
+
+int read_helper(AddrSpace as) {
+  return as == AS_USER ? BPF_FUNC_probe_read_user : BPF_FUNC_probe_read_kernel;
+}
+
+/* The address of a value that lives in memory (see in_memory), in a new
+ * register. */
+int gen_addr(Gen *g, Node *n) {
+  Node *lhs = n->lhs;
+  if (n->kind == N_UNOP) return gen_int(g, lhs);
+  int base = lhs->type.kind == TY_RECORD ? gen_addr(g, lhs) : gen_int(g, lhs);
+  if (n->kind == N_FIELD) {
+    if (n->field_offset)
+      emit(g, I_ALU64_IMM(BPF_ADD, base, n->field_offset));
+    return base;
+  }
+  /* N_INDEX: base + index * element size */
+  int64_t k;
+  if (fold(g, n->rhs, &k) && fits32(k * n->field_offset)) {
+    if (k) emit(g, I_ALU64_IMM(BPF_ADD, base, (int32_t)(k * n->field_offset)));
+    return base;
+  }
+  Held h = hold(g, base);
+  int i = gen_int(g, n->rhs);
+  emit(g, I_ALU64_IMM(BPF_MUL, i, n->field_offset));
+  base = held_reg(g, h, BPF_REG_0);
+  emit(g, I_ALU64_REG(BPF_ADD, i, base));
+  if (base != BPF_REG_0) reg_free(g, base);
+  return i;
+}
+
+/* An integer or pointer read from memory. */
+int gen_mem_int(Gen *g, Node *n) {
+  int addr = gen_addr(g, n);
+  int size = n->type.is_pointer ? 8 : n->type.size;
+  AddrSpace as = n->lhs->type.as;
+  int slot = stack_alloc(g, 8);
+  emit(g, I_MOV64_REG(BPF_REG_3, addr));
+  emit(g, I_MOV64_REG(BPF_REG_1, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_1, slot));
+  emit(g, I_MOV64_IMM(BPF_REG_2, size));
+  emit_call(g, read_helper(as));
+  int r = addr;
+  emit(g, I_LDX(insn_size_code(size), r, BPF_REG_10, slot));
+  if (n->kind == N_FIELD && n->bit_size > 0) {
+    /* a bitfield: its bits, moved down, sign-extended if signed */
+    emit(g, I_ALU64_IMM(BPF_LSH, r, 64 - n->bit_offset - n->bit_size));
+    emit(g, I_ALU64_IMM(n->type.is_signed ? BPF_ARSH : BPF_RSH, r,
+                        64 - n->bit_size));
+  } else if (n->type.is_signed && size < 8) {
+    emit(g, I_ALU64_IMM(BPF_LSH, r, 64 - size * 8));
+    emit(g, I_ALU64_IMM(BPF_ARSH, r, 64 - size * 8));
+  }
+  return r;
+}
+
+/* A char array in memory, read as a string. */
+void gen_mem_str(Gen *g, Node *n, int dst, int cap) {
+  int addr = gen_addr(g, n);
+  emit_zero(g, dst, cap);
+  emit(g, I_MOV64_REG(BPF_REG_3, addr));
+  reg_free(g, addr);
+  emit_scratch(g, BPF_REG_1, dst);
+  emit(g, I_MOV64_IMM(BPF_REG_2, n->type.size < cap ? n->type.size : cap));
+  emit_call(g, n->lhs->type.as == AS_USER ? BPF_FUNC_probe_read_user_str
+                                          : BPF_FUNC_probe_read_kernel_str);
+}

@@ -1,0 +1,180 @@
+/* peephole: the last passes over a generated program — unreachable code
+ * removed (folded conditions leave branches that never run, which the
+ * verifier refuses), and reloads of stack slots a register already holds
+ * dropped. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "codegen/gen.h"
+
+enum { NO_SLOT = 1, NREGS = 11 };   /* stack slot offsets are <= 0 */
+
+bool is_ld_imm64(const struct bpf_insn *in) {
+  return in->code == (BPF_LD | BPF_DW | BPF_IMM);
+}
+
+bool is_jump(const struct bpf_insn *in) {
+  int cls = BPF_CLASS(in->code), op = BPF_OP(in->code);
+  return (cls == BPF_JMP || cls == BPF_JMP32) && op != BPF_CALL &&
+         op != BPF_EXIT;
+}
+
+bool is_pseudo_call(const struct bpf_insn *in) {
+  return in->code == (BPF_JMP | BPF_CALL) && in->src_reg == BPF_PSEUDO_CALL;
+}
+
+bool is_pseudo_func(const struct bpf_insn *in) {
+  return is_ld_imm64(in) && in->src_reg == BPF_PSEUDO_FUNC;
+}
+
+void mark_reachable(const BpfProg *p, bool *seen, int *stack,
+                           int start) {
+  int top = 0;
+  stack[top++] = start;
+  while (top) {
+    int i = stack[--top];
+    if (i < 0 || i >= p->ninsns || seen[i]) continue;
+    seen[i] = true;
+    const struct bpf_insn *in = &p->insns[i];
+    if (is_ld_imm64(in)) {
+      seen[i + 1] = true;
+      if (is_pseudo_func(in)) stack[top++] = i + in->imm + 1;
+      stack[top++] = i + 2;
+    } else if (in->code == (BPF_JMP | BPF_EXIT)) {
+      /* nothing follows */
+    } else if (is_jump(in)) {
+      stack[top++] = i + in->off + 1;
+      if (BPF_OP(in->code) != BPF_JA) stack[top++] = i + 1;
+    } else {
+      if (is_pseudo_call(in)) stack[top++] = i + in->imm + 1;
+      stack[top++] = i + 1;
+    }
+  }
+}
+
+/* Drops the instructions not marked in `keep`, re-aiming every jump and
+ * call (a jump to a dropped instruction goes to the next kept one). */
+void compact(BpfProg *p, const bool *seen) {
+  int n = p->ninsns;
+  int *to = malloc(sizeof(int) * (n + 1));
+  int kept = 0;
+  for (int i = 0; i < n; i++) {
+    to[i] = kept;
+    if (seen[i]) kept++;
+  }
+  to[n] = kept;
+  if (kept < n) {
+    int nmain = p->nmain ? to[p->nmain] : 0;
+    for (int i = 0; i < n; i++) {
+      if (!seen[i]) continue;
+      struct bpf_insn *in = &p->insns[i];
+      if (is_jump(in))
+        in->off = (int16_t)(to[i + in->off + 1] - to[i] - 1);
+      else if (is_pseudo_call(in) || is_pseudo_func(in))
+        in->imm = to[i + in->imm + 1] - to[i] - 1;
+    }
+    for (int i = 0; i < n; i++)
+      if (seen[i]) {
+        p->insns[to[i]] = p->insns[i];
+        p->insn_span[to[i]] = p->insn_span[i];
+      }
+    p->ninsns = kept;
+    p->nmain = nmain;
+  }
+  free(to);
+}
+
+void prune_unreachable(BpfProg *p) {
+  bool *seen = calloc(p->ninsns + 1, sizeof(bool));
+  int *stack = malloc(sizeof(int) * (3 * p->ninsns + 3));
+  mark_reachable(p, seen, stack, 0);
+  compact(p, seen);
+  free(seen);
+  free(stack);
+}
+
+void mirror_forget(int *m) {
+  for (int r = 0; r < NREGS; r++) m[r] = NO_SLOT;
+}
+
+void mirror_meet(int *into, const int *from) {
+  for (int r = 0; r < NREGS; r++)
+    if (into[r] != from[r]) into[r] = NO_SLOT;
+}
+
+/* What instruction `in` does to the mirrors; returns true if it is a load
+ * the mirrors make redundant. */
+bool mirror_step(int *m, const struct bpf_insn *in) {
+  int cls = BPF_CLASS(in->code), size = BPF_SIZE(in->code);
+  bool mem = BPF_MODE(in->code) == BPF_MEM;
+  if (cls == BPF_LDX && mem && in->src_reg == BPF_REG_10 && size == BPF_DW) {
+    if (m[in->dst_reg] == in->off) return true;
+    m[in->dst_reg] = in->off;
+    return false;
+  }
+  if ((cls == BPF_STX || cls == BPF_ST) && in->dst_reg == BPF_REG_10) {
+    int bytes = size == BPF_DW ? 8 : size == BPF_W ? 4 : size == BPF_H ? 2 : 1;
+    for (int r = 0; r < NREGS; r++)
+      if (m[r] != NO_SLOT && m[r] < in->off + bytes && in->off < m[r] + 8)
+        m[r] = NO_SLOT;
+    if (cls == BPF_STX && size == BPF_DW && mem) m[in->src_reg] = in->off;
+    return false;
+  }
+  if (in->code == (BPF_JMP | BPF_CALL)) {
+    mirror_forget(m);
+    return false;
+  }
+  if (cls == BPF_ALU || cls == BPF_ALU64 || cls == BPF_LDX || is_ld_imm64(in))
+    m[in->dst_reg] = NO_SLOT;
+  return false;
+}
+
+void drop_redundant_loads(BpfProg *p) {
+  int n = p->ninsns;
+  bool *keep = malloc(sizeof(bool) * (n + 1));
+  bool *fresh = calloc(n + 1, sizeof(bool));   /* starts knowing nothing */
+  bool *has_in = calloc(n + 1, sizeof(bool));  /* a forward jump arrives */
+  int (*in_state)[NREGS] = malloc(sizeof(*in_state) * (n + 1));
+  for (int i = 0; i < n; i++) {
+    const struct bpf_insn *in = &p->insns[i];
+    keep[i] = true;
+    if (is_jump(in) && in->off < 0) fresh[i + in->off + 1] = true;
+    if (is_pseudo_call(in) || is_pseudo_func(in)) fresh[i + in->imm + 1] = true;
+    if (is_ld_imm64(in)) keep[++i] = true;
+  }
+  int m[NREGS];
+  mirror_forget(m);
+  bool falls_in = true;   /* the previous instruction continues here */
+  for (int i = 0; i < n; i++) {
+    const struct bpf_insn *in = &p->insns[i];
+    if (fresh[i] || (!falls_in && !has_in[i])) {
+      mirror_forget(m);
+    } else if (has_in[i]) {
+      if (falls_in)
+        mirror_meet(m, in_state[i]);
+      else
+        memcpy(m, in_state[i], sizeof(m));
+    }
+    if (mirror_step(m, in)) keep[i] = false;
+    falls_in = true;
+    if (is_jump(in)) {
+      int t = i + in->off + 1;
+      if (in->off >= 0) {
+        if (has_in[t])
+          mirror_meet(in_state[t], m);
+        else
+          memcpy(in_state[t], m, sizeof(m));
+        has_in[t] = true;
+      }
+      falls_in = BPF_OP(in->code) != BPF_JA;
+    } else if (in->code == (BPF_JMP | BPF_EXIT)) {
+      falls_in = false;
+    }
+    if (is_ld_imm64(in)) i++;
+  }
+  compact(p, keep);
+  free(keep);
+  free(fresh);
+  free(has_in);
+  free(in_state);
+}

@@ -1,0 +1,350 @@
+/* stmt: statements, blocks and loops (for over a map runs its body as a
+ * bpf_for_each_map_elem callback). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "builtins/builtin.h"
+#include "codegen/gen.h"
+
+void gen_assign(Gen *g, Node *n) {
+  Node *lhs = n->lhs, *rhs = n->rhs;
+  if (lhs->kind == N_VAR) {
+    VarSym *v = lhs->var;
+    if (is_buffer(v->type)) {
+      gen_buf(g, rhs, v->stack_off, value_cap(v->type));
+      return;
+    }
+    bool is_signed = v->type.is_signed && rhs->type.is_signed;
+    int64_t k, now;
+    bool known = n->op == '=' ? fold(g, rhs, &now)
+                 : v->known && fold(g, rhs, &k) &&
+                       apply_op(n->op, v->value, k, is_signed, &now);
+    if (known) {
+      emit_store_const(g, BPF_REG_10, v->stack_off, now);
+      v->known = true;
+      v->value = now;
+      return;
+    }
+    if (n->op == '=') {
+      gen_store_int(g, rhs, BPF_REG_10, v->stack_off);
+    } else {
+      int cur = reg_alloc(g);
+      emit(g, I_LDX(BPF_DW, cur, BPF_REG_10, v->stack_off));
+      if (fold_imm(g, rhs, &k) && !(k == 0 && (n->op == '/' || n->op == '%'))) {
+        emit_op(g, n->op, cur, -1, (int32_t)k, is_signed);
+      } else {
+        Held h = hold(g, cur);
+        int r = gen_int(g, rhs);
+        cur = held_reg(g, h, BPF_REG_0);
+        emit_op(g, n->op, cur, r, 0, is_signed);
+        reg_free(g, r);
+      }
+      emit(g, I_STX(BPF_DW, BPF_REG_10, cur, v->stack_off));
+      reg_free(g, cur);
+    }
+    v->known = false;
+    return;
+  }
+  MapSym *m = lhs->map;
+  if (n->op != '=') {
+    reg_free(g, gen_map_update_int(g, lhs, n->op, rhs, 0, false));
+    return;
+  }
+  if (m->value_type.kind == TY_AGG) {
+    agg_ops(m->value_type.agg)->emit_update(g, lhs, rhs);
+    return;
+  }
+  if (is_buffer(m->value_type)) {
+    int key = gen_key(g, lhs);
+    int val = scratch_alloc(g, m->value_size);
+    gen_buf(g, rhs, val, m->value_size);
+    emit_update(g, m, key, val);
+    return;
+  }
+  int64_t k;
+  if (fold(g, rhs, &k)) {
+    int key = gen_key(g, lhs);
+    int val = scratch_alloc(g, 8);
+    emit_store_const(g, SCRATCH, val, k);
+    emit_update(g, m, key, val);
+    return;
+  }
+  Held v = hold(g, gen_int(g, rhs));
+  int key = gen_key(g, lhs);
+  int val = scratch_alloc(g, 8);
+  int r = held_reg(g, v, BPF_REG_2);
+  emit(g, I_STX(BPF_DW, SCRATCH, r, val));
+  held_free(g, v);
+  emit_update(g, m, key, val);
+}
+
+/* if/else. A condition known now generates only the branch taken; else
+ * what is known of variables after it is what both branches agree on. */
+bool gen_if(Gen *g, Node *n) {
+  int64_t k;
+  if (fold(g, n->cond, &k)) {
+    if (k) return gen_block(g, n->then);
+    return n->els ? gen_stmt(g, n->els) : false;
+  }
+  Jumps to_else = {0};
+  gen_cond(g, n->cond, false, &to_else);
+  VarState *before = vars_save(g);
+  bool then_ends = gen_block(g, n->then);
+  VarState *after_then = vars_save(g);
+  vars_restore(g, before);
+  bool else_ends = false;
+  if (n->els) {
+    int done = then_ends ? -1 : emit_jump(g, I_JA(0));
+    jumps_patch_here(g, &to_else);
+    else_ends = gen_stmt(g, n->els);
+    if (done >= 0) patch_here(g, done);
+  } else {
+    jumps_patch_here(g, &to_else);
+  }
+  if (else_ends && !then_ends)
+    vars_restore(g, after_then);
+  else if (!then_ends)
+    vars_merge(g, after_then);
+  free(before);
+  free(after_then);
+  return then_ends && else_ends;
+}
+
+/* for ($i : a..b): $i = a; while ($i < b) { body; $i++ }, with b
+ * evaluated once and continue going to the increment. */
+void gen_for_range(Gen *g, Node *n) {
+  if (g->nloops == (int)(sizeof(g->loops) / sizeof(g->loops[0]))) {
+    fail(g, n->span, "%s", "loops are nested too deeply");
+    return;
+  }
+  VarSym *v = n->lhs->var;
+  gen_store_int(g, n->args, BPF_REG_10, v->stack_off);
+  int end = stack_alloc(g, 8);
+  gen_store_int(g, n->rhs, BPF_REG_10, end);
+  v->known = false;
+  vars_forget_assigned(n->then);
+  struct Loop *l = &g->loops[g->nloops++];
+  memset(l, 0, sizeof(*l));
+  l->start = -1;
+  int top = g->p->ninsns;
+  int r = reg_alloc(g);
+  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, v->stack_off));
+  emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_10, end));
+  int out = emit_jump(g, I_JMP_REG(BPF_JSGE, r, BPF_REG_1, 0));
+  reg_free(g, r);
+  gen_block(g, n->then);
+  for (int i = 0; i < l->nconts; i++) patch_here(g, l->conts[i]);
+  g->span = n->span;
+  r = reg_alloc(g);
+  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, v->stack_off));
+  emit(g, I_ALU64_IMM(BPF_ADD, r, 1));
+  emit(g, I_STX(BPF_DW, BPF_REG_10, r, v->stack_off));
+  reg_free(g, r);
+  emit_jump_back(g, top);
+  patch_here(g, out);
+  for (int i = 0; i < l->nbreaks; i++) patch_here(g, l->breaks[i]);
+  free(l->breaks);
+  free(l->conts);
+  g->nloops--;
+  vars_forget_assigned(n->then);
+}
+
+/* for ($kv : @m): bpf_for_each_map_elem calls the body, generated later
+ * as a function of its own (see gen_callbacks). */
+void gen_for_map(Gen *g, Node *n) {
+  MapSym *m = n->args->map;
+  emit_map(g, BPF_REG_1, m->id);
+  g->pending = realloc(g->pending, sizeof(*g->pending) * (g->npending + 1));
+  g->pending[g->npending].loop = n;
+  g->pending[g->npending].at = g->p->ninsns;
+  g->npending++;
+  emit(g, I_LD_IMM64_LO(BPF_REG_2, BPF_PSEUDO_FUNC, 0));
+  emit(g, I_LD_IMM64_HI(0));
+  emit(g, I_MOV64_IMM(BPF_REG_3, 0));
+  emit(g, I_MOV64_IMM(BPF_REG_4, 0));
+  emit_call(g, BPF_FUNC_for_each_map_elem);
+}
+
+/* A for-over-map body as a callback (r1 map, r2 key, r3 value, r4 ctx):
+ * $kv gets a copy of the key and the value, then the body runs with its
+ * own stack frame and variables. Returns 0 to go on, 1 to stop. */
+void gen_callback(Gen *g, Node *n) {
+  MapSym *m = n->args->map;
+  VarSym *kv = n->lhs->var;
+  int start = g->p->ninsns;
+  struct Pending *pd = NULL;
+  for (int i = 0; i < g->npending; i++)
+    if (g->pending[i].loop == n) pd = &g->pending[i];
+  g->p->insns[pd->at].imm = start - pd->at - 1;
+
+  g->frame = (int)n->ival;
+  g->buf_base = BPF_REG_10;
+  memset(g->reg_used, 0, sizeof(g->reg_used));
+  g->stack_top = 16;
+  g->span = n->span;
+  place_vars(g, g->probe);
+  int kv_off = kv->stack_off;
+  for (int i = 0; i < m->key_size; i += 8) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_2, i));
+    emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, kv_off + i));
+  }
+  int voff = kv_off + kv->type.tuple->offs[1];
+  for (int i = 0; i < m->value_size; i += 8) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_3, i));
+    emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, voff + i));
+  }
+  struct Loop *l = &g->loops[g->nloops++];
+  memset(l, 0, sizeof(*l));
+  l->callback = true;
+  if (!gen_block(g, n->then)) emit_return(g);
+  g->nloops--;
+}
+
+/* Generates every pending for-over-map body (bodies may add more). */
+void gen_callbacks(Gen *g) {
+  int saved_base = g->buf_base, saved_frame = g->frame;
+  for (int i = 0; i < g->npending; i++) gen_callback(g, g->pending[i].loop);
+  free(g->pending);
+  g->pending = NULL;
+  g->npending = 0;
+  g->buf_base = saved_base;
+  g->frame = saved_frame;
+}
+
+void emit_jump_back(Gen *g, int target) {
+  int off = target - g->p->ninsns - 1;
+  if (off < INT16_MIN)
+    fail(g, g->span, "%s", "this loop's body is longer than 32767 BPF "
+         "instructions; make it smaller");
+  emit(g, I_JA((int16_t)off));
+}
+
+/* while (c) { ... }: the verifier must see that the loop ends. */
+void gen_while(Gen *g, Node *n) {
+  if (g->nloops == (int)(sizeof(g->loops) / sizeof(g->loops[0]))) {
+    fail(g, n->span, "%s", "while loops are nested too deeply");
+    return;
+  }
+  struct Loop *l = &g->loops[g->nloops++];
+  /* nothing the body assigns is known at the top of the loop */
+  vars_forget_assigned(n->then);
+  vars_forget_assigned(n->cond);
+  memset(l, 0, sizeof(*l));
+  l->start = g->p->ninsns;
+  Jumps out = {0};
+  gen_cond(g, n->cond, false, &out);
+  if (!gen_block(g, n->then)) {
+    g->span = n->span;
+    emit_jump_back(g, l->start);
+  }
+  jumps_patch_here(g, &out);
+  for (int i = 0; i < l->nbreaks; i++) patch_here(g, l->breaks[i]);
+  vars_forget_assigned(n->then);
+  free(l->breaks);
+  g->nloops--;
+}
+
+/* Generates statement n; returns true when control never continues after
+ * it (exit(), return, break, continue, or an if whose branches all end),
+ * so the caller emits nothing the verifier would find unreachable. */
+bool gen_stmt(Gen *g, Node *n) {
+  int stack_mark = g->stack_top, scratch_mark = g->scratch_top;
+  bool ends = false;
+  g->span = n->span;
+  switch (n->kind) {
+  case N_EXPR_STMT:
+    if (n->lhs->kind == N_CALL && n->lhs->type.kind == TY_VOID) {
+      const Builtin *b = n->lhs->builtin;
+      if (b && b->emit_stmt)
+        ends = b->emit_stmt(g, n->lhs);
+      else
+        fail(g, n->lhs->span, "loupe cannot generate code for %s() yet",
+             n->lhs->name);
+    }
+    else if (is_buffer(n->lhs->type))
+      buf_ref(g, n->lhs);
+    else
+      reg_free(g, gen_int(g, n->lhs));
+    break;
+  case N_ASSIGN:
+    gen_assign(g, n);
+    break;
+  case N_INCDEC:
+    reg_free(g, gen_incdec(g, n, true));
+    break;
+  case N_IF:
+    ends = gen_if(g, n);
+    break;
+  case N_BLOCK:
+    ends = gen_block(g, n);
+    break;
+  case N_WHILE:
+    gen_while(g, n);
+    break;
+  case N_UNROLL:
+    for (int64_t i = 0; i < n->ival && !g->failed && !ends; i++)
+      ends = gen_block(g, n->then);
+    break;
+  case N_BREAK: {
+    struct Loop *l = &g->loops[g->nloops - 1];
+    if (l->callback) {
+      emit(g, I_MOV64_IMM(BPF_REG_0, 1));   /* stop the iteration */
+      emit(g, I_EXIT());
+    } else {
+      l->breaks = realloc(l->breaks, sizeof(int) * (l->nbreaks + 1));
+      l->breaks[l->nbreaks++] = emit_jump(g, I_JA(0));
+    }
+    ends = true;
+    break;
+  }
+  case N_CONTINUE: {
+    struct Loop *l = &g->loops[g->nloops - 1];
+    if (l->callback) {
+      emit_return(g);                        /* on to the next entry */
+    } else if (l->start >= 0) {
+      emit_jump_back(g, l->start);
+    } else {
+      l->conts = realloc(l->conts, sizeof(int) * (l->nconts + 1));
+      l->conts[l->nconts++] = emit_jump(g, I_JA(0));
+    }
+    ends = true;
+    break;
+  }
+  case N_FOR:
+    if (n->rhs)
+      gen_for_range(g, n);
+    else
+      gen_for_map(g, n);
+    break;
+  case N_RETURN:
+    emit_return(g);
+    ends = true;
+    break;
+  default:
+    fail(g, n->span, "%s", "loupe cannot generate this statement yet");
+  }
+  g->stack_top = stack_mark;
+  g->scratch_top = scratch_mark;
+  return ends;
+}
+
+/* A block's statements up to the first that ends control (what follows it
+ * could never run). Returns whether one did. */
+bool gen_block(Gen *g, Node *n) {
+  for (Node *s = n->body; s; s = s->next)
+    if (gen_stmt(g, s)) return true;
+  return false;
+}
+
+/* Variables get their homes before the body: integers on the stack,
+ * strings in the scratch area. */
+void place_vars(Gen *g, Probe *p) {
+  for (VarSym *v = p->vars; v; v = v->next) {
+    v->known = false;
+    if (v->frame != g->frame) continue;
+    if (is_buffer(v->type))
+      v->stack_off = scratch_alloc(g, value_cap(v->type));
+    else
+      v->stack_off = stack_alloc(g, 8);
+  }
+}

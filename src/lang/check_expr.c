@@ -1,0 +1,610 @@
+/* check_expr: the types of expressions — fields of tracepoint records and
+ * C structs, tuples, casts, positional parameters, operators — and the
+ * dispatch of builtin words and calls to their records (builtins/). */
+#include <stdlib.h>
+#include <string.h>
+
+#include "builtins/builtin.h"
+#include "lang/checker.h"
+#include "lang/ctype.h"
+#include "probes/provider.h"
+
+/* ---- fields --------------------------------------------------------- */
+
+static Type field_type(const TpField *f, const char *category, int strlen) {
+  if (f->is_string)
+    return ty_str(f->data_loc ? strlen : f->size);
+  if (f->is_pointer) {
+    Type t = ty_int(8, false);
+    t.is_pointer = true;
+    /* Syscall arguments are user addresses; other tracepoints record
+     * kernel ones. */
+    t.as = strcmp(category, "syscalls") == 0 ? AS_USER : AS_KERNEL;
+    /* what it points to, when the type reads as one loupe knows */
+    char err[160];
+    const CType *ct = ctype_parse(f->type_text, err, sizeof(err));
+    if (ct && ct->kind == C_PTR) t.ctype = ct->target;
+    return t;
+  }
+  return ty_int(f->size, f->is_signed);
+}
+
+/* The loupe type of a value of C type ct found in memory of `as`. */
+static bool type_of_ctype(const CType *ct, AddrSpace as, Type *out) {
+  Type t = {0};
+  switch (ct->kind) {
+  case C_INT:
+  case C_ENUM:
+    if (ct->size != 1 && ct->size != 2 && ct->size != 4 && ct->size != 8)
+      return false;
+    t = ty_int(ct->size, ct->is_signed);
+    break;
+  case C_PTR:
+    t = ty_int(8, false);
+    t.is_pointer = true;
+    t.ctype = ct->target;
+    t.as = as;
+    break;
+  case C_STRUCT:
+  case C_UNION:
+    t.kind = TY_RECORD;
+    t.ctype = ct;
+    t.size = ct->size;
+    t.as = as;
+    break;
+  case C_ARRAY:
+    if (ct->target && ct->target->kind == C_INT && ct->target->size == 1) {
+      t = ty_str(ct->nelems > 0 ? ct->nelems : 1);   /* char name[N] */
+      t.as = as;
+    } else {
+      t.kind = TY_RECORD;     /* indexable with [] */
+      t.ctype = ct;
+      t.size = ct->size;
+      t.as = as;
+    }
+    break;
+  default:
+    return false;
+  }
+  *out = t;
+  return true;
+}
+
+/* p->name and r.name on kernel (or script) structs. */
+static void check_struct_field(Checker *c, Node *n) {
+  Type lt = n->lhs->type;
+  const CType *st = lt.ctype;
+  if (!st || (st->kind != C_STRUCT && st->kind != C_UNION)) {
+    /* bpftrace names what a pointer points to: p->x reads through it */
+    char name[120];
+    error_at(c, n->span, "Can not access field '%s' on expression of type "
+             "'%s'", n->name, lt.kind == TY_INT && st
+                                  ? c_type_name(st, name, sizeof(name))
+                                  : TYPE_NAME(lt));
+    return;
+  }
+  CField f;
+  if (!ctype_field(st, n->name, &f)) {
+    char name[120];
+    error_at(c, n->span, "Struct/union of type '%s' does not contain a field "
+             "named '%s'", ctype_name(st, name, sizeof(name)), n->name);
+    return;
+  }
+  Type t;
+  if (!type_of_ctype(f.type, lt.as ? lt.as : AS_KERNEL, &t)) {
+    char name[120];
+    error_at(c, n->span, "loupe cannot read field '%s' of type '%s' yet",
+             n->name, ctype_name(f.type, name, sizeof(name)));
+    return;
+  }
+  n->field_offset = f.offset;
+  n->bit_offset = f.bit_offset;
+  n->bit_size = f.bit_size;
+  n->type = t;
+}
+
+/* args->name: the field must exist, with one type, in every target. */
+static void check_tuple_field(Checker *c, Node *n) {
+  TupleType *t = n->lhs->type.tuple;
+  char *end;
+  long i = strtol(n->name, &end, 10);
+  if (*end || i < 0) {
+    error_at(c, n->span, "Tuples must be indexed with a constant and "
+             "non-negative integer");
+    return;
+  }
+  if (i >= t->n) {
+    error_at(c, n->span, "Invalid tuple index: %s. Found %d elements in "
+             "tuple.", n->name, t->n);
+    return;
+  }
+  n->ival = i;
+  n->type = t->elems[i];
+}
+
+static void check_field(Checker *c, Node *n) {
+  check_expr(c, n->lhs);
+  if (n->lhs->type.kind == TY_TUPLE) {
+    check_tuple_field(c, n);
+    return;
+  }
+  if (n->lhs->type.kind == TY_RECORD ||
+      (n->lhs->type.kind == TY_INT && n->lhs->type.is_pointer &&
+       n->lhs->type.ctype)) {
+    check_struct_field(c, n);
+    return;
+  }
+  if (n->lhs->type.kind != TY_ARGS) {
+    if (n->lhs->type.kind != TY_NONE)
+      error_at(c, n->span, "Can not access field '%s' on expression of type "
+               "'%s'", n->name, TYPE_NAME(n->lhs->type));
+    return;
+  }
+  bool first = true;
+  for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next) {
+    for (Target *t = ap->targets; t; t = t->next) {
+      const TpField *f = t->format ? tp_field(t->format, n->name) : NULL;
+      if (!f) {
+        error_at(c, n->span, "tracepoint %s:%s has no field named '%s'",
+                 t->category, t->event, n->name);
+        return;
+      }
+      if (f->is_array && !f->is_string) {
+        error_at(c, n->span,
+                 "field '%s' of tracepoint %s:%s is an array (%s); loupe "
+                 "cannot read array fields yet",
+                 n->name, t->category, t->event, f->type_text);
+        return;
+      }
+      Type ft = field_type(f, t->category, c->strlen);
+      if (first) {
+        n->type = ft;
+        n->field_offset = f->offset;
+        n->field_data_loc = f->data_loc;
+        first = false;
+      } else if (ft.kind != n->type.kind) {
+        error_at(c, n->span,
+                 "field '%s' has different types in the probe's tracepoints",
+                 n->name);
+        return;
+      } else if (ft.kind == TY_STR && ft.size > n->type.size) {
+        n->type.size = ft.size;
+      }
+    }
+  }
+}
+
+/* ---- builtins --------------------------------------------------------
+ * Each builtin's rules are in its record (builtins/); here a word or a
+ * call is matched to its record, or reported. */
+
+static void not_yet(Checker *c, Node *n, const char *what) {
+  error_at(c, n->span, "loupe does not support the %s '%s' yet", what,
+           n->name);
+}
+
+static void check_builtin(Checker *c, Node *n) {
+  const Builtin *b = builtin_find(n->name, BI_WORD);
+  if (b && b->check) {
+    n->builtin = b;
+    b->check(c, n);
+    return;
+  }
+  /* stack arguments (arg6...) are not read yet */
+  if (b || !strncmp(n->name, "arg", 3)) {
+    not_yet(c, n, "builtin");
+    return;
+  }
+  /* an enumerator of the kernel's (from BTF) is a constant */
+  int64_t v;
+  if (ctype_enum_value(n->name, &v)) {
+    n->kind = N_INT;
+    n->ival = v;
+    n->type = ty_int(8, true);
+    return;
+  }
+  error_at(c, n->span, "Unknown identifier: '%s'", n->name);
+}
+
+static void check_call(Checker *c, Node *n) {
+  const Builtin *b = builtin_find(n->name, BI_CALL);
+  n->type = ty_void();
+  if (!b) {
+    error_at(c, n->span, "Unknown function: '%s'", n->name);
+    return;
+  }
+  if (!b->check) {
+    not_yet(c, n, "function");
+    return;
+  }
+  n->builtin = b;
+  /* a value once checked: no "has no value" after an error here */
+  if (b->has_value) n->type.kind = TY_NONE;
+  if (b->max_args >= 0 && !want_args(c, n, b->min_args, b->max_args)) return;
+  b->check(c, n);
+}
+
+/* ---- values ------------------------------------------------------------ */
+
+static void check_map_read(Checker *c, Node *n) {
+  check_map_keys(c, n);
+  MapSym *m = n->map;
+  if (m->value_type.kind == TY_NONE) {
+    error_at(c, n->span, "Undefined map: %s", m->name);
+    return;
+  }
+  n->type = m->value_type;
+  if (n->type.kind == TY_AGG) {
+    /* Reading an aggregation gives this CPU's share as an integer. */
+    n->type = ty_int(8, n->type.agg != AGG_COUNT);
+  }
+}
+
+/* (a, b, ...): each element laid out as in a map key. */
+static void check_tuple(Checker *c, Node *n) {
+  int k = 0;
+  for (Node *e = n->args; e; e = e->next) {
+    check_expr(c, e);
+    if (e->type.kind != TY_INT && e->type.kind != TY_STR &&
+        e->type.kind != TY_TUPLE && e->type.kind != TY_BUF) {
+      if (e->type.kind != TY_NONE)
+        error_at(c, e->span, "%s can not be part of a tuple",
+                 TYPE_NAME(e->type));
+      return;
+    }
+    k++;
+  }
+  TupleType *t = calloc(1, sizeof(*t));
+  t->n = k;
+  t->elems = calloc(k, sizeof(Type));
+  t->offs = calloc(k, sizeof(int));
+  int i = 0;
+  for (Node *e = n->args; e; e = e->next, i++) {
+    t->elems[i] = e->type.kind == TY_INT ? ty_int(8, e->type.is_signed)
+                                          : e->type;
+    t->offs[i] = t->size;
+    t->size += value_cap(t->elems[i]);
+  }
+  n->type.kind = TY_TUPLE;
+  n->type.tuple = t;
+  n->type.size = t->size;
+}
+
+/* Integer casts: (uint8)x ... (int64)x, (bool)x. */
+static bool int_type_named(const char *name, Type *out) {
+  static const struct { const char *name; int size; bool is_signed; } ints[] = {
+      {"int8", 1, true},   {"uint8", 1, false},  {"int16", 2, true},
+      {"uint16", 2, false}, {"int32", 4, true},  {"uint32", 4, false},
+      {"int64", 8, true},  {"uint64", 8, false}, {"bool", 1, false},
+      {"char", 1, true},   {"int", 4, true},     {"unsigned int", 4, false},
+      {"short", 2, true},  {"unsigned short", 2, false}, {"long", 8, true},
+      {"unsigned long", 8, false}, {"unsigned char", 1, false},
+      {"long long", 8, true}, {"unsigned long long", 8, false},
+  };
+  for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
+    if (!strcmp(ints[i].name, name)) {
+      *out = ty_int(ints[i].size, ints[i].is_signed);
+      return true;
+    }
+  return false;
+}
+
+/* (type)x. Errors about the type point at "(type)", as bpftrace's do. */
+static void check_cast(Checker *c, Node *n) {
+  check_expr(c, n->lhs);
+  Type t;
+  if (!int_type_named(n->name, &t)) {
+    char err[200];
+    const CType *ct = ctype_parse(n->name, err, sizeof(err));
+    if (!ct) {
+      /* bpftrace takes any unknown name in a cast for a struct's */
+      if (!strncmp(err, "Unknown type: ", 14))
+        error_at(c, n->part_span, "Unknown struct/union: %s", err + 14);
+      else
+        error_at(c, n->part_span, "%s", err);
+      return;
+    }
+    if (ct->kind == C_STRUCT || ct->kind == C_UNION) {
+      error_at(c, n->span, "Cannot cast to struct type \"%s\"", n->name);
+      return;
+    }
+    AddrSpace as = n->lhs->type.is_pointer ? n->lhs->type.as : AS_KERNEL;
+    if ((ct->kind != C_PTR && ct->kind != C_INT && ct->kind != C_ENUM) ||
+        !type_of_ctype(ct, as ? as : AS_KERNEL, &t)) {
+      error_at(c, n->span, "Cannot cast to \"%s\": only integer and "
+               "pointer casts are possible", n->name);
+      return;
+    }
+  }
+  if (n->lhs->type.kind != TY_INT && n->lhs->type.kind != TY_NONE) {
+    error_at(c, n->part_span, "Casts are not supported for type: \"%s\"",
+             TYPE_NAME(n->lhs->type));
+    return;
+  }
+  n->type = t;
+}
+
+/* $1, $2 ...: the command line's words, as integers when they read as
+ * one, else as strings; $# is their count. Rewritten into literals. */
+static bool check_positional(Checker *c, Node *n) {
+  const char *name = n->name + 1;
+  if (!strcmp(name, "#")) {
+    n->kind = N_INT;
+    n->ival = c->script->nparams;
+    n->type = ty_int(8, true);
+    return true;
+  }
+  char *end;
+  long i = strtol(name, &end, 10);
+  if (*end || i < 1) return false;
+  const char *text = i <= c->script->nparams ? c->script->params[i - 1] : "";
+  long long v = strtoll(text, &end, 0);
+  if (!*text && !c->positional_as_string) {
+    /* a missing parameter reads as 0 (and as "" inside str()) */
+    n->kind = N_INT;
+    n->ival = 0;
+    n->type = ty_int(8, true);
+  } else if (*text && !*end && !c->positional_as_string) {
+    n->kind = N_INT;
+    n->ival = v;
+    n->type = ty_int(8, true);
+  } else {
+    n->kind = N_STR;
+    n->sval = (char *)text;
+    n->slen = (int)strlen(text);
+    n->type = ty_str(n->slen + 1);
+  }
+  return true;
+}
+
+const char *op_text(int op) {
+  static char one[2];
+  switch (op) {
+  case OP_EQ: return "==";
+  case OP_NE: return "!=";
+  case OP_LE: return "<=";
+  case OP_GE: return ">=";
+  case OP_AND: return "&&";
+  case OP_OR: return "||";
+  case OP_SHL: return "<<";
+  case OP_SHR: return ">>";
+  case OP_INC: return "++";
+  case OP_DEC: return "--";
+  default: one[0] = (char)op; one[1] = 0; return one;
+  }
+}
+
+static bool is_comparison(int op) {
+  return op == OP_EQ || op == OP_NE || op == '<' || op == '>' ||
+         op == OP_LE || op == OP_GE;
+}
+
+/* Integer results follow C's usual conversions on 64-bit values: the
+ * result is unsigned if either side is a 64-bit unsigned integer. */
+static bool result_signed(Type a, Type b) {
+  bool a_unsigned = !a.is_signed && a.size == 8;
+  bool b_unsigned = !b.is_signed && b.size == 8;
+  return !(a_unsigned || b_unsigned);
+}
+
+static void check_binop(Checker *c, Node *n) {
+  check_expr(c, n->lhs);
+  check_expr(c, n->rhs);
+  Type l = n->lhs->type, r = n->rhs->type;
+  if (l.kind == TY_NONE || r.kind == TY_NONE) return;
+  if (l.kind == TY_STR && r.kind == TY_STR &&
+      (n->op == OP_EQ || n->op == OP_NE)) {
+    n->type = ty_int(8, false);
+    return;
+  }
+  if (l.kind != TY_INT || r.kind != TY_INT) {
+    error_at(c, n->span, "Type mismatch for '%s': comparing '%s' with '%s'",
+             op_text(n->op), TYPE_NAME(l), TYPE_NAME(r));
+    return;
+  }
+  if (is_comparison(n->op) || n->op == OP_AND || n->op == OP_OR) {
+    n->type = ty_int(8, false);
+  } else if (l.is_pointer && !r.is_pointer && (n->op == '+' || n->op == '-')) {
+    /* p + i moves by whole elements, as in C */
+    n->type = l;
+    n->field_offset = l.ctype && l.ctype->size > 1 ? l.ctype->size : 1;
+  } else {
+    n->type = ty_int(8, result_signed(l, r));
+  }
+}
+
+/* *p: what p points to, read from memory (a struct stays in memory). */
+static void check_deref(Checker *c, Node *n) {
+  Type t = n->lhs->type;
+  if (t.kind != TY_INT || !t.is_pointer) {
+    error_at(c, n->span, "Can not dereference type '%s': it is not a "
+             "pointer", TYPE_NAME(t));
+    return;
+  }
+  if (!t.ctype || t.ctype->kind == C_VOID) {
+    error_at(c, n->span, "Can not dereference '%s': what it points to is "
+             "unknown; cast it first, e.g. *(uint8 *)p", TYPE_NAME(t));
+    return;
+  }
+  if (!type_of_ctype(t.ctype, t.as ? t.as : AS_KERNEL, &n->type)) {
+    char name[120];
+    error_at(c, n->span, "loupe cannot read a value of type '%s' yet",
+             ctype_name(t.ctype, name, sizeof(name)));
+  }
+}
+
+/* p[i] on a pointer, or a[i] on an array in memory. */
+static void check_index(Checker *c, Node *n) {
+  check_expr(c, n->lhs);
+  check_expr(c, n->rhs);
+  Type t = n->lhs->type;
+  if (t.kind == TY_NONE) return;
+  const CType *elem = NULL;
+  if (t.kind == TY_INT && t.is_pointer && t.ctype)
+    elem = t.ctype;
+  else if (t.kind == TY_RECORD && t.ctype->kind == C_ARRAY)
+    elem = t.ctype->target;
+  if (!elem || elem->size <= 0) {
+    error_at(c, n->span, "The array index operator [] can not be used on "
+             "expressions of type '%s'", TYPE_NAME(t));
+    return;
+  }
+  if (n->rhs->type.kind != TY_INT) {
+    error_at(c, n->rhs->span, "an index must be an integer, not %s",
+             TYPE_NAME(n->rhs->type));
+    return;
+  }
+  n->field_offset = elem->size;   /* the element size, for codegen */
+  if (!type_of_ctype(elem, t.as ? t.as : AS_KERNEL, &n->type)) {
+    char name[120];
+    error_at(c, n->span, "loupe cannot read a value of type '%s' yet",
+             ctype_name(elem, name, sizeof(name)));
+  }
+}
+
+/* sizeof(TYPE), sizeof(expr), offsetof(TYPE, field): integer constants. */
+static void check_sizeof(Checker *c, Node *n) {
+  int64_t value = 0;
+  char err[200];
+  if (n->kind == N_SIZEOF && !n->name) {
+    check_expr(c, n->lhs);
+    Type t = n->lhs->type;
+    value = t.kind == TY_INT ? (t.is_pointer ? 8 : t.size)
+            : t.kind == TY_RECORD ? t.size : value_cap(t);
+  } else {
+    const CType *ct = ctype_parse(n->name, err, sizeof(err));
+    if (!ct) {
+      error_at(c, n->span, "%s", err);
+      return;
+    }
+    if (n->kind == N_SIZEOF) {
+      value = ct->size;
+    } else {
+      CField f;
+      if (!ctype_field_path(ct, n->sval, &f)) {
+        error_at(c, n->span, "'%s' has no field '%s'", n->name, n->sval);
+        return;
+      }
+      value = f.offset;
+    }
+  }
+  n->kind = N_INT;
+  n->ival = value;
+  n->type = ty_int(8, false);
+}
+
+static void check_unop(Checker *c, Node *n) {
+  check_expr(c, n->lhs);
+  Type t = n->lhs->type;
+  if (t.kind == TY_NONE) return;
+  if (n->op == '*') {
+    check_deref(c, n);
+    return;
+  }
+  if (t.kind != TY_INT) {
+    error_at(c, n->span, "Invalid operand to unary '%s': %s", op_text(n->op),
+             TYPE_NAME(t));
+    return;
+  }
+  if (n->op == '!')
+    n->type = ty_int(8, false);
+  else
+    n->type = ty_int(8, n->op == '-' ? true : t.is_signed);
+}
+
+/* cond ? a : b: both integers or both strings. */
+static void check_ternary(Checker *c, Node *n) {
+  check_expr(c, n->cond);
+  check_expr(c, n->then);
+  check_expr(c, n->els);
+  Type a = n->then->type, b = n->els->type;
+  if (n->cond->type.kind != TY_INT && n->cond->type.kind != TY_NONE) {
+    error_at(c, n->span, "Invalid condition in ternary: %s",
+             kind_name(n->cond->type));
+    return;
+  }
+  if (a.kind == TY_NONE || b.kind == TY_NONE) return;
+  if (a.kind != TY_INT && a.kind != TY_STR) {
+    error_at(c, n->span, "Ternary return type unsupported %s", kind_name(a));
+  } else if (a.kind != b.kind) {
+    error_at(c, n->span, "Ternary operator must return the same type: have "
+             "'%s' and '%s'", kind_name(a), kind_name(b));
+  } else if (a.kind == TY_INT) {
+    n->type = ty_int(8, result_signed(a, b));
+  } else {
+    n->type = ty_str(a.size > b.size ? a.size : b.size);
+  }
+}
+
+void check_expr(Checker *c, Node *n) {
+  switch (n->kind) {
+  case N_INT:
+    n->type = ty_int(8, true);
+    break;
+  case N_STR:
+    /* a string literal must fit the string buffers (formats need not);
+     * a positional parameter made into a string (it keeps its name "$1")
+     * is cut to size instead */
+    if (!n->name && n->slen + 1 > c->strlen)
+      error_at(c, n->span, "String is too long (over %d bytes): %s",
+               c->strlen, n->sval);
+    n->type = ty_str(n->slen + 1);
+    break;
+  case N_BUILTIN:
+    check_builtin(c, n);
+    break;
+  case N_VAR: {
+    if (check_positional(c, n)) break;
+    VarSym *v = var_find(c, n->name);
+    if (!v || v->type.kind == TY_NONE) {
+      error_at(c, n->span, "Undefined or undeclared variable: %s", n->name);
+      return;
+    }
+    n->var = v;
+    n->type = v->type;
+    break;
+  }
+  case N_MAP:
+    check_map_read(c, n);
+    break;
+  case N_CALL:
+    check_call(c, n);
+    break;
+  case N_BINOP:
+    check_binop(c, n);
+    break;
+  case N_UNOP:
+    check_unop(c, n);
+    break;
+  case N_FIELD:
+    check_field(c, n);
+    break;
+  case N_TERNARY:
+    check_ternary(c, n);
+    break;
+  case N_TUPLE:
+    check_tuple(c, n);
+    break;
+  case N_CAST:
+    check_cast(c, n);
+    break;
+  case N_INDEX:
+    check_index(c, n);
+    break;
+  case N_SIZEOF:
+  case N_OFFSETOF:
+    check_sizeof(c, n);
+    break;
+  case N_INCDEC:
+    /* as an expression: x++ yields an integer */
+    check_expr(c, n->lhs);
+    if (n->lhs->type.kind != TY_INT && n->lhs->type.kind != TY_NONE)
+      error_at(c, n->span, "The %s operator can not be used on expressions "
+               "of type '%s'", op_text(n->op), TYPE_NAME(n->lhs->type));
+    n->type = ty_int(8, true);
+    break;
+  default:
+    error_at(c, n->span, "this is not an expression");
+    break;
+  }
+}

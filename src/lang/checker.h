@@ -1,0 +1,99 @@
+/* checker: the type checker's working state and the helpers its parts
+ * share — the expression and statement checks in lang/, and the builtins'
+ * check hooks in builtins/. Not for later stages: they see check.h. */
+#ifndef LOUPE_LANG_CHECKER_H
+#define LOUPE_LANG_CHECKER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "codegen/program.h"
+
+typedef struct Checker {
+  Diag *d;
+  Compiled *out;
+  Script *script;
+  Probe *probe;        /* the probe being checked */
+  int pass;            /* 1: learn map types quietly; 2: check and report */
+  bool in_assign_rhs;  /* aggregation calls are only valid there */
+  int loop_depth;      /* while loops around the statement being checked */
+  int frame;           /* 0, or the for-over-map body being checked */
+  int nframes;         /* for-over-map bodies seen in this probe */
+  int strlen;          /* str() buffer size: BPFTRACE_STRLEN or config */
+  int map_keys;        /* max entries of a map: BPFTRACE_MAP_KEYS_MAX ... */
+  bool positional_as_string;  /* inside str(): $1 is its text */
+} Checker;
+
+/* ---- types (types.c) ------------------------------------------------ */
+
+Type ty_int(int size, bool is_signed);
+Type ty_str(int size);
+Type ty_void(void);
+Type ty_agg(AggKind agg);
+const char *agg_name(AggKind a);
+/* The name bpftrace users know a type by: int64, unsigned int32,
+ * string[16], (int64,string[2]). */
+const char *type_name(Type t, char *buf, size_t len);
+#define TYPE_NAME(t) type_name((t), (char[200]){0}, 200)
+/* A C type as bpftrace names it: integers by size ("unsigned int8"),
+ * pointers by what they point to ("unsigned int8 *"). */
+const char *c_type_name(const struct CType *ct, char *buf, size_t len);
+/* The kind of a type as bpftrace's argument messages name it: "integer",
+ * "string", "tuple", ... */
+const char *kind_name(Type t);
+/* Whether two tuple or buffer types have the same layout. */
+bool same_layout(Type a, Type b);
+
+/* ---- reporting and symbols (check.c) -------------------------------- */
+
+/* Errors are reported in the second pass only; the first is a dry run. */
+void error_at(Checker *c, Span at, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+MapSym *map_find(Compiled *out, const char *name);
+/* The scratch variable `name` of the frame being checked, or NULL. */
+VarSym *var_find(Checker *c, const char *name);
+/* The map n names, created on first sight. */
+MapSym *map_get(Checker *c, Node *n);
+/* Checks the keys of @m[k...] and unifies them with earlier uses. */
+void check_map_keys(Checker *c, Node *n);
+/* Adds a PrintfDef (second pass only) and returns its id, or -1. */
+int add_printf_def(Checker *c, PrintfDef def);
+
+/* ---- the probe being checked (check.c) ------------------------------ */
+
+bool probe_is_tracepoint(Probe *p);
+/* Longest `probe` name among the probe's targets, for the string size. */
+int probe_name_size(Probe *p);
+/* The first provider of the probe that is not kprobe or uprobe (nor their
+ * return probes, if allowed), or NULL if there is none. */
+const char *probe_not_kprobe(Probe *p, bool kretprobe_too);
+/* Whether every attach point of the probe is in user code. */
+bool probe_is_uprobe(Probe *p);
+/* Longest function name among the probe's targets, for `func`. */
+int func_name_size(Probe *p);
+
+/* ---- arguments of calls (check.c) ----------------------------------- */
+
+int count_args(Node *n);
+/* Whether call n has min..max arguments; reports it if not. */
+bool want_args(Checker *c, Node *n, int min, int max);
+/* An integer argument of the call n. */
+bool want_int(Checker *c, Node *n, Node *arg);
+/* A map argument: @m, or @m[k] if keys_allowed. */
+bool want_map(Checker *c, Node *call, Node *arg, bool keys_allowed);
+/* A literal integer, possibly negated. */
+bool const_int(Node *n, int64_t *v);
+/* A literal integer argument in lo..hi, named `what` in messages. */
+bool want_const(Checker *c, Node *arg, const char *fn, const char *what,
+                int64_t lo, int64_t hi, int64_t *v);
+/* Whether --unsafe was given; reports the call if not. */
+bool want_unsafe(Checker *c, Node *n);
+
+/* ---- the walk (check.c, check_expr.c) ------------------------------- */
+
+void check_expr(Checker *c, Node *n);
+/* An operator as written: "==", "++", "+". */
+const char *op_text(int op);
+void check_block(Checker *c, Node *n);
+
+#endif

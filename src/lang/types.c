@@ -1,0 +1,144 @@
+/* types: the checker's Type values and the names bpftrace users know
+ * them by ("int64", "unsigned int8 *", "string[16]", "(int64,string[2])").
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "lang/checker.h"
+#include "lang/ctype.h"
+
+static int align8(int n) { return (n + 7) & ~7; }
+
+Type ty_int(int size, bool is_signed) {
+  Type t = {.kind = TY_INT, .size = size, .is_signed = is_signed};
+  return t;
+}
+
+Type ty_str(int size) {
+  Type t = {.kind = TY_STR, .size = size};
+  return t;
+}
+
+Type ty_void(void) {
+  Type t = {.kind = TY_VOID};
+  return t;
+}
+
+Type ty_agg(AggKind agg) {
+  Type t = {.kind = TY_AGG, .size = 8, .is_signed = agg != AGG_COUNT,
+            .agg = agg};
+  return t;
+}
+
+const char *agg_name(AggKind a) {
+  switch (a) {
+  case AGG_COUNT: return "count";
+  case AGG_SUM: return "sum";
+  case AGG_MIN: return "min";
+  case AGG_MAX: return "max";
+  case AGG_AVG: return "avg";
+  case AGG_HIST: return "hist";
+  case AGG_LHIST: return "lhist";
+  case AGG_STATS: return "stats";
+  default: return "none";
+  }
+}
+
+/* Appends '*' to a type name: "int8 *", "char **". */
+static void add_star(char *buf, size_t len) {
+  size_t n = strlen(buf);
+  if (n == 0 || n + 3 > len) return;
+  if (buf[n - 1] != '*') buf[n++] = ' ';
+  buf[n++] = '*';
+  buf[n] = 0;
+}
+
+/* A C type as bpftrace names it: integers by size ("unsigned int8"),
+ * pointers by what they point to ("unsigned int8 *"). */
+const char *c_type_name(const CType *ct, char *buf, size_t len) {
+  if (ct->kind == C_INT && !ct->is_bool) {
+    snprintf(buf, len, "%sint%d", ct->is_signed ? "" : "unsigned ",
+             ct->size * 8);
+  } else if (ct->kind == C_PTR && ct->target) {
+    c_type_name(ct->target, buf, len);
+    add_star(buf, len);
+  } else {
+    ctype_name(ct, buf, len);
+  }
+  return buf;
+}
+
+/* The name bpftrace users know a type by: int64, unsigned int32,
+ * string[16], (int64,string[2]). */
+const char *type_name(Type t, char *buf, size_t len) {
+  switch (t.kind) {
+  case TY_INT:
+    if (t.is_pointer && t.ctype) {
+      c_type_name(t.ctype, buf, len);
+      add_star(buf, len);
+      break;
+    }
+    snprintf(buf, len, "%sint%d", t.is_signed ? "" : "unsigned ",
+             t.size * 8);
+    break;
+  case TY_TUPLE: {
+    size_t used = snprintf(buf, len, "(");
+    for (int i = 0; i < t.tuple->n && used < len; i++) {
+      char elem[120];
+      used += snprintf(buf + used, len - used, "%s%s", i ? "," : "",
+                       type_name(t.tuple->elems[i], elem, sizeof(elem)));
+    }
+    if (used < len) snprintf(buf + used, len - used, ")");
+    break;
+  }
+  case TY_BUF: snprintf(buf, len, "buffer[%d]", t.size); break;
+  case TY_RECORD:
+    ctype_name(t.ctype, buf, len);
+    break;
+  case TY_STR: snprintf(buf, len, "string[%d]", t.size); break;
+  case TY_AGG: snprintf(buf, len, "%s_t", agg_name(t.agg)); break;
+  case TY_ARGS: snprintf(buf, len, "args"); break;
+  case TY_VOID: snprintf(buf, len, "void"); break;
+  default: snprintf(buf, len, "none"); break;
+  }
+  return buf;
+}
+
+/* The kind of a type as bpftrace's argument messages name it: "integer",
+ * "string", "tuple", ... */
+const char *kind_name(Type t) {
+  switch (t.kind) {
+  case TY_INT: return t.is_pointer ? "pointer" : "integer";
+  case TY_STR: return "string";
+  case TY_AGG: return agg_name(t.agg);
+  case TY_ARGS: return "record";
+  case TY_TUPLE: return "tuple";
+  case TY_BUF: return "buffer";
+  case TY_RECORD:
+    return t.ctype && t.ctype->kind == C_ARRAY ? "array" : "record";
+  case TY_VOID: return "void";
+  default: return "none";
+  }
+}
+
+/* The record size a value takes in a printf record or a scratch buffer. */
+int value_cap(Type t) {
+  switch (t.kind) {
+  case TY_STR: return align8(t.size);
+  case TY_BUF: return 8 + align8(t.size);
+  case TY_TUPLE: return t.tuple->size;
+  default: return 8;
+  }
+}
+
+/* Tuples are compatible when their elements are of the same kinds and
+ * sizes (the layouts then agree). */
+bool same_layout(Type a, Type b) {
+  if (a.kind != b.kind) return false;
+  if (a.kind == TY_STR || a.kind == TY_BUF) return a.size == b.size;
+  if (a.kind != TY_TUPLE) return true;
+  if (a.tuple->n != b.tuple->n) return false;
+  for (int i = 0; i < a.tuple->n; i++)
+    if (!same_layout(a.tuple->elems[i], b.tuple->elems[i])) return false;
+  return true;
+}
