@@ -2,6 +2,7 @@
  * the task (pid, tid, uid, gid, comm, cgroup, curtask), the time (nsecs,
  * elapsed), the CPU, random numbers, the probe itself (probe, func), and
  * the probed code's arguments (args, arg0..arg5, retval). */
+#include <bpf/libbpf.h>
 #include <string.h>
 
 #include "builtins/builtin.h"
@@ -20,6 +21,14 @@ static void check_cpid(Checker *c, Node *n) {
   n->kind = N_INT;   /* the child exists before the script is compiled */
   n->ival = c->script->cpid;
   n->type = ty_int(4, false);
+}
+
+/* ncpus: the CPUs the kernel may bring up (possible CPUs), a constant. */
+static void check_ncpus(Checker *c, Node *n) {
+  int k = libbpf_num_possible_cpus();
+  n->kind = N_INT;
+  n->ival = k > 0 ? k : 1;
+  n->type = ty_int(8, false);
 }
 
 static void check_curtask(Checker *c, Node *n) {
@@ -219,6 +228,7 @@ const Builtin builtins_context[] = {
     WORD("cgroup", check_u64, emit_cgroup),
     WORD("curtask", check_curtask, emit_curtask),
     WORD("cpid", check_cpid, NULL),   /* folded to its value by check */
+    WORD("ncpus", check_ncpus, NULL), /* likewise */
     STRING_WORD("comm", check_comm, emit_comm),
     STRING_WORD("probe", check_probe, emit_probe),
     STRING_WORD("func", check_func, emit_func),
