@@ -92,6 +92,11 @@ typedef struct AggOps {
   bool zero_when_empty;     /* keyless and empty, it still prints 0 */
 } AggOps;
 
+/* A record of EventKind `kind` laid out by the PrintfDef of n->printf_id,
+ * holding the values of the argument list that starts at `first`
+ * (printf, system, cat: after the format; print(value): the value). */
+void emit_record(Gen *g, Node *n, Node *first, uint32_t kind);
+
 /* Shared by the aggregation groups (aggregation.c, histogram.c). */
 /* The check of every aggregation call: assigned to a map, min..max
  * arguments, the first an integer. False if it failed. */

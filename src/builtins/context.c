@@ -31,6 +31,19 @@ static void check_ncpus(Checker *c, Node *n) {
   n->type = ty_int(8, false);
 }
 
+/* true and false are bool constants. */
+static void check_true(Checker *c, Node *n) {
+  n->kind = N_INT;
+  n->ival = 1;
+  n->type = ty_bool();
+}
+
+static void check_false(Checker *c, Node *n) {
+  n->kind = N_INT;
+  n->ival = 0;
+  n->type = ty_bool();
+}
+
 static void check_curtask(Checker *c, Node *n) {
   char err[200];
   const CType *task = ctype_parse("struct task_struct", err, sizeof(err));
@@ -229,6 +242,8 @@ const Builtin builtins_context[] = {
     WORD("curtask", check_curtask, emit_curtask),
     WORD("cpid", check_cpid, NULL),   /* folded to its value by check */
     WORD("ncpus", check_ncpus, NULL), /* likewise */
+    WORD("true", check_true, NULL),
+    WORD("false", check_false, NULL),
     STRING_WORD("comm", check_comm, emit_comm),
     STRING_WORD("probe", check_probe, emit_probe),
     STRING_WORD("func", check_func, emit_func),

@@ -21,7 +21,35 @@ static MapSym *whole_map(Checker *c, Node *n) {
   return m;
 }
 
+/* print(value): any value but a whole map, printed as its type says. */
+static void check_print_value(Checker *c, Node *n) {
+  Node *a = n->args;
+  if (a->next) {
+    error_at(c, n->span, "print() of a value takes one argument (%d "
+             "provided)", count_args(n));
+    return;
+  }
+  check_expr(c, a);
+  Type t = a->type;
+  if (t.kind == TY_NONE) return;
+  if (t.kind != TY_INT && t.kind != TY_STR && t.kind != TY_TUPLE &&
+      t.kind != TY_BUF) {
+    error_at(c, a->span, "print() can not print %s yet", TYPE_NAME(t));
+    return;
+  }
+  PrintfDef def = {.nargs = 1, .span = n->span, .size = value_cap(t)};
+  def.args[0].type = t.kind == TY_INT ? ty_widened(t) : t;
+  def.args[0].type.is_pointer = t.is_pointer;
+  n->printf_id = add_printf_def(c, def);
+}
+
+/* print(@m[, top[, div]]) prints a whole map; anything else is a value. */
 static void check_print(Checker *c, Node *n) {
+  if (n->args->kind != N_MAP || n->args->args) {
+    n->ival = 1;   /* a value */
+    check_print_value(c, n);
+    return;
+  }
   if (!whole_map(c, n)) return;
   int64_t v;
   Node *top = n->args->next;
@@ -37,10 +65,30 @@ static void check_len(Checker *c, Node *n) {
   if (m && m->value_type.kind != TY_NONE) n->type = ty_int(8, false);
 }
 
+/* delete(@m, k) and has_key(@m, k), today's spelling, become the
+ * delete(@m[k]) form; a tuple (k1, k2) names the keys of a map with
+ * several. */
+static void key_into_map(Node *n) {
+  Node *m = n->args, *k = m->next;
+  if (!k || m->kind != N_MAP || m->args) return;
+  Node *keyed = node_new(N_MAP, m->span);
+  keyed->name = m->name;
+  keyed->span.end_col = k->span.end_col;
+  keyed->args = k->kind == N_TUPLE ? k->args : k;
+  if (k->kind != N_TUPLE) k->next = NULL;
+  n->args = keyed;
+}
+
 /* delete(@m[k]) and has_key(@m[k]): one entry. False when the argument
  * is not a map; a map not known yet is reported. */
 static bool want_entry(Checker *c, Node *n) {
+  key_into_map(n);
   if (!want_map(c, n, n->args, true)) return false;
+  if (n->args->next) {
+    error_at(c, n->args->next->span, "%s() takes a map and a key",
+             n->name);
+    return false;
+  }
   check_map_keys(c, n->args);
   if (n->args->map->value_type.kind == TY_NONE)
     error_at(c, n->args->span, "Undefined map: %s", n->args->map->name);
@@ -50,13 +98,18 @@ static bool want_entry(Checker *c, Node *n) {
 static void check_delete(Checker *c, Node *n) { want_entry(c, n); }
 
 static void check_has_key(Checker *c, Node *n) {
-  if (want_entry(c, n)) n->type = ty_int(1, false);
+  if (want_entry(c, n)) n->type = ty_bool();
 }
 
 /* ---- code ------------------------------------------------------------ */
 
-/* print(@m[, top[, div]]): user space prints; the record says how. */
+/* print(@m[, top[, div]]): user space prints; the record says how.
+ * print(value): the value goes out in a record of its own. */
 static bool emit_print(Gen *g, Node *n) {
+  if (n->ival) {
+    emit_record(g, n, n->args, EV_PRINT_VALUE);
+    return false;
+  }
   Node *top = n->args->next;
   Node *div = top ? top->next : NULL;
   int rec = emit_header(g, 16, EV_PRINT_MAP, (uint32_t)n->args->map->id);
@@ -134,6 +187,18 @@ static void on_print(const EventCtx *e, uint32_t index,
   print_map_as(m, top, div, e->format, e->out);
 }
 
+/* The value, then a newline; in JSON {"type": "value", "data": ...}. */
+static void on_print_value(const EventCtx *e, uint32_t index,
+                           const uint8_t *payload, size_t size) {
+  if (index >= (uint32_t)e->c->nprintfs) return;
+  const PrintfDef *p = &e->c->printfs[index];
+  if (size < (size_t)p->size) return;
+  bool json = e->format == OUT_JSON;
+  if (json) fputs("{\"type\": \"value\", \"data\": ", e->out);
+  print_value(&p->args[0].type, payload, p->size, json, e->out);
+  fputs(json ? "}\n" : "\n", e->out);
+}
+
 static void on_clear(const EventCtx *e, uint32_t index,
                      const uint8_t *payload, size_t size) {
   const MapSym *m = record_map(e, index);
@@ -149,13 +214,16 @@ static void on_zero(const EventCtx *e, uint32_t index,
 const Builtin builtins_maps[] = {
     {"print", BI_CALL, 1, 3, false, check_print, NULL, NULL, emit_print,
      NULL, EV_PRINT_MAP, on_print},
+    /* the records print(value) sends: a name no script can call */
+    {"print value", BI_CALL, 1, 3, false, NULL, NULL, NULL, NULL, NULL,
+     EV_PRINT_VALUE, on_print_value},
     {"clear", BI_CALL, 1, 1, false, check_clear, NULL, NULL, emit_clear,
      NULL, EV_CLEAR_MAP, on_clear},
     {"zero", BI_CALL, 1, 1, false, check_clear, NULL, NULL, emit_zero_map,
      NULL, EV_ZERO_MAP, on_zero},
-    {"delete", BI_CALL, 1, 1, false, check_delete, NULL, NULL, emit_delete,
+    {"delete", BI_CALL, 1, 2, false, check_delete, NULL, NULL, emit_delete,
      NULL, 0, NULL},
-    {"has_key", BI_CALL, 1, 1, false, check_has_key, emit_has_key, NULL,
+    {"has_key", BI_CALL, 1, 2, false, check_has_key, emit_has_key, NULL,
      NULL, NULL, 0, NULL},
     {"len", BI_CALL, 1, 1, true, check_len, emit_len, NULL, NULL, NULL, 0,
      NULL},

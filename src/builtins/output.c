@@ -108,8 +108,7 @@ static void check_nothing(Checker *c, Node *n) {}
 
 /* ---- code ------------------------------------------------------------ */
 
-/* printf(), system() and cat(): a record laid out by the PrintfDef. */
-static void gen_format(Gen *g, Node *n, uint32_t kind) {
+void emit_record(Gen *g, Node *n, Node *first, uint32_t kind) {
   PrintfDef *def = &g->c->printfs[n->printf_id];
   if (def->nargs == 0) {
     emit_event(g, kind, (uint32_t)n->printf_id);
@@ -118,7 +117,7 @@ static void gen_format(Gen *g, Node *n, uint32_t kind) {
   int rec = emit_header(g, def->size, kind, (uint32_t)n->printf_id);
   int base = rec + (int)sizeof(EventHeader);
   int i = 0;
-  for (Node *a = n->args->next; a; a = a->next, i++) {
+  for (Node *a = first; a; a = a->next, i++) {
     int at = base + def->args[i].offset;
     if (is_buffer(a->type)) {
       gen_buf(g, a, at, value_cap(a->type));
@@ -160,17 +159,17 @@ static void gen_join(Gen *g, Node *n) {
 }
 
 static bool emit_printf(Gen *g, Node *n) {
-  gen_format(g, n, EV_PRINTF);
+  emit_record(g, n, n->args->next, EV_PRINTF);
   return false;
 }
 
 static bool emit_system(Gen *g, Node *n) {
-  gen_format(g, n, EV_SYSTEM);
+  emit_record(g, n, n->args->next, EV_SYSTEM);
   return false;
 }
 
 static bool emit_cat(Gen *g, Node *n) {
-  gen_format(g, n, EV_CAT);
+  emit_record(g, n, n->args->next, EV_CAT);
   return false;
 }
 

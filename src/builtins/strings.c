@@ -75,7 +75,7 @@ static void check_strcontains(Checker *c, Node *n) {
   Node *a = n->args;
   check_expr(c, a);
   check_expr(c, a->next);
-  if (want_strings(c, n, a, NULL)) n->type = ty_int(1, false);
+  if (want_strings(c, n, a, NULL)) n->type = ty_bool();
 }
 
 static void check_strncmp(Checker *c, Node *n) {

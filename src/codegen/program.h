@@ -110,6 +110,8 @@ typedef enum EventKind {
                        the delimiter; payload: JOIN_MAX_ARGS slots of
                        JOIN_ARG_SIZE bytes, NUL-padded; an empty slot ends
                        the list */
+  EV_PRINT_VALUE,   /* print(value): index is a printf id without a format
+                       whose one argument is the value */
 } EventKind;
 
 #define JOIN_MAX_ARGS 16

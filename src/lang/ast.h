@@ -43,6 +43,7 @@ typedef struct Type {
   int size;          /* bytes: TY_INT 1..8, TY_STR buffer size */
   bool is_signed;    /* TY_INT */
   bool is_pointer;   /* TY_INT holding an address (e.g. a `char *` field) */
+  bool is_bool;      /* TY_INT of size 1 that prints as true / false */
   AddrSpace as;      /* for pointers */
   AggKind agg;       /* TY_AGG: which aggregation */
   struct TupleType *tuple;     /* TY_TUPLE */

@@ -260,8 +260,7 @@ static void check_tuple(Checker *c, Node *n) {
   t->offs = calloc(k, sizeof(int));
   int i = 0;
   for (Node *e = n->args; e; e = e->next, i++) {
-    t->elems[i] = e->type.kind == TY_INT ? ty_int(8, e->type.is_signed)
-                                          : e->type;
+    t->elems[i] = e->type.kind == TY_INT ? ty_widened(e->type) : e->type;
     t->offs[i] = t->size;
     t->size += value_cap(t->elems[i]);
   }
@@ -284,6 +283,7 @@ static bool int_type_named(const char *name, Type *out) {
   for (size_t i = 0; i < sizeof(ints) / sizeof(ints[0]); i++)
     if (!strcmp(ints[i].name, name)) {
       *out = ty_int(ints[i].size, ints[i].is_signed);
+      out->is_bool = !strcmp(name, "bool");
       return true;
     }
   return false;
@@ -539,7 +539,8 @@ static void check_ternary(Checker *c, Node *n) {
 void check_expr(Checker *c, Node *n) {
   switch (n->kind) {
   case N_INT:
-    n->type = ty_int(8, true);
+    /* a constant a builtin was folded into (true, ncpus) keeps its type */
+    if (n->type.kind != TY_INT) n->type = ty_int(8, true);
     break;
   case N_STR:
     /* a string literal must fit the string buffers (formats need not);

@@ -29,6 +29,11 @@ typedef struct Checker {
 Type ty_int(int size, bool is_signed);
 Type ty_str(int size);
 Type ty_void(void);
+/* true / false: a 1-byte integer that prints as a word. */
+Type ty_bool(void);
+/* How an integer of type t is kept in a map or a variable: 8 bytes, with
+ * its signedness and whether it is a pointer or a bool. */
+Type ty_widened(Type t);
 Type ty_agg(AggKind agg);
 const char *agg_name(AggKind a);
 /* The name bpftrace users know a type by: int64, unsigned int32,

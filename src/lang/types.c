@@ -19,6 +19,17 @@ Type ty_str(int size) {
   return t;
 }
 
+Type ty_bool(void) {
+  Type t = {.kind = TY_INT, .size = 1, .is_bool = true};
+  return t;
+}
+
+Type ty_widened(Type t) {
+  Type w = ty_int(8, t.is_signed);
+  w.is_bool = t.is_bool;
+  return w;
+}
+
 Type ty_void(void) {
   Type t = {.kind = TY_VOID};
   return t;
@@ -73,6 +84,10 @@ const char *c_type_name(const CType *ct, char *buf, size_t len) {
 const char *type_name(Type t, char *buf, size_t len) {
   switch (t.kind) {
   case TY_INT:
+    if (t.is_bool) {
+      snprintf(buf, len, "bool");
+      break;
+    }
     if (t.is_pointer && t.ctype) {
       c_type_name(t.ctype, buf, len);
       add_star(buf, len);

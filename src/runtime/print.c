@@ -545,6 +545,14 @@ static void memtext_put_json(MemText *t, FILE *out) {
 static void put_int(const Type *t, const uint8_t *p, int stored,
                     int64_t div, FILE *out) {
   uint64_t v = read_int(p, stored, t->is_signed);
+  if (t->is_bool) {
+    fputs(v ? "true" : "false", out);
+    return;
+  }
+  if (t->is_pointer) {
+    fprintf(out, "0x%" PRIx64, v);
+    return;
+  }
   v = narrow(v, t->size > 0 && t->size < 8 ? t->size * 8 : 64, t->is_signed);
   if (t->is_signed)
     fprintf(out, "%" PRId64, (int64_t)v / div);
@@ -599,13 +607,18 @@ static void put_value(const Type *t, const uint8_t *p, int stored,
   }
 }
 
+void print_value(const Type *t, const void *p, int stored, bool json,
+                 FILE *out) {
+  put_value(t, p, stored, 1, json, out);
+}
+
 /* bpftrace prints 8-byte integer keys as signed whatever their type, and
  * narrower ones by their signedness (keys are stored widened to 8 bytes). */
 static void put_key(const MapSym *m, int i, const uint8_t *key, FILE *out) {
   const uint8_t *k = key + m->key_off[i];
   const Type *t = &m->key_types[i];
   int end = i + 1 < m->nkeys ? m->key_off[i + 1] : m->key_size;
-  if (t->kind == TY_INT) {
+  if (t->kind == TY_INT && !t->is_bool) {
     if (t->is_signed || t->size >= 8)
       fprintf(out, "%" PRId64, read_s64(k));
     else

@@ -45,6 +45,12 @@ int print_map(const MapSym *m, FILE *out);
 void print_all_maps_as(const Compiled *c, OutFormat fmt, FILE *out);
 void print_all_maps(const Compiled *c, FILE *out);  /* in text */
 
+/* Prints a value of type t stored in `stored` bytes at p, as print(value)
+ * and map values show it: text (strings bare, tuples "(1, a)", bools
+ * true/false) or JSON. */
+void print_value(const Type *t, const void *p, int stored, bool json,
+                 FILE *out);
+
 /* Writes s (len bytes) as a quoted JSON string, escaped as bpftrace
  * escapes it (bytes >= 0x80 become \uffffffNN, as there). */
 void print_json_string(const char *s, size_t len, FILE *out);
