@@ -4,9 +4,14 @@
  * the probed code's arguments (args, arg0..arg5, retval). */
 #include <bpf/libbpf.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <time.h>
 
 #include "builtins/builtin.h"
 #include "lang/ctype.h"
+
+/* The inode number of the initial PID namespace (include/linux/proc_ns.h). */
+#define PROC_PID_INIT_INO 0xEFFFFFFCU
 
 /* ---- checks ---------------------------------------------------------- */
 
@@ -20,6 +25,36 @@ static void check_cpid(Checker *c, Node *n) {
   }
   n->kind = N_INT;   /* the child exists before the script is compiled */
   n->ival = c->script->cpid;
+  n->type = ty_int(4, false);
+}
+
+/* The argument of nsecs(clock), pid(ns) and tid(ns): one of `names`,
+ * as a bare word; its index goes to n->ival. */
+static void check_mode_arg(Checker *c, Node *n, const char *const names[],
+                           const char *what) {
+  Node *a = n->args;
+  if (!a) {
+    n->ival = 0;
+    return;
+  }
+  for (int i = 0; names[i]; i++)
+    if (a->kind == N_BUILTIN && !strcmp(a->name, names[i])) {
+      n->ival = i;
+      return;
+    }
+  error_at(c, a->span, "%s() expects %s", n->name, what);
+}
+
+static void check_nsecs_call(Checker *c, Node *n) {
+  static const char *const clocks[] = {"monotonic", "boot", "tai", "sw_tai",
+                                       NULL};
+  check_mode_arg(c, n, clocks, "a clock: monotonic, boot, tai or sw_tai");
+  n->type = ty_int(8, false);
+}
+
+static void check_task_id_call(Checker *c, Node *n) {
+  static const char *const spaces[] = {"curr_ns", "init", NULL};
+  check_mode_arg(c, n, spaces, "a PID namespace: curr_ns or init");
   n->type = ty_int(4, false);
 }
 
@@ -138,11 +173,43 @@ static int emit_helper_u64(Gen *g, int helper) {
   return r;
 }
 
+/* loupe's PID namespace, when it is not the initial one: pid and tid are
+ * then the numbers that namespace sees, as in bpftrace. */
+static bool pid_namespace(uint64_t *dev, uint64_t *ino) {
+  struct stat st;
+  if (stat("/proc/self/ns/pid", &st) != 0) return false;
+  if (st.st_ino == PROC_PID_INIT_INO) return false;
+  *dev = st.st_dev;
+  *ino = st.st_ino;
+  return true;
+}
+
+/* pid (word = 4 bytes at 4: the tgid) or tid (at 0) of the current task;
+ * init_ns: as the initial PID namespace numbers it. */
+static int emit_task_id(Gen *g, bool want_pid, bool init_ns) {
+  uint64_t dev, ino;
+  if (init_ns || !pid_namespace(&dev, &ino))
+    return emit_helper_u32(g, BPF_FUNC_get_current_pid_tgid,
+                           want_pid ? 32 : 0);
+  int slot = stack_alloc(g, 8);
+  emit(g, I_ST(BPF_DW, BPF_REG_10, slot, 0));
+  emit_imm64(g, BPF_REG_1, (int64_t)dev);
+  emit_imm64(g, BPF_REG_2, (int64_t)ino);
+  emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, slot));
+  emit(g, I_MOV64_IMM(BPF_REG_4, 8));
+  emit_call(g, BPF_FUNC_get_ns_current_pid_tgid);
+  int r = reg_alloc(g);
+  emit(g, I_LDX(BPF_W, r, BPF_REG_10, slot + (want_pid ? 4 : 0)));
+  return r;
+}
+
+/* pid and tid, and pid(curr_ns|init), tid(curr_ns|init): ival 1 is init */
 static int emit_pid(Gen *g, Node *n) {
-  return emit_helper_u32(g, BPF_FUNC_get_current_pid_tgid, 32);
+  return emit_task_id(g, true, n->kind == N_CALL && n->ival == 1);
 }
 static int emit_tid(Gen *g, Node *n) {
-  return emit_helper_u32(g, BPF_FUNC_get_current_pid_tgid, 0);
+  return emit_task_id(g, false, n->kind == N_CALL && n->ival == 1);
 }
 static int emit_uid(Gen *g, Node *n) {
   return emit_helper_u32(g, BPF_FUNC_get_current_uid_gid, 0);
@@ -156,8 +223,25 @@ static int emit_cpu(Gen *g, Node *n) {
 static int emit_rand(Gen *g, Node *n) {
   return emit_helper_u32(g, BPF_FUNC_get_prandom_u32, 0);
 }
+enum { CLOCK_MONO, CLOCK_BOOT, CLOCK_TAI_NS, CLOCK_SW_TAI };
+
 static int emit_nsecs(Gen *g, Node *n) {
-  return emit_helper_u64(g, BPF_FUNC_ktime_get_ns);
+  int mode = n->kind == N_CALL ? (int)n->ival : CLOCK_MONO;
+  if (mode == CLOCK_MONO) return emit_helper_u64(g, BPF_FUNC_ktime_get_ns);
+  if (mode == CLOCK_TAI_NS)
+    return emit_helper_u64(g, BPF_FUNC_ktime_get_tai_ns);
+  int r = emit_helper_u64(g, BPF_FUNC_ktime_get_boot_ns);
+  if (mode == CLOCK_SW_TAI) {
+    /* TAI less boot time, read now in user space, added to boot time */
+    struct timespec tai, boot;
+    clock_gettime(CLOCK_TAI, &tai);
+    clock_gettime(CLOCK_BOOTTIME, &boot);
+    int64_t off = (tai.tv_sec - boot.tv_sec) * 1000000000LL +
+                  (tai.tv_nsec - boot.tv_nsec);
+    emit_imm64(g, BPF_REG_1, off);
+    emit(g, I_ALU64_REG(BPF_ADD, r, BPF_REG_1));
+  }
+  return r;
 }
 static int emit_curtask(Gen *g, Node *n) {
   return emit_helper_u64(g, BPF_FUNC_get_current_task);
@@ -255,6 +339,13 @@ const Builtin builtins_context[] = {
     WORD("arg4", check_register, emit_register),
     WORD("arg5", check_register, emit_register),
     WORD("retval", check_register, emit_register),
+    /* the forms with an argument; without one, any word can be called */
+    {"nsecs", BI_CALL, 0, 1, true, check_nsecs_call, emit_nsecs, NULL, NULL,
+     NULL, 0, NULL},
+    {"pid", BI_CALL, 0, 1, true, check_task_id_call, emit_pid, NULL, NULL,
+     NULL, 0, NULL},
+    {"tid", BI_CALL, 0, 1, true, check_task_id_call, emit_tid, NULL, NULL,
+     NULL, 0, NULL},
     NOT_YET("username"),
     NOT_YET("sarg0"),
     {0},

@@ -184,6 +184,8 @@ static void not_yet(Checker *c, Node *n, const char *what) {
 }
 
 static void check_builtin(Checker *c, Node *n) {
+  if (!strncmp(n->name, "__builtin_", 10) && n->name[10])
+    n->name += 10;
   const Builtin *b = builtin_find(n->name, BI_WORD);
   if (b && b->check) {
     n->builtin = b;
@@ -207,8 +209,17 @@ static void check_builtin(Checker *c, Node *n) {
 }
 
 static void check_call(Checker *c, Node *n) {
+  /* __builtin_NAME is another name of every builtin */
+  if (!strncmp(n->name, "__builtin_", 10) && n->name[10])
+    n->name += 10;
   const Builtin *b = builtin_find(n->name, BI_CALL);
   n->type = ty_void();
+  if (!b && !n->args && builtin_find(n->name, BI_WORD)) {
+    /* a builtin word may be called: pid() is pid */
+    n->kind = N_BUILTIN;
+    check_builtin(c, n);
+    return;
+  }
   if (!b) {
     error_at(c, n->span, "Unknown function: '%s'", n->name);
     return;
