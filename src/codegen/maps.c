@@ -70,7 +70,8 @@ void gen_map_str(Gen *g, Node *n, int dst, int cap) {
 }
 
 /* @m[k] op= v, @m[k]++ ...: read (0 if missing), compute, write back.
- * Returns a register with the value before (post) or after the change
+ * Without rhs, delta is what is added; with it, the step rhs is
+ * multiplied by (a pointer's element size, else 1). Returns a register with the value before (post) or after the change
  * when want_value, else -1. */
 int gen_map_update_int(Gen *g, Node *mapnode, int op, Node *rhs,
                               int64_t delta, bool want_old) {
@@ -94,6 +95,7 @@ int gen_map_update_int(Gen *g, Node *mapnode, int op, Node *rhs,
   }
   if (rhs) {
     int r = held_reg(g, v, BPF_REG_1);
+    if (delta > 1) emit(g, I_ALU64_IMM(BPF_MUL, r, (int32_t)delta));
     emit_op(g, op, cur, r, 0, m->value_type.is_signed);
     held_free(g, v);
   } else {

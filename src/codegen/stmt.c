@@ -15,10 +15,11 @@ void gen_assign(Gen *g, Node *n) {
       return;
     }
     bool is_signed = v->type.is_signed && rhs->type.is_signed;
+    int64_t step = n->field_offset > 1 ? n->field_offset : 1;
     int64_t k, now;
     bool known = n->op == '=' ? fold(g, rhs, &now)
                  : v->known && fold(g, rhs, &k) &&
-                       apply_op(n->op, v->value, k, is_signed, &now);
+                       apply_op(n->op, v->value, k * step, is_signed, &now);
     if (known) {
       emit_store_const(g, BPF_REG_10, v->stack_off, now);
       v->known = true;
@@ -30,11 +31,13 @@ void gen_assign(Gen *g, Node *n) {
     } else {
       int cur = reg_alloc(g);
       emit(g, I_LDX(BPF_DW, cur, BPF_REG_10, v->stack_off));
-      if (fold_imm(g, rhs, &k) && !(k == 0 && (n->op == '/' || n->op == '%'))) {
-        emit_op(g, n->op, cur, -1, (int32_t)k, is_signed);
+      if (fold_imm(g, rhs, &k) && fits32(k * step) &&
+          !(k == 0 && (n->op == '/' || n->op == '%'))) {
+        emit_op(g, n->op, cur, -1, (int32_t)(k * step), is_signed);
       } else {
         Held h = hold(g, cur);
         int r = gen_int(g, rhs);
+        if (step > 1) emit(g, I_ALU64_IMM(BPF_MUL, r, (int32_t)step));
         cur = held_reg(g, h, BPF_REG_0);
         emit_op(g, n->op, cur, r, 0, is_signed);
         reg_free(g, r);
@@ -47,7 +50,9 @@ void gen_assign(Gen *g, Node *n) {
   }
   MapSym *m = lhs->map;
   if (n->op != '=') {
-    reg_free(g, gen_map_update_int(g, lhs, n->op, rhs, 0, false));
+    reg_free(g, gen_map_update_int(g, lhs, n->op, rhs,
+                                   n->field_offset > 1 ? n->field_offset : 1,
+                                   false));
     return;
   }
   if (m->value_type.kind == TY_AGG) {

@@ -385,6 +385,7 @@ static void check_assign(Checker *c, Node *n) {
       v->type.size = t.size;
     }
     lhs->type = v->type;
+    if (n->op == '+' || n->op == '-') n->field_offset = pointer_step(v->type);
     return;
   }
   if (lhs->kind != N_MAP) {
@@ -409,6 +410,8 @@ static void check_assign(Checker *c, Node *n) {
       agg_ops(t.agg)->check_map(c, lhs->map, n->rhs);
   }
   lhs->type = lhs->map->value_type;
+  /* p += k moves a pointer by whole elements */
+  if (n->op == '+' || n->op == '-') n->field_offset = pointer_step(lhs->type);
 }
 
 static void check_incdec(Checker *c, Node *n) {
@@ -418,6 +421,7 @@ static void check_incdec(Checker *c, Node *n) {
     if (lhs->type.kind != TY_INT && lhs->type.kind != TY_NONE)
       error_at(c, n->span, "The %s operator can not be used on expressions "
                "of type '%s'", op_text(n->op), TYPE_NAME(lhs->type));
+    n->field_offset = pointer_step(lhs->type);
     return;
   }
   if (lhs->kind != N_MAP) {
@@ -436,6 +440,7 @@ static void check_incdec(Checker *c, Node *n) {
   }
   map_set_value(c, m, ty_int(8, true), lhs->span, n->span);
   lhs->type = m->value_type;
+  n->field_offset = pointer_step(lhs->type);
 }
 
 /* The loop variable of a for: declared by it, an error if it exists. */

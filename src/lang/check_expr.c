@@ -418,7 +418,7 @@ static void check_binop(Checker *c, Node *n) {
   } else if (l.is_pointer && !r.is_pointer && (n->op == '+' || n->op == '-')) {
     /* p + i moves by whole elements, as in C */
     n->type = l;
-    n->field_offset = l.ctype && l.ctype->size > 1 ? l.ctype->size : 1;
+    n->field_offset = pointer_step(l);
   } else {
     n->type = ty_int(8, result_signed(l, r));
   }

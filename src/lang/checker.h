@@ -34,6 +34,9 @@ Type ty_bool(void);
 /* How an integer of type t is kept in a map or a variable: 8 bytes, with
  * its signedness and whether it is a pointer or a bool. */
 Type ty_widened(Type t);
+/* How far p + 1 moves a pointer of type t: its element's size (1 for
+ * anything else). */
+int pointer_step(Type t);
 Type ty_agg(AggKind agg);
 const char *agg_name(AggKind a);
 /* The name bpftrace users know a type by: int64, unsigned int32,

@@ -27,7 +27,15 @@ Type ty_bool(void) {
 Type ty_widened(Type t) {
   Type w = ty_int(8, t.is_signed);
   w.is_bool = t.is_bool;
+  w.is_pointer = t.is_pointer;
+  w.as = t.as;
+  w.ctype = t.ctype;
   return w;
+}
+
+int pointer_step(Type t) {
+  if (t.kind != TY_INT || !t.is_pointer) return 1;
+  return t.ctype && t.ctype->size > 1 ? t.ctype->size : 1;
 }
 
 Type ty_void(void) {

@@ -601,9 +601,13 @@ static void put_value(const Type *t, const uint8_t *p, int stored,
       put_buf(t, p, false, out);
     }
     break;
-  default:
-    put_int(t, p, stored >= 8 ? 8 : stored, div, out);
+  default: {
+    /* JSON has no hex numbers: a pointer is its plain value there */
+    Type num = *t;
+    if (json) num.is_pointer = false;
+    put_int(&num, p, stored >= 8 ? 8 : stored, div, out);
     break;
+  }
   }
 }
 
@@ -618,7 +622,7 @@ static void put_key(const MapSym *m, int i, const uint8_t *key, FILE *out) {
   const uint8_t *k = key + m->key_off[i];
   const Type *t = &m->key_types[i];
   int end = i + 1 < m->nkeys ? m->key_off[i + 1] : m->key_size;
-  if (t->kind == TY_INT && !t->is_bool) {
+  if (t->kind == TY_INT && !t->is_bool && !t->is_pointer) {
     if (t->is_signed || t->size >= 8)
       fprintf(out, "%" PRId64, read_s64(k));
     else
