@@ -4,6 +4,7 @@
  * the probed code's arguments (args, arg0..arg5, retval). */
 #include <bpf/libbpf.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -89,6 +90,34 @@ static void check_curtask(Checker *c, Node *n) {
 }
 
 static void check_comm(Checker *c, Node *n) { n->type = ty_str(COMM_SIZE); }
+
+/* usermode reads the interrupted registers' privilege level from the
+ * context of kprobes, uprobes and perf events. */
+static void check_usermode(Checker *c, Node *n) {
+  if (c->frame != 0) {
+    error_at(c, n->span, "usermode can not be used inside a for loop over "
+             "a map (its body runs as a separate function); copy it into a "
+             "variable first");
+    return;
+  }
+  c->probe->uses_ctx = true;
+  n->type = ty_int(1, false);
+}
+
+/* The probe type's name: the provider, "special" for BEGIN and END. */
+static const char *probe_type_name(const AttachPoint *ap) {
+  return !strcasecmp(ap->provider, "BEGIN") || !strcasecmp(ap->provider, "END")
+             ? "special"
+             : ap->provider;
+}
+
+static void check_probetype(Checker *c, Node *n) {
+  int size = 1;
+  for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
+    if ((int)strlen(probe_type_name(ap)) + 1 > size)
+      size = (int)strlen(probe_type_name(ap)) + 1;
+  n->type = ty_str(size);
+}
 
 static void check_probe(Checker *c, Node *n) {
   c->probe->uses_probe = true;
@@ -246,6 +275,42 @@ static int emit_nsecs(Gen *g, Node *n) {
 static int emit_curtask(Gen *g, Node *n) {
   return emit_helper_u64(g, BPF_FUNC_get_current_task);
 }
+static int emit_jiffies(Gen *g, Node *n) {
+  return emit_helper_u64(g, BPF_FUNC_jiffies64);
+}
+static int emit_numaid(Gen *g, Node *n) {
+  return emit_helper_u32(g, BPF_FUNC_get_numa_node_id, 0);
+}
+
+/* x86-64: the low two bits of the saved cs are 3 in user mode. BEGIN and
+ * END run on behalf of loupe itself, a user process; tracepoints always
+ * fire in the kernel. */
+#define PT_REGS_CS 136
+static int emit_usermode(Gen *g, Node *n) {
+  int r = reg_alloc(g);
+  const char *prov = g->p->ap->provider;
+  bool special = !strcasecmp(prov, "BEGIN") || !strcasecmp(prov, "END");
+  if (g->p->prog_type != BPF_PROG_TYPE_KPROBE &&
+      g->p->prog_type != BPF_PROG_TYPE_PERF_EVENT) {
+    emit(g, I_MOV64_IMM(r, special ? 1 : 0));
+    return r;
+  }
+  /* a perf event's context starts with the interrupted pt_regs */
+  emit_ctx(g, r);
+  emit(g, I_LDX(BPF_DW, r, r, PT_REGS_CS));
+  emit(g, I_ALU64_IMM(BPF_AND, r, 3));
+  emit(g, I_JMP_IMM(BPF_JEQ, r, 3, 2));
+  emit(g, I_MOV64_IMM(r, 0));
+  emit(g, I_JA(1));
+  emit(g, I_MOV64_IMM(r, 1));
+  return r;
+}
+
+static void emit_probetype(Gen *g, Node *n, int dst, int cap) {
+  const char *name = probe_type_name(g->p->ap);
+  emit_literal(g, name, (int)strlen(name), dst, cap);
+}
+
 static int emit_cgroup(Gen *g, Node *n) {
   return emit_helper_u64(g, BPF_FUNC_get_current_cgroup_id);
 }
@@ -323,6 +388,10 @@ const Builtin builtins_context[] = {
     WORD("nsecs", check_u64, emit_nsecs),
     WORD("elapsed", check_u64, emit_elapsed),
     WORD("cgroup", check_u64, emit_cgroup),
+    WORD("jiffies", check_u64, emit_jiffies),
+    WORD("numaid", check_u32, emit_numaid),
+    WORD("usermode", check_usermode, emit_usermode),
+    STRING_WORD("probetype", check_probetype, emit_probetype),
     WORD("curtask", check_curtask, emit_curtask),
     WORD("cpid", check_cpid, NULL),   /* folded to its value by check */
     WORD("ncpus", check_ncpus, NULL), /* likewise */

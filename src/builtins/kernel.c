@@ -64,7 +64,42 @@ static void check_signal(Checker *c, Node *n) {
   }
 }
 
+/* bswap(n): n's bytes reversed, an unsigned integer of n's width. */
+static void check_bswap(Checker *c, Node *n) {
+  check_expr(c, n->args);
+  if (!want_int(c, n, n->args)) return;
+  n->type = ty_int(n->args->type.size ? n->args->type.size : 8, false);
+}
+
+/* kptr(p), uptr(p): p, marked as a kernel or a user address. */
+static void check_address_space(Checker *c, Node *n) {
+  check_expr(c, n->args);
+  Type t = n->args->type;
+  if (t.kind == TY_NONE) return;
+  if (t.kind != TY_INT) {
+    error_at(c, n->span, "%s() expects a pointer or an integer (%s "
+             "provided)", n->name, kind_name(t));
+    return;
+  }
+  t.as = n->name[0] == 'u' ? AS_USER : AS_KERNEL;
+  n->type = t;
+}
+
 /* ---- code ------------------------------------------------------------ */
+
+/* The value is the argument's, in another space. */
+static int emit_argument(Gen *g, Node *n) { return gen_int(g, n->args); }
+
+/* BPF_END to big endian swaps on x86-64's little-endian machine. */
+static int emit_bswap(Gen *g, Node *n) {
+  int r = gen_int(g, n->args);
+  int bits = n->type.size * 8;
+  if (bits > 8)
+    emit(g, insn_make(BPF_ALU | BPF_END | BPF_TO_BE, r, 0, 0, bits));
+  else
+    emit(g, I_ALU64_IMM(BPF_AND, r, 0xff));
+  return r;
+}
 
 static bool emit_signal(Gen *g, Node *n) {
   emit(g, I_MOV64_IMM(BPF_REG_1, (int32_t)n->ival));
@@ -80,6 +115,12 @@ const Builtin builtins_kernel[] = {
      NULL},
     {"signal", BI_CALL, 1, 1, false, check_signal, NULL, NULL, emit_signal,
      NULL, 0, NULL},
+    {"bswap", BI_CALL, 1, 1, true, check_bswap, emit_bswap, NULL, NULL, NULL,
+     0, NULL},
+    {"kptr", BI_CALL, 1, 1, true, check_address_space, emit_argument, NULL,
+     NULL, NULL, 0, NULL},
+    {"uptr", BI_CALL, 1, 1, true, check_address_space, emit_argument, NULL,
+     NULL, NULL, 0, NULL},
     NOT_YET("kstack", BI_WORD),
     NOT_YET("ustack", BI_WORD),
     NOT_YET("kstack", BI_CALL),

@@ -106,6 +106,14 @@ static void check_join(Checker *c, Node *n) {
 
 static void check_nothing(Checker *c, Node *n) {}
 
+/* errorf() and warnf(): printf on stderr, after the call's location. */
+static void check_errorf(Checker *c, Node *n) {
+  check_printf(c, n);
+  if (c->pass == 2 && n->printf_id >= 0 && c->d->errors == 0)
+    c->out->printfs[n->printf_id].prefix =
+        diag_prefix(c->d, n->span, n->name[0] == 'e' ? "ERROR" : "WARNING");
+}
+
 /* ---- code ------------------------------------------------------------ */
 
 void emit_record(Gen *g, Node *n, Node *first, uint32_t kind) {
@@ -180,6 +188,11 @@ static bool emit_time(Gen *g, Node *n) {
 
 static bool emit_join(Gen *g, Node *n) {
   gen_join(g, n);
+  return false;
+}
+
+static bool emit_errorf(Gen *g, Node *n) {
+  emit_record(g, n, n->args->next, n->name[0] == 'e' ? EV_ERRORF : EV_WARNF);
   return false;
 }
 
@@ -376,6 +389,21 @@ static void on_join(const EventCtx *e, uint32_t index,
     handle_join(&e->c->printfs[index], payload, size, e->format, e->out);
 }
 
+/* The message on stderr, ended by a newline if the format has none;
+ * stdout is flushed first so that the two stay in order on a terminal. */
+static void on_errorf(const EventCtx *e, uint32_t index,
+                      const uint8_t *payload, size_t size) {
+  const PrintfDef *p = record_printf(e->c, index, size);
+  if (!p) return;
+  size_t len;
+  char *text = format_record(p, payload, &len);
+  if (!text) return;
+  fflush(e->out);
+  fprintf(stderr, "%s%s%s", p->prefix ? p->prefix : "", text,
+          len && text[len - 1] == '\n' ? "" : "\n");
+  free(text);
+}
+
 /* bpftrace stops handling events once exit() is seen. */
 static void on_exit_event(const EventCtx *e, uint32_t index,
                           const uint8_t *payload, size_t size) {
@@ -393,5 +421,7 @@ const Builtin builtins_output[] = {
     OUTPUT("time", 0, 1, check_time, emit_time, EV_TIME, on_time),
     OUTPUT("join", 1, 2, check_join, emit_join, EV_JOIN, on_join),
     OUTPUT("exit", 0, 0, check_nothing, emit_exit, EV_EXIT, on_exit_event),
+    OUTPUT("errorf", 0, -1, check_errorf, emit_errorf, EV_ERRORF, on_errorf),
+    OUTPUT("warnf", 0, -1, check_errorf, emit_errorf, EV_WARNF, on_errorf),
     {0},
 };

@@ -112,6 +112,8 @@ typedef enum EventKind {
                        the list */
   EV_PRINT_VALUE,   /* print(value): index is a printf id without a format
                        whose one argument is the value */
+  EV_ERRORF,        /* errorf(fmt, ...), warnf(fmt, ...): like printf, */
+  EV_WARNF,         /* printed on stderr after PrintfDef.prefix */
 } EventKind;
 
 #define JOIN_MAX_ARGS 16
@@ -130,6 +132,7 @@ typedef struct PrintfDef {
   FmtArg args[MAX_PRINTF_ARGS];
   int size;         /* payload bytes after the EventHeader */
   Span span;
+  char *prefix;     /* errorf, warnf: "stdin:1:9-62: ERROR: " */
 } PrintfDef;
 
 /* One BPF program to load. A probe block whose body does not depend on the

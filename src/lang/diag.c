@@ -43,6 +43,20 @@ static void report(Diag *d, const char *kind, Span at, const char *fmt,
   if (at.line > 0 && d->src && d->src->text) show_source_line(d, at);
 }
 
+char *diag_prefix(const Diag *d, Span at, const char *kind) {
+  char *s = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&s, &len);
+  if (!f) return NULL;
+  if (at.line > 0 && d->src) {
+    int end = at.end_col > at.col ? at.end_col : at.col + 1;
+    fprintf(f, "%s:%d:%d-%d: ", d->src->name, at.line, at.col, end);
+  }
+  fprintf(f, "%s: ", kind);
+  fclose(f);
+  return s;
+}
+
 void diag_verror(Diag *d, Span at, const char *fmt, va_list ap) {
   d->errors++;
   report(d, "ERROR", at, fmt, ap);

@@ -46,6 +46,9 @@ void diag_hint(Diag *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void diag_verror(Diag *d, Span at, const char *fmt, va_list ap);
 
+/* "stdin:1:9-62: KIND: ", the prefix of a located message, malloc'd. */
+char *diag_prefix(const Diag *d, Span at, const char *kind);
+
 /* The smallest span covering both. */
 Span span_join(Span a, Span b);
 
