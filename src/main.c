@@ -408,6 +408,20 @@ static void close_output(FILE *out) {
     fflush(out);
 }
 
+/* Test harnesses (bpftrace's runtime test engine among them) set this
+ * variable and wait for the line of the same name on stdout before they
+ * start their workload; what the tracer printed before it they ignore.
+ * It comes after the attached_probes record and before BEGIN runs, so
+ * BEGIN's output follows it. */
+#define NOTIFY_ATTACHED_ENV "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
+
+static void notify_attached(FILE *out) {
+  if (!getenv(NOTIFY_ATTACHED_ENV)) return;
+  fflush(out);
+  fputs(NOTIFY_ATTACHED_ENV "\n", stdout);
+  fflush(stdout);
+}
+
 /* attach → run → detach, with the programs loaded. Returns the exit
  * status; nothing stays attached when it returns. */
 static int attach_and_run(Compiled *c, const Options *o, FILE *out, Diag *d) {
@@ -425,6 +439,7 @@ static int attach_and_run(Compiled *c, const Options *o, FILE *out, Diag *d) {
     if (!o->quiet)
       fprintf(stderr, "Attached %d probe%s\n", nattached,
               nattached == 1 ? "" : "s");
+    notify_attached(out);
   }
   RunOptions run_opts = {.out = out, .timeout_ms = 0, .format = o->format,
                          .child_pid = child.pid, .child_go_fd = child.go_fd};
