@@ -46,8 +46,9 @@ static const char usage_text[] =
     "and prints what they report until the script calls exit() or it is\n"
     "interrupted (Ctrl-C, SIGTERM); then it runs the END probes and prints\n"
     "every non-empty map. A script whose only probes are BEGIN and END\n"
-    "ends by itself once BEGIN has run. Loading needs root; -d and -l only\n"
-    "need to read tracefs for tracepoints, which is usually root-only too.\n"
+    "ends by itself once BEGIN has run. Loading needs root; -d, --dry-run\n"
+    "and -l only need to read tracefs for tracepoints, which is usually\n"
+    "root-only too.\n"
     "\n"
     "OPTIONS:\n"
     "    -e 'PROGRAM'   run PROGRAM, given on the command line (messages\n"
@@ -67,6 +68,8 @@ static const char usage_text[] =
     "                   assembly, under the script lines they come from,\n"
     "                   and exit without loading anything\n"
     "    -v             verbose: print the programs as -d does, then run\n"
+    "    --dry-run      compile and check the script, then exit without\n"
+    "                   loading or running anything (no BEGIN, no maps)\n"
     "    --unsafe       allow functions that act on the system: system(),\n"
     "                   signal()\n"
     "    -h, --help     show this help and exit\n"
@@ -113,8 +116,8 @@ typedef struct Options {
   const char *list_pattern;
   bool quiet;
   int format;              /* -f: OUT_TEXT or OUT_JSON */
-  bool dry_run;            /* -d */
-  bool verbose;            /* -v */
+  bool dry_run;            /* -d, --dry-run: compile only, load nothing */
+  bool show_programs;      /* -d, -v: print the programs as assembly */
   bool unsafe;             /* --unsafe: allow system() and signal() */
   const char *command;     /* -c: run this, trace until it exits */
 } Options;
@@ -153,12 +156,16 @@ static void report_bad_option(int c, char **argv) {
   usage_hint();
 }
 
+/* Long options without a short form, beyond every char value. */
+enum { OPT_DRY_RUN = 256 };
+
 /* Fills o from argv. Exits for --help, --version and bad usage. */
 static void parse_options(int argc, char **argv, Options *o) {
   static const struct option long_opts[] = {
       {"help", no_argument, NULL, 'h'},
       {"version", no_argument, NULL, 'V'},
       {"unsafe", no_argument, NULL, 'U'},
+      {"dry-run", no_argument, NULL, OPT_DRY_RUN},
       {NULL, 0, NULL, 0},
   };
   memset(o, 0, sizeof(*o));
@@ -195,8 +202,9 @@ static void parse_options(int argc, char **argv, Options *o) {
       }
       break;
     case 'q': o->quiet = true; break;
-    case 'd': o->dry_run = true; break;
-    case 'v': o->verbose = true; break;
+    case 'd': o->dry_run = o->show_programs = true; break;
+    case 'v': o->show_programs = true; break;
+    case OPT_DRY_RUN: o->dry_run = true; break;
     case 'U': o->unsafe = true; break;
     case 'h': fputs(usage_text, stdout); exit(0);
     case 'V': printf("loupe v%s\n", LOUPE_VERSION); exit(0);
@@ -540,7 +548,7 @@ static int load_and_run(Compiled *c, const Options *o, Diag *d) {
 /* compile → (print) → load and run; the exit status. */
 static int run_main(const Options *o, Diag *d) {
   if (compile(&source, o, &compiled, d) < 0) return 1;
-  if (o->dry_run || o->verbose) print_programs(&compiled, &source, stdout);
+  if (o->show_programs) print_programs(&compiled, &source, stdout);
   if (o->dry_run) return 0;
   if (geteuid() != 0) {
     fputs("ERROR: loupe needs root to load BPF programs (run it with sudo)\n",
