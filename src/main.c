@@ -70,6 +70,7 @@ static const char usage_text[] =
     "    -v             verbose: print the programs as -d does, then run\n"
     "    --dry-run      compile and check the script, then exit without\n"
     "                   loading or running anything (no BEGIN, no maps)\n"
+    "    --no-warnings  do not print warnings (\"WARNING: ...\")\n"
     "    --unsafe       allow functions that act on the system: system(),\n"
     "                   signal()\n"
     "    -h, --help     show this help and exit\n"
@@ -118,6 +119,7 @@ typedef struct Options {
   int format;              /* -f: OUT_TEXT or OUT_JSON */
   bool dry_run;            /* -d, --dry-run: compile only, load nothing */
   bool show_programs;      /* -d, -v: print the programs as assembly */
+  bool no_warnings;        /* --no-warnings */
   bool unsafe;             /* --unsafe: allow system() and signal() */
   const char *command;     /* -c: run this, trace until it exits */
 } Options;
@@ -157,7 +159,7 @@ static void report_bad_option(int c, char **argv) {
 }
 
 /* Long options without a short form, beyond every char value. */
-enum { OPT_DRY_RUN = 256 };
+enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS };
 
 /* Fills o from argv. Exits for --help, --version and bad usage. */
 static void parse_options(int argc, char **argv, Options *o) {
@@ -166,6 +168,7 @@ static void parse_options(int argc, char **argv, Options *o) {
       {"version", no_argument, NULL, 'V'},
       {"unsafe", no_argument, NULL, 'U'},
       {"dry-run", no_argument, NULL, OPT_DRY_RUN},
+      {"no-warnings", no_argument, NULL, OPT_NO_WARNINGS},
       {NULL, 0, NULL, 0},
   };
   memset(o, 0, sizeof(*o));
@@ -205,6 +208,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     case 'd': o->dry_run = o->show_programs = true; break;
     case 'v': o->show_programs = true; break;
     case OPT_DRY_RUN: o->dry_run = true; break;
+    case OPT_NO_WARNINGS: o->no_warnings = true; break;
     case 'U': o->unsafe = true; break;
     case 'h': fputs(usage_text, stdout); exit(0);
     case 'V': printf("loupe v%s\n", LOUPE_VERSION); exit(0);
@@ -566,6 +570,7 @@ int main(int argc, char **argv) {
   if (read_source(&o, &source) < 0) return 1;
   Diag d;
   diag_init(&d, &source);
+  d.no_warnings = o.no_warnings;
   compiled.ringbuf_fd = -1;
   compiled.scratch_fd = -1;
   if (o.command && !o.dry_run && geteuid() == 0 &&
