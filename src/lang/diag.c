@@ -7,6 +7,7 @@ void diag_init(Diag *d, const Source *src) {
   d->out = stderr;
   d->errors = 0;
   d->warnings = 0;
+  d->no_warnings = false;
 }
 
 /* Prints line `line` of the source and marks columns [col, end_col). Tabs
@@ -72,6 +73,7 @@ void diag_error(Diag *d, Span at, const char *fmt, ...) {
 void diag_warning(Diag *d, Span at, const char *fmt, ...) {
   va_list ap;
   d->warnings++;
+  if (d->no_warnings) return;
   va_start(ap, fmt);
   report(d, "WARNING", at, fmt, ap);
   va_end(ap);

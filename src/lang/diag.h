@@ -12,6 +12,7 @@
 #define LOUPE_DIAG_H
 
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 
 /* A script's text and the name it is reported under ("stdin" for -e). */
@@ -34,6 +35,7 @@ typedef struct Diag {
   FILE *out;    /* stderr unless a test redirects it */
   int errors;   /* number of errors reported so far */
   int warnings;
+  bool no_warnings;  /* --no-warnings: count warnings, print none */
 } Diag;
 
 void diag_init(Diag *d, const Source *src);

@@ -1,9 +1,11 @@
 /* run: the event loop between attach and detach.
  *
  * BEGIN programs run first (user space runs them with BPF_PROG_TEST_RUN),
- * then ring buffer records are handled until exit(), SIGINT, SIGTERM or
- * the timeout; then END programs run, their records are handled, and every
- * map is printed. END's printf output therefore comes before the maps.
+ * then ring buffer records are handled until exit(), SIGINT, SIGTERM, the
+ * end of the -c command or the timeout; then END programs run, their
+ * records are handled, and every map is printed. END's printf output
+ * therefore comes before the maps. A script with no probe but BEGIN and
+ * END skips the waiting (unless a -c command runs), as bpftrace does.
  *
  * After exit() the records still queued are dropped, as bpftrace stops
  * handling events once exit() is seen; records END produces are handled.
@@ -140,6 +142,26 @@ static bool prog_is(const BpfProg *p, const char *provider) {
   return false;
 }
 
+static bool ap_is_special(const AttachPoint *ap) {
+  return ap_is(ap, "BEGIN") || ap_is(ap, "END");
+}
+
+/* Whether the script has only BEGIN and END probes: then no event can
+ * come after BEGIN, and the run ends once BEGIN is done, as in bpftrace. */
+static bool only_begin_end(const Compiled *c) {
+  for (int i = 0; i < c->nprogs; i++) {
+    const BpfProg *p = &c->progs[i];
+    if (p->ap) {
+      if (!ap_is_special(p->ap)) return false;
+      continue;
+    }
+    for (const AttachPoint *ap = p->probe ? p->probe->aps : NULL; ap;
+         ap = ap->next)
+      if (!ap_is_special(ap)) return false;
+  }
+  return true;
+}
+
 static void run_prog_once(const BpfProg *p, const char *provider) {
   uint64_t args[RAW_TP_MAX_ARGS] = {0};
   LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = args,
@@ -223,7 +245,10 @@ int run_script(Compiled *c, const RunOptions *opts) {
     if (write(opts->child_go_fd, "g", 1) != 1) st.child_pid = -1;
     close(opts->child_go_fd);
   }
-  event_loop(&st, rb, opts->timeout_ms);
+  /* With only BEGIN and END there is nothing to wait for, unless a -c
+   * command runs: then the script lasts as long as the command. */
+  if (st.child_pid > 0 || !only_begin_end(c))
+    event_loop(&st, rb, opts->timeout_ms);
   /* Records queued before the stop are still handled (or dropped if the
    * stop was exit()); END's own records always are. */
   drain(&st, rb);

@@ -16,8 +16,10 @@ typedef struct RunOptions {
 } RunOptions;
 
 /* Runs BEGIN programs (then starts the -c command), then consumes events
- * until exit(), SIGINT, SIGTERM or the command's exit, then runs END programs, drains the remaining events and prints
- * every non-empty map. Returns the process exit status. */
+ * until exit(), SIGINT, SIGTERM or the command's exit (at once when the
+ * script has only BEGIN and END probes and no command), then runs END
+ * programs, drains the remaining events and prints every non-empty map.
+ * Returns the process exit status. */
 int run_script(Compiled *c, const RunOptions *opts);
 
 /* Set to 1 by main's SIGINT/SIGTERM handler, installed before loading, when
