@@ -106,9 +106,11 @@ static void check_join(Checker *c, Node *n) {
 
 static void check_nothing(Checker *c, Node *n) {}
 
-/* errorf() and warnf(): printf on stderr, after the call's location. */
+/* errorf() and warnf(): printf on stderr, after the call's location.
+ * With --no-warnings a warnf() is checked but sends nothing (ival 1). */
 static void check_errorf(Checker *c, Node *n) {
   check_printf(c, n);
+  n->ival = n->name[0] == 'w' && c->d->no_warnings;
   if (c->pass == 2 && n->printf_id >= 0 && c->d->errors == 0)
     c->out->printfs[n->printf_id].prefix =
         diag_prefix(c->d, n->span, n->name[0] == 'e' ? "ERROR" : "WARNING");
@@ -192,6 +194,7 @@ static bool emit_join(Gen *g, Node *n) {
 }
 
 static bool emit_errorf(Gen *g, Node *n) {
+  if (n->ival) return false;
   emit_record(g, n, n->args->next, n->name[0] == 'e' ? EV_ERRORF : EV_WARNF);
   return false;
 }
