@@ -30,7 +30,7 @@ typedef struct EventCtx {
   const Compiled *c;
   FILE *out;
   int format;        /* OutFormat */
-  int *exit_seen;    /* set to stop handling records (exit()) */
+  int *exit_seen;    /* set to stop handling records: 1 + exit()'s code */
 } EventCtx;
 
 struct AggOps;

@@ -104,8 +104,6 @@ static void check_join(Checker *c, Node *n) {
   n->printf_id = add_printf_def(c, def);
 }
 
-static void check_nothing(Checker *c, Node *n) {}
-
 /* errorf() and warnf(): printf on stderr, after the call's location.
  * With --no-warnings a warnf() is checked but sends nothing (ival 1). */
 static void check_errorf(Checker *c, Node *n) {
@@ -199,9 +197,19 @@ static bool emit_errorf(Gen *g, Node *n) {
   return false;
 }
 
-/* Tells user space, then leaves the program at once. */
+/* exit([code]): the code, 0 to 255, is a constant. */
+static void check_exit(Checker *c, Node *n) {
+  int64_t code = 0;
+  if (n->args && !want_const(c, n->args, n->name, "the exit code", 0, 255,
+                             &code))
+    return;
+  n->ival = code;
+}
+
+/* Tells user space (the record's index is the code), then leaves the
+ * program at once. */
 static bool emit_exit(Gen *g, Node *n) {
-  emit_event(g, EV_EXIT, 0);
+  emit_event(g, EV_EXIT, (uint32_t)n->ival);
   emit_return(g);
   return true;
 }
@@ -407,10 +415,11 @@ static void on_errorf(const EventCtx *e, uint32_t index,
   free(text);
 }
 
-/* bpftrace stops handling events once exit() is seen. */
+/* bpftrace stops handling events once exit() is seen; loupe then exits
+ * with its code. */
 static void on_exit_event(const EventCtx *e, uint32_t index,
                           const uint8_t *payload, size_t size) {
-  *e->exit_seen = 1;
+  *e->exit_seen = 1 + (int)(index & 0xff);
 }
 
 /* A statement sending event `ev`: name, arguments, check, emit, handler. */
@@ -423,7 +432,7 @@ const Builtin builtins_output[] = {
     OUTPUT("cat", 0, -1, check_printf, emit_cat, EV_CAT, on_cat),
     OUTPUT("time", 0, 1, check_time, emit_time, EV_TIME, on_time),
     OUTPUT("join", 1, 2, check_join, emit_join, EV_JOIN, on_join),
-    OUTPUT("exit", 0, 0, check_nothing, emit_exit, EV_EXIT, on_exit_event),
+    OUTPUT("exit", 0, 1, check_exit, emit_exit, EV_EXIT, on_exit_event),
     OUTPUT("errorf", 0, -1, check_errorf, emit_errorf, EV_ERRORF, on_errorf),
     OUTPUT("warnf", 0, -1, check_errorf, emit_errorf, EV_WARNF, on_errorf),
     {0},

@@ -48,7 +48,8 @@ typedef struct RunState {
   Compiled *c;
   FILE *out;
   int format;        /* OutFormat */
-  int exit_seen;     /* exit() was called: drop records until END runs */
+  int exit_seen;     /* exit() was called: drop records until END runs;
+                        1 + the exit code it gave */
   int handled;       /* records handled since the last flush */
   long budget;       /* records this poll or drain may still handle */
   int child_pid;     /* the -c command while it runs, else <= 0 */
@@ -252,6 +253,7 @@ int run_script(Compiled *c, const RunOptions *opts) {
   /* Records queued before the stop are still handled (or dropped if the
    * stop was exit()); END's own records always are. */
   drain(&st, rb);
+  int status = st.exit_seen ? st.exit_seen - 1 : 0;
   st.exit_seen = 0;
   run_special(&st, rb, "END");
 
@@ -259,5 +261,5 @@ int run_script(Compiled *c, const RunOptions *opts) {
   fflush(st.out);
   ring_buffer__free(rb);
   restore_signals(&saved);
-  return 0;
+  return status;
 }
