@@ -132,7 +132,6 @@ const Builtin builtins_kernel[] = {
     NOT_YET("reg", BI_CALL),
     NOT_YET("cgroupid", BI_CALL),
     NOT_YET("override", BI_CALL),
-    NOT_YET("strftime", BI_CALL),
     NOT_YET("macaddr", BI_CALL),
     NOT_YET("path", BI_CALL),
     NOT_YET("sizeof", BI_CALL),

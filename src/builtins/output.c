@@ -54,7 +54,8 @@ static void check_printf(Checker *c, Node *n) {
                     : (conv[i] == 'r' || conv[i] == 'R') ? TY_BUF : TY_INT;
     if (a->type.kind == TY_NONE) return;
     bool ok = a->type.kind == want ||
-              (want == TY_BUF && a->type.kind == TY_STR);
+              (want == TY_BUF && a->type.kind == TY_STR) ||
+              (want == TY_STR && a->type.time_fmt);   /* strftime() */
     if (!ok) {
       const char *what = want == TY_STR ? "a string"
                          : want == TY_BUF ? "a buffer" : "an integer";
@@ -62,8 +63,8 @@ static void check_printf(Checker *c, Node *n) {
                conv[i] == 'R' ? 'r' : conv[i], what, TYPE_NAME(a->type));
       return;
     }
-    def.args[i].type = a->type.kind == TY_INT
-                           ? ty_int(8, a->type.is_signed) : a->type;
+    def.args[i].type = a->type.kind == TY_INT ? ty_widened(a->type)
+                                              : a->type;
     def.args[i].offset = off;
     off += value_cap(a->type);
   }
@@ -114,7 +115,28 @@ static void check_errorf(Checker *c, Node *n) {
         diag_prefix(c->d, n->span, n->name[0] == 'e' ? "ERROR" : "WARNING");
 }
 
+/* strftime(fmt, ns): ns, a time since boot, printed as fmt says wherever
+ * it goes (printf %s, print, maps, tuples); formatted in user space. */
+static void check_strftime(Checker *c, Node *n) {
+  Node *fmt = n->args, *ns = fmt->next;
+  if (fmt->kind != N_STR) {
+    error_at(c, fmt->span, "strftime() expects a string literal as format");
+    return;
+  }
+  check_expr(c, ns);
+  if (!want_int(c, n, ns)) return;
+  int64_t v;
+  if (const_int(ns, &v) && v < 0) {
+    error_at(c, ns->span, "strftime(): the timestamp must not be negative");
+    return;
+  }
+  n->type = ty_int(8, false);
+  n->type.time_fmt = fmt->sval;
+}
+
 /* ---- code ------------------------------------------------------------ */
+
+static int emit_strftime(Gen *g, Node *n) { return gen_int(g, n->args->next); }
 
 void emit_record(Gen *g, Node *n, Node *first, uint32_t kind) {
   PrintfDef *def = &g->c->printfs[n->printf_id];
@@ -433,6 +455,8 @@ const Builtin builtins_output[] = {
     OUTPUT("time", 0, 1, check_time, emit_time, EV_TIME, on_time),
     OUTPUT("join", 1, 2, check_join, emit_join, EV_JOIN, on_join),
     OUTPUT("exit", 0, 1, check_exit, emit_exit, EV_EXIT, on_exit_event),
+    {"strftime", BI_CALL, 2, 2, true, check_strftime, emit_strftime, NULL,
+     NULL, NULL, 0, NULL},
     OUTPUT("errorf", 0, -1, check_errorf, emit_errorf, EV_ERRORF, on_errorf),
     OUTPUT("warnf", 0, -1, check_errorf, emit_errorf, EV_WARNF, on_errorf),
     {0},

@@ -44,6 +44,8 @@ typedef struct Type {
   bool is_signed;    /* TY_INT */
   bool is_pointer;   /* TY_INT holding an address (e.g. a `char *` field) */
   bool is_bool;      /* TY_INT of size 1 that prints as true / false */
+  const char *time_fmt;  /* TY_INT from strftime(): nanoseconds since
+                            boot, printed as a time in this format */
   AddrSpace as;      /* for pointers */
   AggKind agg;       /* TY_AGG: which aggregation */
   struct TupleType *tuple;     /* TY_TUPLE */

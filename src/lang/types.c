@@ -28,6 +28,7 @@ Type ty_widened(Type t) {
   Type w = ty_int(8, t.is_signed);
   w.is_bool = t.is_bool;
   w.is_pointer = t.is_pointer;
+  w.time_fmt = t.time_fmt;
   w.as = t.as;
   w.ctype = t.ctype;
   return w;

@@ -40,6 +40,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* ---- printf ---------------------------------------------------------- */
 
@@ -147,6 +148,42 @@ int printf_parse(const char *fmt, char *conv_out, int max, char *err,
   }
   if (conv_out) conv_out[n] = '\0';
   return n;
+}
+
+/* strftime()'s value: ns since boot as the local time in fmt (strftime(3),
+ * plus %f for the microseconds). Boot time becomes wall time through the
+ * two clocks' difference when loupe first formats a time. */
+static void format_timestamp(const char *fmt, uint64_t ns, char *buf,
+                             size_t len) {
+  static int64_t boot_to_wall;   /* read once, so times compare exactly */
+  if (!boot_to_wall) {
+    struct timespec real, boot;
+    clock_gettime(CLOCK_REALTIME, &real);
+    clock_gettime(CLOCK_BOOTTIME, &boot);
+    boot_to_wall = (real.tv_sec - boot.tv_sec) * 1000000000LL +
+                   (real.tv_nsec - boot.tv_nsec);
+  }
+  int64_t wall = boot_to_wall + (int64_t)ns;
+  time_t secs = (time_t)(wall / 1000000000LL);
+  char micros[8], expanded[512];
+  snprintf(micros, sizeof micros, "%06d", (int)(wall % 1000000000LL / 1000));
+  size_t o = 0;
+  for (const char *f = fmt; *f && o + 8 < sizeof expanded; f++) {
+    if (f[0] == '%' && f[1] == 'f') {
+      memcpy(expanded + o, micros, 6);
+      o += 6;
+      f++;
+    } else if (f[0] == '%' && f[1]) {
+      expanded[o++] = *f++;
+      expanded[o++] = *f;
+    } else {
+      expanded[o++] = *f;
+    }
+  }
+  expanded[o] = '\0';
+  struct tm tm;
+  localtime_r(&secs, &tm);
+  if (strftime(buf, len, expanded, &tm) == 0) buf[0] = '\0';
 }
 
 /* Literal text between conversions goes through C's printf in bpftrace, so
@@ -261,6 +298,14 @@ static void put_conv(const Conv *cv, const FmtArg *arg, const uint8_t *payload,
       c_spec(cv, "", 'p', spec, sizeof spec);
       snprintf(buf, need, spec, (void *)(uintptr_t)v);
       break;
+    case 's': {   /* strftime()'s value, the only integer %s takes */
+      char text[512];
+      format_timestamp(arg->type.time_fmt ? arg->type.time_fmt : "%s", v,
+                       text, sizeof text);
+      c_spec(cv, "", 's', spec, sizeof spec);
+      snprintf(buf, need, spec, text);
+      break;
+    }
     default: /* %s given an integer: the checker forbids it */
       snprintf(buf, need, "%" PRId64, (int64_t)v);
       break;
@@ -602,6 +647,15 @@ static void put_value(const Type *t, const uint8_t *p, int stored,
     }
     break;
   default: {
+    if (t->time_fmt) {
+      char text[512];
+      format_timestamp(t->time_fmt, (uint64_t)read_s64(p), text, sizeof text);
+      if (json)
+        print_json_string(text, strlen(text), out);
+      else
+        fputs(text, out);
+      break;
+    }
     /* JSON has no hex numbers: a pointer is its plain value there */
     Type num = *t;
     if (json) num.is_pointer = false;
@@ -622,7 +676,7 @@ static void put_key(const MapSym *m, int i, const uint8_t *key, FILE *out) {
   const uint8_t *k = key + m->key_off[i];
   const Type *t = &m->key_types[i];
   int end = i + 1 < m->nkeys ? m->key_off[i + 1] : m->key_size;
-  if (t->kind == TY_INT && !t->is_bool && !t->is_pointer) {
+  if (t->kind == TY_INT && !t->is_bool && !t->is_pointer && !t->time_fmt) {
     if (t->is_signed || t->size >= 8)
       fprintf(out, "%" PRId64, read_s64(k));
     else
