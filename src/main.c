@@ -435,29 +435,38 @@ static void notify_attached(FILE *out) {
   fflush(stdout);
 }
 
-/* attach → run → detach, with the programs loaded. Returns the exit
- * status; nothing stays attached when it returns. */
+/* BEGIN → attach → run → detach, with the programs loaded. BEGIN runs
+ * before the other probes are attached, as bpftrace documents, so what it
+ * sets up is there when the first event comes. Returns the exit status;
+ * nothing stays attached when it returns. */
 static int attach_and_run(Compiled *c, const Options *o, FILE *out, Diag *d) {
   LinkSet links = {0};
-  /* Stopped while loading: attach nothing, but still let run_script run
-   * BEGIN and END and print the maps, as an early Ctrl-C would. */
-  if (!loupe_stop_requested) {
-    int nattached = attach_all(c, &links, d);
-    if (nattached < 0) return 1;
-    /* With -f json, bpftrace's attached_probes record goes to the output
-     * as well; the stderr line stays for whoever waits on it. */
-    if (!o->quiet && o->format == OUT_JSON)
-      fprintf(out, "{\"type\": \"attached_probes\", \"data\": "
-              "{\"probes\": %d}}\n", nattached);
-    if (!o->quiet)
-      fprintf(stderr, "Attached %d probe%s\n", nattached,
-              nattached == 1 ? "" : "s");
-    notify_attached(out);
-  }
+  /* With -f json, bpftrace's attached_probes record goes to the output,
+   * before BEGIN's, as bpftrace announces its probes before attaching. */
+  if (!o->quiet && o->format == OUT_JSON)
+    fprintf(out, "{\"type\": \"attached_probes\", \"data\": "
+            "{\"probes\": %d}}\n", attach_all(c, NULL, d));
   RunOptions run_opts = {.out = out, .timeout_ms = 0, .format = o->format,
                          .child_pid = child.pid, .child_go_fd = child.go_fd};
-  child.go_fd = -1;   /* run_script releases (and closes) it */
-  int status = run_script(c, &run_opts);
+  child.go_fd = -1;   /* the run releases (and closes) it */
+  Run *run = run_begin(c, &run_opts);
+  if (!run) return 1;
+  /* Stopped while loading or in BEGIN (exit()): attach nothing more, but
+   * still run END and print the maps, as an early Ctrl-C would. The lines
+   * that say what is attached come either way, for whoever waits on them. */
+  int nattached = special_probe_count(c);
+  if (!run_stopping(run)) {
+    nattached = attach_all(c, &links, d);
+    if (nattached < 0) {
+      run_abandon(run);
+      return 1;
+    }
+  }
+  if (!o->quiet)
+    fprintf(stderr, "Attached %d probe%s\n", nattached,
+            nattached == 1 ? "" : "s");
+  notify_attached(out);
+  int status = run_finish(run);
   links_close_all(&links);
   return status;
 }

@@ -426,7 +426,7 @@ static int attach_ap(const BpfProg *p, AttachPoint *ap, const Target *only,
   int count = 0;
   for (Target *t = ap->targets; t; t = t->next) {
     if (only && t != only) continue;
-    if (prov->attach) {
+    if (prov->attach && links) {
       char err[256] = "";
       if (prov->attach(t, p->fd, links, err, sizeof err) < 0) {
         diag_error(d, ap->span, "could not attach to %s: %s", t->name, err);
@@ -458,6 +458,15 @@ int attach_all(Compiled *c, LinkSet *links, Diag *d) {
       return -1;
     }
     count += n;
+  }
+  return count;
+}
+
+int special_probe_count(const Compiled *c) {
+  int count = 0;
+  for (int i = 0; i < c->nprogs; i++) {
+    const AttachPoint *ap = c->progs[i].ap;
+    if (ap && ap->prov && !ap->prov->attach) count += ap->ntargets;
   }
   return count;
 }

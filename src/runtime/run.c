@@ -225,41 +225,87 @@ static void event_loop(RunState *st, struct ring_buffer *rb, int timeout_ms) {
   }
 }
 
-int run_script(Compiled *c, const RunOptions *opts) {
-  RunState st = {.c = c, .out = opts->out ? opts->out : stdout,
-                 .format = opts->format, .child_pid = opts->child_pid};
+struct Run {
+  RunState st;
   SavedSignals saved;
-  catch_signals(&saved);
+  struct ring_buffer *rb;
+  int timeout_ms;
+  int child_go_fd;
+  FILE *out;           /* where output goes */
+  char *begin_text;    /* what BEGIN printed, held until run_finish */
+  size_t begin_len;
+};
 
-  struct ring_buffer *rb = NULL;
+Run *run_begin(Compiled *c, const RunOptions *opts) {
+  Run *r = calloc(1, sizeof *r);
+  if (!r) return NULL;
+  r->st = (RunState){.c = c, .out = opts->out ? opts->out : stdout,
+                     .format = opts->format, .child_pid = opts->child_pid};
+  r->timeout_ms = opts->timeout_ms;
+  r->child_go_fd = opts->child_go_fd;
+  r->out = r->st.out;
+  catch_signals(&r->saved);
   if (c->ringbuf_fd >= 0) {
-    rb = ring_buffer__new(c->ringbuf_fd, on_record, &st, NULL);
-    if (!rb)
+    r->rb = ring_buffer__new(c->ringbuf_fd, on_record, &r->st, NULL);
+    if (!r->rb)
       fprintf(stderr, "loupe: cannot read the event ring buffer: %s\n",
               strerror(errno));
   }
+  /* BEGIN's output is held back until the probes are attached and said
+   * so (bpftrace prints it after its "attached" notice too), but its
+   * records are read now, to know whether it called exit(). */
+  FILE *held = open_memstream(&r->begin_text, &r->begin_len);
+  if (held) r->st.out = held;
+  run_special(&r->st, r->rb, "BEGIN");
+  if (held) {
+    fclose(held);
+    r->st.out = r->out;
+  }
+  return r;
+}
 
-  run_special(&st, rb, "BEGIN");
-  if (opts->child_go_fd >= 0) {
+bool run_stopping(const Run *r) {
+  return r->st.exit_seen || loupe_stop_requested;
+}
+
+int run_finish(Run *r) {
+  RunState *st = &r->st;
+  if (r->begin_len) fwrite(r->begin_text, 1, r->begin_len, st->out);
+  fflush(st->out);
+  if (r->child_go_fd >= 0) {
     /* everything is attached and BEGIN has run: the command may start */
-    fflush(st.out);
-    if (write(opts->child_go_fd, "g", 1) != 1) st.child_pid = -1;
-    close(opts->child_go_fd);
+    fflush(st->out);
+    if (write(r->child_go_fd, "g", 1) != 1) st->child_pid = -1;
+    close(r->child_go_fd);
+    r->child_go_fd = -1;
   }
   /* With only BEGIN and END there is nothing to wait for, unless a -c
    * command runs: then the script lasts as long as the command. */
-  if (st.child_pid > 0 || !only_begin_end(c))
-    event_loop(&st, rb, opts->timeout_ms);
+  if (st->child_pid > 0 || !only_begin_end(st->c))
+    event_loop(st, r->rb, r->timeout_ms);
   /* Records queued before the stop are still handled (or dropped if the
    * stop was exit()); END's own records always are. */
-  drain(&st, rb);
-  int status = st.exit_seen ? st.exit_seen - 1 : 0;
-  st.exit_seen = 0;
-  run_special(&st, rb, "END");
+  drain(st, r->rb);
+  int status = st->exit_seen ? st->exit_seen - 1 : 0;
+  st->exit_seen = 0;
+  run_special(st, r->rb, "END");
 
-  print_all_maps_as(c, st.format, st.out);
-  fflush(st.out);
-  ring_buffer__free(rb);
-  restore_signals(&saved);
+  print_all_maps_as(st->c, st->format, st->out);
+  fflush(st->out);
+  run_abandon(r);
   return status;
+}
+
+void run_abandon(Run *r) {
+  if (r->child_go_fd >= 0) close(r->child_go_fd);
+  r->child_go_fd = -1;
+  ring_buffer__free(r->rb);
+  restore_signals(&r->saved);
+  free(r->begin_text);
+  free(r);
+}
+
+int run_script(Compiled *c, const RunOptions *opts) {
+  Run *r = run_begin(c, opts);
+  return r ? run_finish(r) : 1;
 }

@@ -3,6 +3,7 @@
 #define LOUPE_RUN_H
 
 #include <signal.h>
+#include <stdbool.h>
 
 #include "runtime/print.h"
 #include "codegen/program.h"
@@ -15,11 +16,24 @@ typedef struct RunOptions {
   int child_go_fd;      /* -c: write a byte after BEGIN to start it; -1 */
 } RunOptions;
 
-/* Runs BEGIN programs (then starts the -c command), then consumes events
- * until exit(), SIGINT, SIGTERM or the command's exit (at once when the
- * script has only BEGIN and END probes and no command), then runs END
- * programs, drains the remaining events and prints every non-empty map.
- * Returns the process exit status. */
+/* A run in two halves, so that BEGIN runs before the other probes are
+ * attached, as bpftrace documents:
+ * run_begin sets up the event buffer and the signal handling, runs the
+ * BEGIN programs and prints what they sent (NULL when out of memory);
+ * run_stopping tells whether BEGIN called exit() or a stop was asked for,
+ * in which case the caller need not attach anything;
+ * run_finish starts the -c command, consumes events until exit(), SIGINT,
+ * SIGTERM or the command's exit (at once when the script has only BEGIN
+ * and END probes and no command), runs END, drains the remaining events,
+ * prints every non-empty map, frees the run and returns the process exit
+ * status; run_abandon frees a run that will not finish (attach failed). */
+typedef struct Run Run;
+Run *run_begin(Compiled *c, const RunOptions *opts);
+bool run_stopping(const Run *r);
+int run_finish(Run *r);
+void run_abandon(Run *r);
+
+/* run_begin, then run_finish, with nothing to attach in between. */
 int run_script(Compiled *c, const RunOptions *opts);
 
 /* Set to 1 by main's SIGINT/SIGTERM handler, installed before loading, when
