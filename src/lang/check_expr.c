@@ -29,7 +29,17 @@ static Type field_type(const TpField *f, const char *category, int strlen) {
   return ty_int(f->size, f->is_signed);
 }
 
-/* The loupe type of a value of C type ct found in memory of `as`. */
+/* The address space a pointer made from, or read through, a value of type
+ * t points into: t's own (a uprobe's arg0 is a user address, curtask a
+ * kernel one), else the probe's: user memory in uprobes, kernel memory
+ * elsewhere. */
+static AddrSpace space_of(Checker *c, Type t) {
+  if (t.as) return t.as;
+  return c->probe && probe_is_uprobe(c->probe) ? AS_USER : AS_KERNEL;
+}
+
+/* The loupe type of a value of C type ct found in memory of `as`: a
+ * pointer found there points into the same space. */
 static bool type_of_ctype(const CType *ct, AddrSpace as, Type *out) {
   Type t = {0};
   switch (ct->kind) {
@@ -91,7 +101,7 @@ static void check_struct_field(Checker *c, Node *n) {
     return;
   }
   Type t;
-  if (!type_of_ctype(f.type, lt.as ? lt.as : AS_KERNEL, &t)) {
+  if (!type_of_ctype(f.type, space_of(c, lt), &t)) {
     char name[120];
     error_at(c, n->span, "loupe cannot read field '%s' of type '%s' yet",
              n->name, ctype_name(f.type, name, sizeof(name)));
@@ -308,9 +318,8 @@ static void check_cast(Checker *c, Node *n) {
       error_at(c, n->span, "Cannot cast to struct type \"%s\"", n->name);
       return;
     }
-    AddrSpace as = n->lhs->type.is_pointer ? n->lhs->type.as : AS_KERNEL;
     if ((ct->kind != C_PTR && ct->kind != C_INT && ct->kind != C_ENUM) ||
-        !type_of_ctype(ct, as ? as : AS_KERNEL, &t)) {
+        !type_of_ctype(ct, space_of(c, n->lhs->type), &t)) {
       error_at(c, n->span, "Cannot cast to \"%s\": only integer and "
                "pointer casts are possible", n->name);
       return;
@@ -426,7 +435,7 @@ static void check_deref(Checker *c, Node *n) {
              "unknown; cast it first, e.g. *(uint8 *)p", TYPE_NAME(t));
     return;
   }
-  if (!type_of_ctype(t.ctype, t.as ? t.as : AS_KERNEL, &n->type)) {
+  if (!type_of_ctype(t.ctype, space_of(c, t), &n->type)) {
     char name[120];
     error_at(c, n->span, "loupe cannot read a value of type '%s' yet",
              ctype_name(t.ctype, name, sizeof(name)));
@@ -455,7 +464,7 @@ static void check_index(Checker *c, Node *n) {
     return;
   }
   n->field_offset = elem->size;   /* the element size, for codegen */
-  if (!type_of_ctype(elem, t.as ? t.as : AS_KERNEL, &n->type)) {
+  if (!type_of_ctype(elem, space_of(c, t), &n->type)) {
     char name[120];
     error_at(c, n->span, "loupe cannot read a value of type '%s' yet",
              ctype_name(elem, name, sizeof(name)));
