@@ -330,6 +330,8 @@ static void check_cast(Checker *c, Node *n) {
              TYPE_NAME(n->lhs->type));
     return;
   }
+  /* (uint64)arg0 is still an address in arg0's space */
+  if (!t.is_pointer) t.as = n->lhs->type.as;
   n->type = t;
 }
 
@@ -419,6 +421,8 @@ static void check_binop(Checker *c, Node *n) {
     n->field_offset = l.ctype && l.ctype->size > 1 ? l.ctype->size : 1;
   } else {
     n->type = ty_int(8, result_signed(l, r));
+    /* arg0 + 8 is still an address in arg0's space */
+    if (n->op == '+' || n->op == '-') n->type.as = l.as ? l.as : r.as;
   }
 }
 

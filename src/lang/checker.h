@@ -27,6 +27,10 @@ typedef struct Checker {
 /* ---- types (types.c) ------------------------------------------------ */
 
 Type ty_int(int size, bool is_signed);
+/* t as a variable or a map holds it: an integer widened to 8 bytes that
+ * stays a pointer if it was one, to the same type in the same address
+ * space (a $p holding a user pointer still reads user memory). */
+Type ty_stored(Type t);
 Type ty_str(int size);
 Type ty_void(void);
 Type ty_agg(AggKind agg);

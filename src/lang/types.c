@@ -14,6 +14,15 @@ Type ty_int(int size, bool is_signed) {
   return t;
 }
 
+Type ty_stored(Type t) {
+  if (t.kind != TY_INT) return t;
+  Type w = ty_int(8, t.is_signed);
+  w.is_pointer = t.is_pointer;
+  w.as = t.as;
+  w.ctype = t.ctype;
+  return w;
+}
+
 Type ty_str(int size) {
   Type t = {.kind = TY_STR, .size = size};
   return t;
