@@ -330,9 +330,10 @@ int gen_ternary_int(Gen *g, Node *n) {
 }
 
 /* $x++ / ++$x and the map forms. As a statement (value unused) the old
- * value is not kept. */
+ * value is not kept. A pointer moves by whole elements (field_offset). */
 int gen_incdec(Gen *g, Node *n, bool as_stmt) {
-  int64_t delta = n->op == OP_INC ? 1 : -1;
+  int64_t step = n->field_offset > 1 ? n->field_offset : 1;
+  int64_t delta = n->op == OP_INC ? step : -step;
   bool prefix = n->ival != 0 || as_stmt;
   if (n->lhs->kind == N_MAP)
     return gen_map_update_int(g, n->lhs, '+', NULL, delta, !prefix);

@@ -418,6 +418,7 @@ static void check_incdec(Checker *c, Node *n) {
     if (lhs->type.kind != TY_INT && lhs->type.kind != TY_NONE)
       error_at(c, n->span, "The %s operator can not be used on expressions "
                "of type '%s'", op_text(n->op), TYPE_NAME(lhs->type));
+    n->field_offset = pointer_step(lhs->type);   /* $p++ moves by elements */
     return;
   }
   if (lhs->kind != N_MAP) {
@@ -436,6 +437,7 @@ static void check_incdec(Checker *c, Node *n) {
   }
   map_set_value(c, m, ty_int(8, true), lhs->span, n->span);
   lhs->type = m->value_type;
+  n->field_offset = pointer_step(lhs->type);
 }
 
 /* The loop variable of a for: declared by it, an error if it exists. */

@@ -418,7 +418,7 @@ static void check_binop(Checker *c, Node *n) {
   } else if (l.is_pointer && !r.is_pointer && (n->op == '+' || n->op == '-')) {
     /* p + i moves by whole elements, as in C */
     n->type = l;
-    n->field_offset = l.ctype && l.ctype->size > 1 ? l.ctype->size : 1;
+    n->field_offset = pointer_step(l);
   } else {
     n->type = ty_int(8, result_signed(l, r));
     /* arg0 + 8 is still an address in arg0's space */
@@ -609,12 +609,15 @@ void check_expr(Checker *c, Node *n) {
     check_sizeof(c, n);
     break;
   case N_INCDEC:
-    /* as an expression: x++ yields an integer */
+    /* as an expression: x++ yields an integer, or the pointer it holds
+     * (moved by whole elements: ($p++)->x walks an array) */
     check_expr(c, n->lhs);
     if (n->lhs->type.kind != TY_INT && n->lhs->type.kind != TY_NONE)
       error_at(c, n->span, "The %s operator can not be used on expressions "
                "of type '%s'", op_text(n->op), TYPE_NAME(n->lhs->type));
-    n->type = ty_int(8, true);
+    n->type = n->lhs->type.is_pointer ? ty_stored(n->lhs->type)
+                                      : ty_int(8, true);
+    n->field_offset = pointer_step(n->lhs->type);
     break;
   default:
     error_at(c, n->span, "this is not an expression");

@@ -31,6 +31,9 @@ Type ty_int(int size, bool is_signed);
  * stays a pointer if it was one, to the same type in the same address
  * space (a $p holding a user pointer still reads user memory). */
 Type ty_stored(Type t);
+/* The bytes p + 1 or p++ moves p by: the size of what it points to; 1
+ * for plain integers and pointers to something of unknown size. */
+int pointer_step(Type t);
 Type ty_str(int size);
 Type ty_void(void);
 Type ty_agg(AggKind agg);

@@ -23,6 +23,10 @@ Type ty_stored(Type t) {
   return w;
 }
 
+int pointer_step(Type t) {
+  return t.is_pointer && t.ctype && t.ctype->size > 1 ? t.ctype->size : 1;
+}
+
 Type ty_str(int size) {
   Type t = {.kind = TY_STR, .size = size};
   return t;
