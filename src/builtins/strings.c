@@ -151,8 +151,7 @@ static void gen_buf_fn(Gen *g, Node *n, int dst, int cap) {
     reg_free(g, r);
     emit_scratch(g, BPF_REG_1, dst + 8);
     emit(g, I_MOV64_IMM(BPF_REG_2, size));
-    emit_call(g, arg->type.as == AS_USER ? BPF_FUNC_probe_read_user
-                                         : BPF_FUNC_probe_read_kernel);
+    emit_call(g, read_helper(arg->type.as));
   }
   emit(g, I_ST(BPF_DW, SCRATCH, dst , size));
 }

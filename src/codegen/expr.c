@@ -330,9 +330,8 @@ int gen_ternary_int(Gen *g, Node *n) {
 }
 
 /* $x++ / ++$x and the map forms. As a statement (value unused) the old
- * value is not kept. */
+ * value is not kept. A pointer moves by whole elements (field_offset). */
 int gen_incdec(Gen *g, Node *n, bool as_stmt) {
-  /* a pointer moves by whole elements (field_offset: their size) */
   int64_t step = n->field_offset > 1 ? n->field_offset : 1;
   int64_t delta = n->op == OP_INC ? step : -step;
   bool prefix = n->ival != 0 || as_stmt;

@@ -149,6 +149,5 @@ void gen_mem_str(Gen *g, Node *n, int dst, int cap) {
   reg_free(g, addr);
   emit_scratch(g, BPF_REG_1, dst);
   emit(g, I_MOV64_IMM(BPF_REG_2, n->type.size < cap ? n->type.size : cap));
-  emit_call(g, n->lhs->type.as == AS_USER ? BPF_FUNC_probe_read_user_str
-                                          : BPF_FUNC_probe_read_kernel_str);
+  emit_call(g, probe_read_str_helper(n->lhs->type.as));
 }

@@ -193,7 +193,7 @@ static void map_set_value(Checker *c, MapSym *m, Type t, Span at, Span op) {
     error_at(c, at, "%s can not be stored in a map", TYPE_NAME(t));
     return;
   }
-  if (t.kind == TY_INT) t = ty_widened(t);
+  t = ty_stored(t);
   Type *v = &m->value_type;
   if (v->kind == TY_NONE) {
     *v = t;
@@ -365,7 +365,7 @@ static void check_assign(Checker *c, Node *n) {
                "to it instead", TYPE_NAME(t));
       return;
     }
-    if (t.kind == TY_INT && !t.is_pointer) t = ty_widened(t);
+    t = ty_stored(t);
     /* bpftrace points at the '=' of a plain assignment */
     Span at = n->op == '=' ? n->part_span : n->span;
     if (v->type.kind == TY_NONE) {
@@ -421,7 +421,7 @@ static void check_incdec(Checker *c, Node *n) {
     if (lhs->type.kind != TY_INT && lhs->type.kind != TY_NONE)
       error_at(c, n->span, "The %s operator can not be used on expressions "
                "of type '%s'", op_text(n->op), TYPE_NAME(lhs->type));
-    n->field_offset = pointer_step(lhs->type);
+    n->field_offset = pointer_step(lhs->type);   /* $p++ moves by elements */
     return;
   }
   if (lhs->kind != N_MAP) {

@@ -29,7 +29,17 @@ static Type field_type(const TpField *f, const char *category, int strlen) {
   return ty_int(f->size, f->is_signed);
 }
 
-/* The loupe type of a value of C type ct found in memory of `as`. */
+/* The address space a pointer made from, or read through, a value of type
+ * t points into: t's own (a uprobe's arg0 is a user address, curtask a
+ * kernel one), else the probe's: user memory in uprobes, kernel memory
+ * elsewhere. */
+static AddrSpace space_of(Checker *c, Type t) {
+  if (t.as) return t.as;
+  return c->probe && probe_is_uprobe(c->probe) ? AS_USER : AS_KERNEL;
+}
+
+/* The loupe type of a value of C type ct found in memory of `as`: a
+ * pointer found there points into the same space. */
 static bool type_of_ctype(const CType *ct, AddrSpace as, Type *out) {
   Type t = {0};
   switch (ct->kind) {
@@ -91,7 +101,7 @@ static void check_struct_field(Checker *c, Node *n) {
     return;
   }
   Type t;
-  if (!type_of_ctype(f.type, lt.as ? lt.as : AS_KERNEL, &t)) {
+  if (!type_of_ctype(f.type, space_of(c, lt), &t)) {
     char name[120];
     error_at(c, n->span, "loupe cannot read field '%s' of type '%s' yet",
              n->name, ctype_name(f.type, name, sizeof(name)));
@@ -319,9 +329,8 @@ static void check_cast(Checker *c, Node *n) {
       error_at(c, n->span, "Cannot cast to struct type \"%s\"", n->name);
       return;
     }
-    AddrSpace as = n->lhs->type.is_pointer ? n->lhs->type.as : AS_KERNEL;
     if ((ct->kind != C_PTR && ct->kind != C_INT && ct->kind != C_ENUM) ||
-        !type_of_ctype(ct, as ? as : AS_KERNEL, &t)) {
+        !type_of_ctype(ct, space_of(c, n->lhs->type), &t)) {
       error_at(c, n->span, "Cannot cast to \"%s\": only integer and "
                "pointer casts are possible", n->name);
       return;
@@ -332,6 +341,8 @@ static void check_cast(Checker *c, Node *n) {
              TYPE_NAME(n->lhs->type));
     return;
   }
+  /* (uint64)arg0 is still an address in arg0's space */
+  if (!t.is_pointer) t.as = n->lhs->type.as;
   n->type = t;
 }
 
@@ -421,6 +432,8 @@ static void check_binop(Checker *c, Node *n) {
     n->field_offset = pointer_step(l);
   } else {
     n->type = ty_int(8, result_signed(l, r));
+    /* arg0 + 8 is still an address in arg0's space */
+    if (n->op == '+' || n->op == '-') n->type.as = l.as ? l.as : r.as;
   }
 }
 
@@ -437,7 +450,7 @@ static void check_deref(Checker *c, Node *n) {
              "unknown; cast it first, e.g. *(uint8 *)p", TYPE_NAME(t));
     return;
   }
-  if (!type_of_ctype(t.ctype, t.as ? t.as : AS_KERNEL, &n->type)) {
+  if (!type_of_ctype(t.ctype, space_of(c, t), &n->type)) {
     char name[120];
     error_at(c, n->span, "loupe cannot read a value of type '%s' yet",
              ctype_name(t.ctype, name, sizeof(name)));
@@ -466,7 +479,7 @@ static void check_index(Checker *c, Node *n) {
     return;
   }
   n->field_offset = elem->size;   /* the element size, for codegen */
-  if (!type_of_ctype(elem, t.as ? t.as : AS_KERNEL, &n->type)) {
+  if (!type_of_ctype(elem, space_of(c, t), &n->type)) {
     char name[120];
     error_at(c, n->span, "loupe cannot read a value of type '%s' yet",
              ctype_name(elem, name, sizeof(name)));
@@ -608,12 +621,15 @@ void check_expr(Checker *c, Node *n) {
     check_sizeof(c, n);
     break;
   case N_INCDEC:
-    /* as an expression: x++ yields an integer */
+    /* as an expression: x++ yields an integer, or the pointer it holds
+     * (moved by whole elements: ($p++)->x walks an array) */
     check_expr(c, n->lhs);
     if (n->lhs->type.kind != TY_INT && n->lhs->type.kind != TY_NONE)
       error_at(c, n->span, "The %s operator can not be used on expressions "
                "of type '%s'", op_text(n->op), TYPE_NAME(n->lhs->type));
-    n->type = ty_int(8, true);
+    n->type = n->lhs->type.is_pointer ? ty_stored(n->lhs->type)
+                                      : ty_int(8, true);
+    n->field_offset = pointer_step(n->lhs->type);
     break;
   default:
     error_at(c, n->span, "this is not an expression");

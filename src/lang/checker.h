@@ -31,11 +31,16 @@ Type ty_str(int size);
 Type ty_void(void);
 /* true / false: a 1-byte integer that prints as a word. */
 Type ty_bool(void);
-/* How an integer of type t is kept in a map or a variable: 8 bytes, with
- * its signedness and whether it is a pointer or a bool. */
+/* How an integer of type t is kept in a map, a variable or a tuple: 8
+ * bytes, with its signedness, and still a bool, a time, or a pointer to
+ * the same type in the same address space (a $p holding a user pointer
+ * still reads user memory). */
 Type ty_widened(Type t);
-/* How far p + 1 moves a pointer of type t: its element's size (1 for
- * anything else). */
+/* t as a variable or a map holds it: ty_widened for integers, anything
+ * else as it is. */
+Type ty_stored(Type t);
+/* The bytes p + 1 or p++ moves p by: the size of what it points to; 1
+ * for plain integers and pointers to something of unknown size. */
 int pointer_step(Type t);
 Type ty_agg(AggKind agg);
 const char *agg_name(AggKind a);

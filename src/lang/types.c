@@ -14,6 +14,8 @@ Type ty_int(int size, bool is_signed) {
   return t;
 }
 
+Type ty_stored(Type t) { return t.kind == TY_INT ? ty_widened(t) : t; }
+
 Type ty_str(int size) {
   Type t = {.kind = TY_STR, .size = size};
   return t;
