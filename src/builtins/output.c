@@ -53,8 +53,10 @@ static void check_printf(Checker *c, Node *n) {
     TypeKind want = conv[i] == 's' ? TY_STR
                     : (conv[i] == 'r' || conv[i] == 'R') ? TY_BUF : TY_INT;
     if (a->type.kind == TY_NONE) return;
+    /* %s of an enum value prints its enumerator's name */
     bool ok = a->type.kind == want ||
-              (want == TY_BUF && a->type.kind == TY_STR);
+              (want == TY_BUF && a->type.kind == TY_STR) ||
+              (want == TY_STR && a->type.kind == TY_INT && a->type.enum_def);
     if (!ok) {
       const char *what = want == TY_STR ? "a string"
                          : want == TY_BUF ? "a buffer" : "an integer";
@@ -62,8 +64,8 @@ static void check_printf(Checker *c, Node *n) {
                conv[i] == 'R' ? 'r' : conv[i], what, TYPE_NAME(a->type));
       return;
     }
-    def.args[i].type = a->type.kind == TY_INT
-                           ? ty_int(8, a->type.is_signed) : a->type;
+    def.args[i].type = a->type.kind == TY_INT ? ty_widened(a->type)
+                                              : a->type;
     def.args[i].offset = off;
     off += value_cap(a->type);
   }

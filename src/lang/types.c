@@ -27,6 +27,7 @@ Type ty_bool(void) {
 Type ty_widened(Type t) {
   Type w = ty_int(8, t.is_signed);
   w.is_bool = t.is_bool;
+  w.enum_def = t.enum_def;
   return w;
 }
 
@@ -91,6 +92,11 @@ const char *type_name(Type t, char *buf, size_t len) {
     if (t.is_pointer && t.ctype) {
       c_type_name(t.ctype, buf, len);
       add_star(buf, len);
+      break;
+    }
+    if (t.enum_def) {
+      snprintf(buf, len, "enum %s",
+               t.enum_def->name ? t.enum_def->name : "<anonymous>");
       break;
     }
     snprintf(buf, len, "%sint%d", t.is_signed ? "" : "unsigned ",
