@@ -26,7 +26,14 @@ static Type field_type(const TpField *f, const char *category, int strlen) {
     if (ct && ct->kind == C_PTR) t.ctype = ct->target;
     return t;
   }
-  return ty_int(f->size, f->is_signed);
+  Type t = ty_int(f->size, f->is_signed);
+  /* an enum field prints its values by name when BTF knows the enum */
+  if (!strncmp(f->type_text, "enum ", 5)) {
+    char err[160];
+    const CType *ct = ctype_parse(f->type_text, err, sizeof(err));
+    if (ct && ct->kind == C_ENUM) t.enum_def = ct->enumdef;
+  }
+  return t;
 }
 
 /* The loupe type of a value of C type ct found in memory of `as`. */
