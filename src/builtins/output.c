@@ -53,9 +53,11 @@ static void check_printf(Checker *c, Node *n) {
     TypeKind want = conv[i] == 's' ? TY_STR
                     : (conv[i] == 'r' || conv[i] == 'R') ? TY_BUF : TY_INT;
     if (a->type.kind == TY_NONE) return;
+    /* %s of an enum value prints its enumerator's name */
     bool ok = a->type.kind == want ||
               (want == TY_BUF && a->type.kind == TY_STR) ||
-              (want == TY_STR && a->type.time_fmt);   /* strftime() */
+              (want == TY_STR && a->type.kind == TY_INT &&
+               (a->type.enum_def || a->type.time_fmt));   /* strftime() */
     if (!ok) {
       const char *what = want == TY_STR ? "a string"
                          : want == TY_BUF ? "a buffer" : "an integer";

@@ -1,4 +1,5 @@
-/* ast: node allocation. Nodes live until the process exits. */
+/* ast: node allocation (nodes live until the process exits) and enum
+ * lookups shared by the checker and the printers. */
 #include "lang/ast.h"
 
 #include <stdio.h>
@@ -13,4 +14,10 @@ Node *node_new(NodeKind kind, Span span) {
   n->kind = kind;
   n->span = span;
   return n;
+}
+
+const char *enum_value_name(const EnumDef *e, int64_t v) {
+  for (const Enumerator *it = e ? e->items : NULL; it; it = it->next)
+    if (it->value == v) return it->name;
+  return NULL;
 }

@@ -51,6 +51,8 @@ typedef struct Type {
   struct TupleType *tuple;     /* TY_TUPLE */
   const struct CType *ctype;   /* TY_RECORD: the struct; TY_INT pointers:
                                   what they point to (NULL: unknown) */
+  const struct EnumDef *enum_def;  /* TY_INT of an enum type: prints as
+                                      the name of its enumerator (ONE) */
 } Type;
 
 /* A tuple's elements, each at an 8-byte aligned offset: integers take 8
@@ -227,6 +229,27 @@ typedef struct StructDef {
   StructField *fields;
 } StructDef;
 
+/* An enumerator: "ONE = 1", or "TWO", one more than the one before. */
+typedef struct Enumerator {
+  struct Enumerator *next;
+  Span span;         /* its name */
+  char *name;
+  Node *expr;        /* the value as written, or NULL */
+  int64_t value;     /* set by check (lang/enums.c) */
+} Enumerator;
+
+/* An enum: one a script defines at top level (enum Foo { ... } or the
+ * anonymous enum { ... }), or a kernel one from BTF (lang/ctype.c). */
+typedef struct EnumDef {
+  struct EnumDef *next;
+  Span span;         /* "enum Foo", or "enum" when anonymous */
+  char *name;        /* "Foo" without the keyword; NULL when anonymous */
+  Enumerator *items; /* in order */
+} EnumDef;
+
+/* The name of e's first enumerator of value v, or NULL if none has it. */
+const char *enum_value_name(const EnumDef *e, int64_t v);
+
 /* One `KEY = value` of the script's `config = { ... }` block. */
 typedef struct ConfigItem {
   struct ConfigItem *next;
@@ -243,6 +266,7 @@ typedef struct Script {
   char **params;       /* positional parameters $1.. (from the command line) */
   int nparams;
   StructDef *structs;  /* struct/union definitions, in script order */
+  EnumDef *enums;      /* enum definitions, in script order */
   bool unsafe;         /* --unsafe: system() and signal() allowed */
   bool has_command;    /* -c COMMAND was given */
   int cpid;            /* its pid (0 in a dry run) */

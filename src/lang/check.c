@@ -736,7 +736,9 @@ static void read_settings(Checker *c) {
 int check_script(Script *s, Compiled *out, Diag *d) {
   Checker c = {.d = d, .out = out, .script = s};
   read_settings(&c);
-  if (ctype_define_script_structs(s, d) > 0) return -1;
+  /* enum values first: they size the enum types */
+  int type_errors = check_script_enums(s, d);
+  if (ctype_define_script_structs(s, d) + type_errors > 0) return -1;
   int errors_before = d->errors;
   for (c.pass = 1; c.pass <= 2; c.pass++) {
     for (Probe *p = s->probes; p; p = p->next) {

@@ -26,7 +26,14 @@ static Type field_type(const TpField *f, const char *category, int strlen) {
     if (ct && ct->kind == C_PTR) t.ctype = ct->target;
     return t;
   }
-  return ty_int(f->size, f->is_signed);
+  Type t = ty_int(f->size, f->is_signed);
+  /* an enum field prints its values by name when BTF knows the enum */
+  if (!strncmp(f->type_text, "enum ", 5)) {
+    char err[160];
+    const CType *ct = ctype_parse(f->type_text, err, sizeof(err));
+    if (ct && ct->kind == C_ENUM) t.enum_def = ct->enumdef;
+  }
+  return t;
 }
 
 /* The address space a pointer made from, or read through, a value of type
@@ -48,6 +55,7 @@ static bool type_of_ctype(const CType *ct, AddrSpace as, Type *out) {
     if (ct->size != 1 && ct->size != 2 && ct->size != 4 && ct->size != 8)
       return false;
     t = ty_int(ct->size, ct->is_signed);
+    t.enum_def = ct->enumdef;
     break;
   case C_PTR:
     t = ty_int(8, false);
@@ -207,14 +215,8 @@ static void check_builtin(Checker *c, Node *n) {
     not_yet(c, n, "builtin");
     return;
   }
-  /* an enumerator of the kernel's (from BTF) is a constant */
-  int64_t v;
-  if (ctype_enum_value(n->name, &v)) {
-    n->kind = N_INT;
-    n->ival = v;
-    n->type = ty_int(8, true);
-    return;
-  }
+  /* an enumerator of the script's or the kernel's is a constant */
+  if (enum_constant(c, n)) return;
   error_at(c, n->span, "Unknown identifier: '%s'", n->name);
 }
 
@@ -555,6 +557,8 @@ static void check_ternary(Checker *c, Node *n) {
              "'%s' and '%s'", kind_name(a), kind_name(b));
   } else if (a.kind == TY_INT) {
     n->type = ty_int(8, result_signed(a, b));
+    /* c ? ONE : TWO stays of their enum */
+    if (a.enum_def == b.enum_def) n->type.enum_def = a.enum_def;
   } else {
     n->type = ty_str(a.size > b.size ? a.size : b.size);
   }

@@ -102,6 +102,16 @@ bool want_const(Checker *c, Node *arg, const char *fn, const char *what,
 /* Whether --unsafe was given; reports the call if not. */
 bool want_unsafe(Checker *c, Node *n);
 
+/* ---- enums (enums.c) ------------------------------------------------ */
+
+/* Works out the values of the script's enumerators (Enumerator.value)
+ * and reports those that are not constants, defined twice or named like a
+ * builtin; returns the number of errors. */
+int check_script_enums(Script *s, Diag *d);
+/* If the identifier n names an enumerator (the script's before the
+ * kernel's), turns n into that constant, typed by its enum. */
+bool enum_constant(Checker *c, Node *n);
+
 /* ---- the walk (check.c, check_expr.c) ------------------------------- */
 
 void check_expr(Checker *c, Node *n);

@@ -25,7 +25,7 @@
 
 /* Everything this module knows, owned here for the life of the process. */
 static struct {
-  CType **script;       /* the current script's structs and unions */
+  CType **script;       /* the current script's structs, unions, enums */
   int nscript;
   struct btf *btf;      /* kernel BTF, NULL until first needed */
   bool btf_tried;       /* loading was attempted (and maybe failed) */
@@ -240,9 +240,36 @@ static const CType *btf_forward(const struct btf_type *bt) {
   return t;
 }
 
+/* The value of enumerator i of a BTF enum or enum64, as loaded from
+ * memory: sign-extended if the enum is signed. */
+static int64_t btf_enumerator(const struct btf_type *bt, int i,
+                              const char **name) {
+  if (btf_is_enum64(bt)) {
+    const struct btf_enum64 *e = btf_enum64(bt);
+    *name = btf__name_by_offset(reg.btf, e[i].name_off);
+    return (int64_t)btf_enum64_value(&e[i]);
+  }
+  const struct btf_enum *e = btf_enum(bt);
+  *name = btf__name_by_offset(reg.btf, e[i].name_off);
+  return btf_kflag(bt) ? (int64_t)e[i].val : (int64_t)(uint32_t)e[i].val;
+}
+
+/* A kernel enum with its enumerators, which name its values in output. */
 static CType *btf_enum_type(const struct btf_type *bt) {
   CType *t = new_type(C_ENUM, btf_name(bt), (int)bt->size, (int)bt->size);
   t->is_signed = btf_kflag(bt);
+  EnumDef *def = xcalloc(1, sizeof *def);
+  def->name = t->name ? xstrdup(t->name) : NULL;
+  Enumerator **last = &def->items;
+  for (int i = 0; i < btf_vlen(bt); i++) {
+    Enumerator *e = xcalloc(1, sizeof *e);
+    const char *name;
+    e->value = btf_enumerator(bt, i, &name);
+    e->name = xstrdup(name ? name : "");
+    *last = e;
+    last = &e->next;
+  }
+  t->enumdef = def;
   return t;
 }
 
@@ -401,34 +428,21 @@ static const CType *btf_named(const char *name, int kind) {
   return id > 0 ? from_btf(id) : NULL;
 }
 
-static bool enum_values_match(const struct btf_type *bt, const char *name,
-                              int64_t *value) {
-  int n = btf_vlen(bt);
-  if (btf_is_enum(bt)) {
-    const struct btf_enum *e = btf_enum(bt);
-    for (int i = 0; i < n; i++)
-      if (!strcmp(btf__name_by_offset(reg.btf, e[i].name_off), name)) {
-        *value = btf_kflag(bt) ? (int64_t)e[i].val : (int64_t)(uint32_t)e[i].val;
-        return true;
-      }
-  } else if (btf_is_enum64(bt)) {
-    const struct btf_enum64 *e = btf_enum64(bt);
-    for (int i = 0; i < n; i++)
-      if (!strcmp(btf__name_by_offset(reg.btf, e[i].name_off), name)) {
-        *value = (int64_t)btf_enum64_value(&e[i]);
-        return true;
-      }
-  }
-  return false;
-}
-
 /* A linear scan: enumerators are not indexed by BTF, and scripts name
  * only a few of them. */
-bool ctype_enum_value(const char *name, int64_t *value) {
+bool ctype_enum_value(const char *name, int64_t *value, const CType **type) {
   if (!kernel_btf()) return false;
   for (int id = 1; id < reg.ntypes; id++) {
     const struct btf_type *bt = btf__type_by_id(reg.btf, (__u32)id);
-    if (enum_values_match(bt, name, value)) return true;
+    if (!btf_is_enum(bt) && !btf_is_enum64(bt)) continue;
+    for (int i = 0; i < btf_vlen(bt); i++) {
+      const char *e;
+      int64_t v = btf_enumerator(bt, i, &e);
+      if (strcmp(e, name)) continue;
+      *value = v;
+      if (type) *type = from_btf(id);
+      return true;
+    }
   }
   return false;
 }
@@ -486,7 +500,7 @@ static const CType *tagged(const char *tag, const char *name, char *err,
                            size_t errlen) {
   CKind kind = !strcmp(tag, "union") ? C_UNION
                : !strcmp(tag, "enum") ? C_ENUM : C_STRUCT;
-  const CType *t = kind == C_ENUM ? NULL : script_named(name, kind);
+  const CType *t = script_named(name, kind);
   if (t) return t;
   t = btf_named(name, kind == C_UNION    ? BTF_KIND_UNION
                       : kind == C_ENUM ? BTF_KIND_ENUM
@@ -691,14 +705,41 @@ static void lay_out(CType *t, const StructDef *def, Diag *d) {
   t->fields_done_ = true;
 }
 
+/* A script enum as C would lay it out: an int if its values fit one (or
+ * an unsigned int), else 8 bytes; signed if any value is negative. */
+static void define_script_enum(const EnumDef *def, Diag *d) {
+  if (!def->name) return;
+  if (script_named(def->name, C_ENUM)) {
+    diag_error(d, def->span, "Redefinition of 'enum %s'", def->name);
+    return;
+  }
+  int64_t lo = 0, hi = 0;
+  for (const Enumerator *e = def->items; e; e = e->next) {
+    if (e->value < lo) lo = e->value;
+    if (e->value > hi) hi = e->value;
+  }
+  bool negative = lo < 0;
+  bool wide = negative ? lo < INT32_MIN || hi > INT32_MAX
+                       : hi > (int64_t)UINT32_MAX;
+  CType *t = new_type(C_ENUM, def->name, wide ? 8 : 4, wide ? 8 : 4);
+  t->is_signed = negative;
+  t->from_script = true;
+  t->enumdef = def;
+  reg.script[reg.nscript++] = t;
+}
+
 int ctype_define_script_structs(Script *s, Diag *d) {
   int errors_before = d->errors;
   forget_parsed();
   reg.nscript = 0;
   int n = 0;
   for (StructDef *def = s->structs; def; def = def->next) n++;
+  for (EnumDef *def = s->enums; def; def = def->next) n++;
   free(reg.script);
   reg.script = xcalloc((size_t)(n ? n : 1), sizeof *reg.script);
+  /* Enums first: struct members may have their types. */
+  for (EnumDef *def = s->enums; def; def = def->next)
+    define_script_enum(def, d);
   /* Every name first, so members may point to structs defined later. */
   for (StructDef *def = s->structs; def; def = def->next) {
     CKind kind = def->is_union ? C_UNION : C_STRUCT;

@@ -42,7 +42,8 @@ typedef struct CType {
   const struct CType *target;  /* C_PTR: pointee; C_ARRAY: element;
                                   C_FUNC: return type */
   int nelems;         /* C_ARRAY: number of elements (0: flexible) */
-  bool from_script;   /* C_STRUCT/C_UNION defined by the script */
+  bool from_script;   /* C_STRUCT/C_UNION/C_ENUM defined by the script */
+  const EnumDef *enumdef;  /* C_ENUM: its enumerators */
   bool incomplete;    /* C_STRUCT/C_UNION declared but never defined */
 
   /* Private to ctype.c: kernel struct members are converted on first use,
@@ -97,16 +98,18 @@ int ctype_fields(const CType *t, const CField **fields);
 /* The type "pointer to t". */
 const CType *ctype_pointer_to(const CType *t);
 
-/* The value of an enumerator of the kernel's BTF, e.g. BPF_MAP_TYPE_HASH.
- * False if there is none (or no BTF). */
-bool ctype_enum_value(const char *name, int64_t *value);
+/* The value of an enumerator of the kernel's BTF, e.g. BPF_MAP_TYPE_HASH,
+ * and its enum type in *type (if type is not NULL). False if there is
+ * none (or no BTF). */
+bool ctype_enum_value(const char *name, int64_t *value, const CType **type);
 
 /* How messages name a type: "struct task_struct", "int64", "uint8 *",
  * "int8[16]", "bool", "union <anonymous>". Returns buf. */
 const char *ctype_name(const CType *t, char *buf, size_t len);
 
-/* Registers the struct/union definitions of a script (Script.structs) in
- * order, replacing those of any script registered before. Reports
+/* Registers the enum, struct and union definitions of a script
+ * (Script.enums, Script.structs) in order, replacing those of any script
+ * registered before; "enum Foo" then names the script's enum. Reports
  * mistakes (unknown member types, duplicate names or members) through d
  * with the culprit's span; returns the number of errors. */
 int ctype_define_script_structs(Script *s, Diag *d);

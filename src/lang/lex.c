@@ -247,12 +247,50 @@ static uint64_t scale_by_exponent(Lexer *lx, Span at, uint64_t v,
   return v;
 }
 
+/* Duration suffixes: "100ms" is that many nanoseconds. */
+static const struct {
+  const char *suffix;
+  uint64_t ns;
+} durations[] = {
+    {"ns", 1ULL},          {"us", 1000ULL},         {"ms", 1000000ULL},
+    {"s", 1000000000ULL},  {"m", 60000000000ULL},   {"h", 3600000000000ULL},
+    {"d", 86400000000000ULL},
+};
+
+/* Strips the suffix of the literal [start, *end): a duration unit ("ms",
+ * whose factor goes to *scale) or C's integer suffixes ("UL", "ull"),
+ * which change nothing. A suffix must follow a digit; hex literals take
+ * no duration unit, as 'd' is one of their digits. */
+static void strip_suffix(const char *start, const char **end,
+                         uint64_t *scale) {
+  const char *p = *end;
+  bool hex = p - start > 1 && start[0] == '0' && (start[1] | 0x20) == 'x';
+  *scale = 1;
+  for (size_t i = 0; !hex && i < sizeof durations / sizeof durations[0];
+       i++) {
+    size_t n = strlen(durations[i].suffix);
+    if ((size_t)(p - start) > n && !strncmp(p - n, durations[i].suffix, n) &&
+        isdigit((unsigned char)p[-(long)n - 1])) {
+      *scale = durations[i].ns;
+      *end = p - n;
+      return;
+    }
+  }
+  const char *q = p;
+  while (q - start > 1 && p - q < 3 && strchr("uUlL", q[-1])) q--;
+  if (q < p && isxdigit((unsigned char)q[-1])) *end = q;
+}
+
 /* Integer literals: decimal, 0x hex, 0b binary, 0 octal, with '_' allowed
- * between digits (1_000_000), and decimal exponents (1e6). */
+ * between digits (1_000_000), decimal exponents (1e6), duration units
+ * (100ms) and C's suffixes (10UL). */
 static void lex_number(Lexer *lx, Token *t) {
   const char *start = lx->pos, *p = start;
   while (is_ident_char((unsigned char)*p)) p++;
   Span at = span_from(lx, start, p);
+  const char *after = p;
+  uint64_t scale;
+  strip_suffix(start, &p, &scale);
   int len = (int)(p - start);
   const char *d = start;
   int base = 10;
@@ -278,10 +316,13 @@ static void lex_number(Lexer *lx, Token *t) {
     ndigits++;
   }
   if (ndigits == 0 && base != 8) bad_literal(lx, at);
+  if (v > UINT64_MAX / scale)
+    lex_error(lx, at, "duration '%.*s' is too large (the largest is "
+              "18446744073709551615 ns)", at.end_col - at.col, start);
   t->kind = TK_INT;
-  t->ival = v;
+  t->ival = v * scale;
   t->span = at;
-  lx->pos = p;
+  lx->pos = after;
 }
 
 static int hex_value(int c) {

@@ -835,21 +835,42 @@ static StructDef *parse_struct_definition(Parser *P) {
   return def;
 }
 
-/* Enum definitions at top level are for bpftrace's clang front end; loupe
- * takes enumerators from BTF and skips them. */
-static void skip_type_definition(Parser *P) {
+/* enum [Name] { A [= expr], B, ... [,] } at top level; the checker works
+ * out the values (lang/enums.c). The ';' after '}' is optional, as for
+ * structs. */
+static EnumDef *parse_enum_definition(Parser *P) {
+  EnumDef *def = calloc(1, sizeof *def);
+  if (!def) abort();
+  def->span = P->tok.span;
   next(P);
-  int depth = 0;
-  while (P->tok.kind != TK_EOF) {
-    if (is_punct(P, '{')) depth++;
-    if (is_punct(P, '}') && --depth == 0) {
-      next_top(P);
-      if (is_punct(P, ';')) next_top(P);
-      return;
-    }
+  if (P->tok.kind == TK_IDENT) {
+    def->name = dup_text(P->tok.text, P->tok.len);
+    def->span = span_join(def->span, P->tok.span);
     next(P);
   }
-  unexpected(P, "}");
+  if (!is_punct(P, '{')) unexpected(P, def->name ? "{" : "identifier or {");
+  next(P);
+  Enumerator head = {0}, *cur = &head;
+  while (!is_punct(P, '}') || !head.next) {
+    if (P->tok.kind != TK_IDENT) unexpected(P, "identifier");
+    Enumerator *e = calloc(1, sizeof *e);
+    if (!e) abort();
+    e->name = dup_text(P->tok.text, P->tok.len);
+    e->span = P->tok.span;
+    next(P);
+    if (P->tok.kind == TK_ASSIGN && P->tok.op == '=') {
+      next(P);
+      e->expr = parse_expr(P);
+    }
+    cur = cur->next = e;
+    if (!is_punct(P, ',')) break;
+    next(P);
+  }
+  if (!is_punct(P, '}')) unexpected(P, "} or \",\"");
+  def->items = head.next;
+  next_top(P);
+  if (is_punct(P, ';')) next_top(P);
+  return def;
 }
 
 static bool is_attach_word(const Token *t, const char *word) {
@@ -860,6 +881,7 @@ static bool is_attach_word(const Token *t, const char *word) {
 static void parse_probes(Parser *P, Script *s) {
   Probe head = {0}, *cur = &head;
   StructDef **last_struct = &s->structs;
+  EnumDef **last_enum = &s->enums;
   bool first = true;
   while (P->tok.kind != TK_EOF) {
     if (P->tok.kind != TK_ATTACH) unexpected(P, "attach point");
@@ -870,7 +892,8 @@ static void parse_probes(Parser *P, Script *s) {
       continue;
     }
     if (is_attach_word(&P->tok, "enum")) {
-      skip_type_definition(P);
+      *last_enum = parse_enum_definition(P);
+      last_enum = &(*last_enum)->next;
       continue;
     }
     Token spec = P->tok;

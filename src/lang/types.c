@@ -33,6 +33,7 @@ Type ty_widened(Type t) {
   w.time_fmt = t.time_fmt;
   w.as = t.as;
   w.ctype = t.ctype;
+  w.enum_def = t.enum_def;
   return w;
 }
 
@@ -102,6 +103,11 @@ const char *type_name(Type t, char *buf, size_t len) {
     if (t.is_pointer && t.ctype) {
       c_type_name(t.ctype, buf, len);
       add_star(buf, len);
+      break;
+    }
+    if (t.enum_def) {
+      snprintf(buf, len, "enum %s",
+               t.enum_def->name ? t.enum_def->name : "<anonymous>");
       break;
     }
     snprintf(buf, len, "%sint%d", t.is_signed ? "" : "unsigned ",

@@ -1,9 +1,11 @@
 /* Timers and software events, all built on software perf events:
  *
  *   interval:UNIT:N   (alias i:)  fires on one CPU every N units;
- *   interval:NUNIT    the same, written the way newer bpftrace allows;
- *   profile:UNIT:N    (alias p:)  fires on every CPU every N units;
  *                     UNIT is s, ms, us or hz (N times a second);
+ *   interval:NUNIT    the same, written the way newer bpftrace allows:
+ *                     500ms, 10hz, and any duration literal's unit (ns,
+ *                     us, ms, s, m, h, d), or none for nanoseconds;
+ *   profile:UNIT:N, profile:NUNIT (alias p:)  on every CPU;
  *   software:EVENT[:N] (alias s:) every N-th occurrence of a software
  *                     event (page-faults, context-switches, ...) on any CPU.
  */
@@ -23,13 +25,24 @@ typedef struct IntervalUnit {
   uint64_t ns;      /* nanoseconds per unit; 0 for hz */
 } IntervalUnit;
 
+/* The classic form's units: interval:ms:100. */
 static const IntervalUnit units[] = {
     {"s", 1000000000ULL}, {"ms", 1000000ULL}, {"us", 1000ULL}, {"hz", 0},
 };
 
-static const IntervalUnit *unit_find(const char *name) {
-  for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
-    if (!strcmp(units[i].name, name)) return &units[i];
+/* The one-part form's: interval:100ms, interval:10hz, and a bare number
+ * of nanoseconds (interval:1000000000) — the duration literals' units. */
+static const IntervalUnit short_units[] = {
+    {"", 1ULL},          {"ns", 1ULL},        {"us", 1000ULL},
+    {"ms", 1000000ULL},  {"s", 1000000000ULL}, {"m", 60000000000ULL},
+    {"h", 3600000000000ULL}, {"d", 86400000000000ULL}, {"hz", 0},
+};
+
+static const IntervalUnit *unit_find(const IntervalUnit *list, size_t n,
+                                     const char *name, size_t len) {
+  for (size_t i = 0; i < n; i++)
+    if (strlen(list[i].name) == len && !strncmp(list[i].name, name, len))
+      return &list[i];
   return NULL;
 }
 
@@ -44,61 +57,98 @@ static bool parse_count(const char *s, uint64_t *out) {
   return true;
 }
 
-/* Splits "100ms" into "ms" and "100"; false if it is not of that shape. */
-static bool split_short_form(const char *s, char *unit, size_t unit_len,
-                             char *num, size_t num_len) {
-  size_t digits = strspn(s, "0123456789");
-  if (digits == 0 || !s[digits] || digits >= num_len) return false;
-  snprintf(num, num_len, "%.*s", (int)digits, s);
-  snprintf(unit, unit_len, "%s", s + digits);
-  return true;
+/* Where text of the attach point's part `i` starts, for messages that
+ * point into it (an attach point is on one line). */
+static Span part_span(const AttachPoint *ap, int i, size_t skip,
+                      size_t len) {
+  const char *p = ap->text;
+  for (int k = 0; k <= i && p; k++) {
+    p = strchr(p, ':');
+    if (p) p++;
+  }
+  if (!p) return ap->span;
+  int col = ap->span.col + (int)(p - ap->text) + (int)skip;
+  Span s = {ap->span.line, col, col + (int)(len ? len : 1)};
+  return s;
 }
 
-/* Fills the one target of an interval or profile attach point. */
-static int timer_expand(AttachPoint *ap, Diag *d) {
+/* A time spec: its unit and count, reported at the part that is wrong. */
+typedef struct TimerSpec {
+  const IntervalUnit *unit;
+  uint64_t n;
+  const char *num;   /* the count as written */
+  Span num_at;
+} TimerSpec;
+
+/* interval:UNIT:N, or interval:NUNIT ("500ms", "10hz", "1000"). */
+static int timer_spec(AttachPoint *ap, Diag *d, TimerSpec *ts) {
   const char *pname = ap->prov->name;
-  char unit_buf[32], num_buf[32];
-  const char *unit_name, *num;
   if (ap->nparts == 2) {
-    unit_name = ap->parts[0];
-    num = ap->parts[1];
-  } else if (ap->nparts == 1 &&
-             split_short_form(ap->parts[0], unit_buf, sizeof unit_buf,
-                              num_buf, sizeof num_buf)) {
-    unit_name = unit_buf;
-    num = num_buf;
+    const char *u = ap->parts[0];
+    ts->unit = unit_find(units, sizeof units / sizeof units[0], u, strlen(u));
+    if (!ts->unit) {
+      diag_error(d, part_span(ap, 0, 0, strlen(u)),
+                 "%s is not an accepted unit of time", u);
+      diag_hint(d, "use one of s, ms, us or hz, e.g. %s:ms:100", pname);
+      return -1;
+    }
+    ts->num = ap->parts[1];
+    ts->num_at = part_span(ap, 1, 0, strlen(ts->num));
+  } else if (ap->nparts == 1 && isdigit((unsigned char)ap->parts[0][0])) {
+    const char *s = ap->parts[0];
+    size_t digits = strspn(s, "0123456789");
+    ts->unit = unit_find(short_units, sizeof short_units / sizeof short_units[0],
+                         s + digits, strlen(s + digits));
+    if (!ts->unit) {
+      diag_error(d, part_span(ap, 0, digits, strlen(s + digits)),
+                 "%s is not an accepted unit of time", s + digits);
+      diag_hint(d, "use one of ns, us, ms, s, m, h, d or hz, e.g. "
+                "%s:100ms", pname);
+      return -1;
+    }
+    ts->num = strndup(s, digits);
+    ts->num_at = part_span(ap, 0, 0, digits);
   } else {
     diag_error(d, ap->span, "%s probe type requires 2 arguments", pname);
+    diag_hint(d, "e.g. %s:100ms or %s:ms:100", pname, pname);
     return -1;
   }
-  const IntervalUnit *unit = unit_find(unit_name);
-  if (!unit) {
-    diag_error(d, ap->span, "%s is not an accepted unit of time", unit_name);
-    diag_hint(d, "use one of s, ms, us or hz, e.g. %s:ms:100", pname);
+  if (!parse_count(ts->num, &ts->n)) {
+    diag_error(d, ts->num_at, "%s count must be a whole number, not '%s'",
+               pname, ts->num);
     return -1;
   }
-  uint64_t n;
-  if (!parse_count(num, &n)) {
-    diag_error(d, ap->span, "%s count must be a whole number, not '%s'",
-               pname, num);
+  if (ts->n == 0) {
+    diag_error(d, ts->num_at, "%s count must be greater than zero", pname);
     return -1;
   }
-  if (n == 0) {
-    diag_error(d, ap->span, "%s count must be greater than zero", pname);
+  if (ts->unit->ns && ts->n > UINT64_MAX / ts->unit->ns) {
+    diag_error(d, ts->num_at, "%s is too long: %s%s", pname, ts->num,
+               ts->unit->name);
     return -1;
   }
-  if (unit->ns && n > UINT64_MAX / unit->ns) {
-    diag_error(d, ap->span, "%s is too long: %s%s", pname, num, unit->name);
-    return -1;
-  }
+  return 0;
+}
+
+/* Fills the one target of an interval or profile attach point. Its name,
+ * which `probe` prints, is the spec as written, with the provider's full
+ * name ("i:1s" prints as "interval:1s"). */
+static int timer_expand(AttachPoint *ap, Diag *d) {
+  TimerSpec ts;
+  if (timer_spec(ap, d, &ts) < 0) return -1;
+  const char *pname = ap->prov->name;
   Target *t = calloc(1, sizeof *t);
-  size_t len = strlen(pname) + strlen(num) + 8;
+  size_t len = strlen(pname) + strlen(ap->parts[0]) +
+               (ap->nparts == 2 ? strlen(ap->parts[1]) : 0) + 4;
   t->name = malloc(len);
-  snprintf(t->name, len, "%s:%s:%s", pname, unit->name, num);
-  if (unit->ns)
-    t->period = n * unit->ns;
+  if (ap->nparts == 2)
+    snprintf(t->name, len, "%s:%s:%s", pname, ap->parts[0], ap->parts[1]);
   else
-    t->freq = n;
+    snprintf(t->name, len, "%s:%s", pname, ap->parts[0]);
+  if (ts.unit->ns)
+    t->period = ts.n * ts.unit->ns;
+  else
+    t->freq = ts.n;
   ap->targets = t;
   ap->ntargets = 1;
   return 0;

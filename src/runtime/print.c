@@ -247,6 +247,19 @@ static void put_buf_conv(const Conv *cv, const FmtArg *arg,
   put_buf(&arg->type, payload + arg->offset, cv->letter == 'R', out);
 }
 
+/* The text of an integer of an enum type: its enumerator's name, or the
+ * number when none has that value. */
+static const char *enum_text(const Type *t, uint64_t v, char *buf,
+                             size_t len) {
+  const char *name = enum_value_name(t->enum_def, (int64_t)v);
+  if (name) return name;
+  if (t->is_signed)
+    snprintf(buf, len, "%" PRId64, (int64_t)v);
+  else
+    snprintf(buf, len, "%" PRIu64, v);
+  return buf;
+}
+
 /* Writes the formatted conversion. Output stops at a NUL byte (from "%c"
  * of 0) because bpftrace handles each piece as a C string. */
 static void put_conv(const Conv *cv, const FmtArg *arg, const uint8_t *payload,
@@ -298,15 +311,18 @@ static void put_conv(const Conv *cv, const FmtArg *arg, const uint8_t *payload,
       c_spec(cv, "", 'p', spec, sizeof spec);
       snprintf(buf, need, spec, (void *)(uintptr_t)v);
       break;
-    case 's': {   /* strftime()'s value, the only integer %s takes */
+    case 's': {   /* strftime()'s value, or an enum's name or number */
       char text[512];
-      format_timestamp(arg->type.time_fmt ? arg->type.time_fmt : "%s", v,
-                       text, sizeof text);
+      if (arg->type.time_fmt)
+        format_timestamp(arg->type.time_fmt, v, text, sizeof text);
+      else
+        snprintf(text, sizeof text, "%s", enum_text(&arg->type, v,
+                                                     (char[24]){0}, 24));
       c_spec(cv, "", 's', spec, sizeof spec);
       snprintf(buf, need, spec, text);
       break;
     }
-    default: /* %s given an integer: the checker forbids it */
+    default: /* the checker allows no other conversion of an integer */
       snprintf(buf, need, "%" PRId64, (int64_t)v);
       break;
     }
@@ -586,9 +602,10 @@ static void memtext_put_json(MemText *t, FILE *out) {
 }
 
 /* An integer stored widened to 8 bytes (or `size` bytes), shown as its
- * type says, divided by div as print(@m, top, div) asks. */
+ * type says, divided by div as print(@m, top, div) asks. A value of an
+ * enum type shows its enumerator's name in text (JSON keeps numbers). */
 static void put_int(const Type *t, const uint8_t *p, int stored,
-                    int64_t div, FILE *out) {
+                    int64_t div, bool json, FILE *out) {
   uint64_t v = read_int(p, stored, t->is_signed);
   if (t->is_bool) {
     fputs(v ? "true" : "false", out);
@@ -599,7 +616,9 @@ static void put_int(const Type *t, const uint8_t *p, int stored,
     return;
   }
   v = narrow(v, t->size > 0 && t->size < 8 ? t->size * 8 : 64, t->is_signed);
-  if (t->is_signed)
+  if (t->enum_def && !json && div == 1)
+    fputs(enum_text(t, v, (char[24]){0}, 24), out);
+  else if (t->is_signed)
     fprintf(out, "%" PRId64, (int64_t)v / div);
   else
     fprintf(out, "%" PRIu64, v / (uint64_t)div);
@@ -659,7 +678,7 @@ static void put_value(const Type *t, const uint8_t *p, int stored,
     /* JSON has no hex numbers: a pointer is its plain value there */
     Type num = *t;
     if (json) num.is_pointer = false;
-    put_int(&num, p, stored >= 8 ? 8 : stored, div, out);
+    put_int(&num, p, stored >= 8 ? 8 : stored, div, json, out);
     break;
   }
   }
@@ -671,12 +690,17 @@ void print_value(const Type *t, const void *p, int stored, bool json,
 }
 
 /* bpftrace prints 8-byte integer keys as signed whatever their type, and
- * narrower ones by their signedness (keys are stored widened to 8 bytes). */
-static void put_key(const MapSym *m, int i, const uint8_t *key, FILE *out) {
+ * narrower ones by their signedness (keys are stored widened to 8 bytes);
+ * in text, keys of an enum type by their enumerators' names. */
+static void put_key(const MapSym *m, int i, const uint8_t *key, bool json,
+                    FILE *out) {
   const uint8_t *k = key + m->key_off[i];
   const Type *t = &m->key_types[i];
   int end = i + 1 < m->nkeys ? m->key_off[i + 1] : m->key_size;
-  if (t->kind == TY_INT && !t->is_bool && !t->is_pointer && !t->time_fmt) {
+  if (t->kind == TY_INT && t->enum_def && !json) {
+    fputs(enum_text(t, (uint64_t)read_s64(k), (char[24]){0}, 24), out);
+  } else if (t->kind == TY_INT && !t->is_bool && !t->is_pointer &&
+             !t->time_fmt) {
     if (t->is_signed || t->size >= 8)
       fprintf(out, "%" PRId64, read_s64(k));
     else
@@ -686,12 +710,12 @@ static void put_key(const MapSym *m, int i, const uint8_t *key, FILE *out) {
   }
 }
 
-/* The keys as text, separated by sep. */
+/* The keys as text, separated by sep; for a JSON member name if json. */
 static void put_keys(const MapSym *m, const uint8_t *key, const char *sep,
-                     FILE *out) {
+                     bool json, FILE *out) {
   for (int i = 0; i < m->nkeys; i++) {
     if (i) fputs(sep, out);
-    put_key(m, i, key, out);
+    put_key(m, i, key, json, out);
   }
 }
 
@@ -728,7 +752,7 @@ static void text_map(const MapSym *m, const MapDump *d, int first,
     fputs(m->name, out);
     if (m->nkeys > 0) {
       fputc('[', out);
-      put_keys(m, e->key, ", ", out);
+      put_keys(m, e->key, ", ", false, out);
       fputc(']', out);
     }
     fputs(": ", out);
@@ -760,7 +784,7 @@ static void json_map(const MapSym *m, const MapDump *d, int first,
     if (i > first) fputs(", ", out);
     if (m->nkeys > 0) {
       MemText mt;
-      if (memtext_open(&mt)) put_keys(m, e->key, ",", mt.f);
+      if (memtext_open(&mt)) put_keys(m, e->key, ",", true, mt.f);
       memtext_put_json(&mt, out);
       fputs(": ", out);
     }

@@ -12,6 +12,7 @@
 #include <bpf/btf.h>
 
 #include "lang/ast.h"
+#include "lang/checker.h"
 #include "lang/ctype.h"
 #include "lang/parse.h"
 
@@ -53,6 +54,7 @@ static void parse_and_define(Parsed *p, const char *text) {
   size_t len = 0;
   d.out = open_memstream(&buf, &len);
   p->script = parse_script(&p->src, &d);
+  if (p->script) check_script_enums(p->script, &d);
   if (p->script) ctype_define_script_structs(p->script, &d);
   fclose(d.out);
   p->errors = d.errors;
@@ -160,6 +162,57 @@ static void test_script_struct_errors(void) {
   EXPECT("errors_no_name", !p.script);
   parse_and_define(&p, "struct A { struct { int x; } y; } BEGIN { }");
   EXPECT("errors_nested", !p.script && strstr(p.msgs, "nested struct"));
+}
+
+/* Script enums: implicit values count up, "enum Foo" names the type (an
+ * int, or 8 bytes when the values need them), struct members may use it. */
+static void test_script_enums(void) {
+  Parsed p;
+  parse_and_define(&p, "enum Foo { ONE = 1, TWO, OTHER = 99999, NEXT, };\n"
+                       "enum { A, B = -3, C }\n"
+                       "enum Big { HUGE = 0x100000000 }\n"
+                       "struct S { char c; enum Foo f; }\n"
+                       "BEGIN { }");
+  EXPECT("enum_parses", p.script && p.errors == 0);
+  if (!p.script) return;
+  const EnumDef *foo = p.script->enums, *anon = foo->next;
+  EXPECT("enum_values", foo->items->value == 1 &&
+                            foo->items->next->value == 2 &&
+                            foo->items->next->next->next->value == 100000);
+  EXPECT("enum_anonymous", !anon->name && anon->items->value == 0 &&
+                               anon->items->next->next->value == -2);
+  EXPECT("enum_value_name", !strcmp(enum_value_name(foo, 99999), "OTHER") &&
+                                !enum_value_name(foo, 3));
+  const CType *t = type_of("enum Foo");
+  EXPECT("enum_type", t && t->kind == C_ENUM && t->size == 4 &&
+                          !t->is_signed && t->enumdef == foo);
+  const CType *big = type_of("enum Big");
+  EXPECT("enum_big", big && big->size == 8);
+  EXPECT("enum_member", offset_of(type_of("struct S"), "f") == 4);
+  parse_and_define(&p, "enum Foo { A }; enum Foo { B }; BEGIN { }");
+  EXPECT("enum_redefined", p.errors == 1 &&
+                               strstr(p.msgs, "stdin:1:17-25: ERROR: "
+                                              "Redefinition of 'enum Foo'"));
+  parse_and_define(&p, "enum Foo { A = 1 << 4, B = A | 3, C = -(B + 1), "
+                       "D = ~0, E = 7 / 2 % 2 } BEGIN { }");
+  const Enumerator *e = p.script ? p.script->enums->items : NULL;
+  EXPECT("enum_expressions", p.errors == 0 && e && e->value == 16 &&
+                                 e->next->value == 19 &&
+                                 e->next->next->value == -20 &&
+                                 e->next->next->next->value == -1 &&
+                                 e->next->next->next->next->value == 1);
+  parse_and_define(&p, "enum Foo { A = x, B = \"s\", C = 1 / 0 } BEGIN { }");
+  EXPECT("enum_bad_values", p.errors == 3 &&
+                                strstr(p.msgs, "'x' is not an enumerator") &&
+                                strstr(p.msgs, "constant integer expression") &&
+                                strstr(p.msgs, "division by zero"));
+  parse_and_define(&p, "enum Foo { A = B, B } BEGIN { }");
+  EXPECT("enum_later", p.errors == 1 &&
+                           strstr(p.msgs, "not an enumerator defined before"));
+  parse_and_define(&p, "enum Foo { } BEGIN { }");
+  EXPECT("enum_empty", !p.script && strstr(p.msgs, "expecting identifier"));
+  parse_and_define(&p, "enum { A = 9223372036854775807, B } BEGIN { }");
+  EXPECT("enum_overflow", p.errors == 1 && strstr(p.msgs, "too large"));
 }
 
 /* runqlen.bt and dcsnoop.bt carry copies of kernel structs for kernels
@@ -425,11 +478,16 @@ static void test_kernel_union_typedef_enum(void) {
   const CType *e = type_of("enum bpf_map_type");
   EXPECT("enum_type", e && e->kind == C_ENUM && e->size == 4);
   int64_t v = -1;
-  EXPECT("enum_value", ctype_enum_value("BPF_MAP_TYPE_HASH", &v) && v == 1);
+  const CType *et = NULL;
+  EXPECT("enum_value",
+         ctype_enum_value("BPF_MAP_TYPE_HASH", &v, NULL) && v == 1);
   EXPECT("enum_value_ringbuf",
-         ctype_enum_value("BPF_MAP_TYPE_RINGBUF", &v) && v == 27);
+         ctype_enum_value("BPF_MAP_TYPE_RINGBUF", &v, &et) && v == 27);
+  EXPECT("enum_value_type", et == e && e->enumdef &&
+                                !strcmp(enum_value_name(e->enumdef, 27),
+                                        "BPF_MAP_TYPE_RINGBUF"));
   double start = now_ms();
-  EXPECT("enum_unknown", !ctype_enum_value("NO_SUCH_ENUMERATOR_X", &v));
+  EXPECT("enum_unknown", !ctype_enum_value("NO_SUCH_ENUMERATOR_X", &v, NULL));
   printf("test_ctype: a missing enumerator (scans every BTF enum) %.2f ms\n",
          now_ms() - start);
 }
@@ -479,6 +537,7 @@ int main(void) {
   test_script_struct_layout();
   test_script_struct_forms();
   test_script_struct_errors();
+  test_script_enums();
   test_parser_type_grammar();
   test_preprocessor_guards();
   struct btf *btf = NULL;

@@ -390,6 +390,10 @@ static void test_expressions(void) {
             "-1) 0))))\n");
   check_ast("exponent", "BEGIN { @a = elapsed / 1e6 + 2E0_1; }",
             "(probe 0 (BEGIN) (block (= @a (+ (/ elapsed 1000000) 20))))\n");
+  check_ast("durations_and_suffixes",
+            "BEGIN { @a = 100ms + 3us + 0s + 1e3ns + 0x1d + 7UL + 0xfull; }",
+            "(probe 0 (BEGIN) (block (= @a (+ (+ (+ (+ (+ (+ 100000000 3000) "
+            "0) 1000) 29) 7) 15))))\n");
   check_ast("string_escapes",
             "BEGIN { printf(\"\\t\\\"\\\\\\033[1m\\x41\\a\\'\\r\\n\"); }",
             "(probe 0 (BEGIN) (block (expr (call printf "

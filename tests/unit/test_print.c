@@ -1365,6 +1365,25 @@ static void test_printf_flags(void) {
   EXPECT_PRINTF(&r, "[+5] [ 5] [-3] [-3]");
 }
 
+/* enum Foo { A = 1, B = 2 }: %s of an enum value prints the enumerator's
+ * name with the conversion's flags and width, or the number when none
+ * has it; %d prints the number.
+ *   printf("[%s] [%-5s] [%5s] [%s] [%d] [%-4s]", A, A, B, (enum Foo)7, B,
+ *          (enum Foo)7)  ->  [A] [A    ] [    B] [7] [2] [7   ]        */
+static void test_printf_enums(void) {
+  Enumerator b = {.name = "B", .value = 2};
+  Enumerator a = {.next = &b, .name = "A", .value = 1};
+  EnumDef foo = {.name = "Foo", .items = &a};
+  Record r;
+  rec_init(&r, "[%s] [%-5s] [%5s] [%s] [%d] [%-4s]");
+  int64_t vals[] = {1, 1, 2, 7, 2, 7};
+  for (int i = 0; i < 6; i++) {
+    rec_int(&r, vals[i], true);
+    r.def.args[i].type.enum_def = &foo;
+  }
+  EXPECT_PRINTF(&r, "[A] [A    ] [    B] [7] [2] [7   ]");
+}
+
 /* printf("[%s] [%10s] [%-10s] [%.2s] [%5.1s] [%c] [%c] [%%] [%p]\n",
  *        "abc", "abc", "abc", "abc", "abc", 65, 0x141, 4096)
  *   [abc] [       abc] [abc       ] [ab] [    a] [A] [A] [%] [0x1000] */
@@ -1805,6 +1824,7 @@ int main(void) {
   test_printf_int_widths();
   test_printf_flags();
   test_printf_strings_chars();
+  test_printf_enums();
   test_printf_literal_text();
   test_printf_parse();
   test_printf_buf();

@@ -310,7 +310,23 @@ static void test_expand_interval(void) {
   ap = make_ap("interval", 1, "1s");
   CHECK(expand_one(ap, &c) == 0);
   CHECK(ap->targets->period == 1000000000ULL);
-  CHECK(!strcmp(ap->targets->name, "interval:s:1"));
+  CHECK(!strcmp(ap->targets->name, "interval:1s"));
+  free(c.text);
+
+  ap = make_ap("profile", 1, "99hz");
+  CHECK(expand_one(ap, &c) == 0);
+  CHECK(ap->targets->freq == 99 && ap->targets->period == 0);
+  CHECK(!strcmp(ap->targets->name, "profile:99hz"));
+  free(c.text);
+
+  ap = make_ap("interval", 1, "1500");
+  CHECK(expand_one(ap, &c) == 0);
+  CHECK(ap->targets->period == 1500);
+  free(c.text);
+
+  ap = make_ap("interval", 1, "5xs");
+  CHECK(expand_one(ap, &c) == -1);
+  CHECK(strstr(c.text, "xs is not an accepted unit of time"));
   free(c.text);
 
   ap = make_ap("interval", 2, "xs", "1");
