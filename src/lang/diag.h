@@ -27,6 +27,9 @@ typedef struct Span {
   int line;
   int col;
   int end_col;
+  int exp;      /* 0, or the macro expansion this text was copied into
+                   (diag_expansion): a message here then also shows the
+                   call that expanded it, and that call's own expansion */
 } Span;
 
 typedef struct Diag {
@@ -34,6 +37,8 @@ typedef struct Diag {
   FILE *out;    /* stderr unless a test redirects it */
   int errors;   /* number of errors reported so far */
   int warnings;
+  Span *calls;  /* the call site of each macro expansion, by id - 1 */
+  int ncalls;
 } Diag;
 
 void diag_init(Diag *d, const Source *src);
@@ -46,7 +51,11 @@ void diag_hint(Diag *d, const char *fmt, ...)
     __attribute__((format(printf, 2, 3)));
 void diag_verror(Diag *d, Span at, const char *fmt, va_list ap);
 
-/* The smallest span covering both. */
+/* Records a macro expansion called at `call` and returns its id, for the
+ * Span.exp of the text copied into it. */
+int diag_expansion(Diag *d, Span call);
+
+/* The smallest span covering both (expanded from where the first is). */
 Span span_join(Span a, Span b);
 
 #endif

@@ -896,7 +896,7 @@ static Script *parse_all(Parser *P, const Source *src) {
   next_top(P);
   parse_probes(P, s);
   if (s->nprobes == 0) {
-    Span at = {1, 1, 2};
+    Span at = {.line = 1, .col = 1, .end_col = 2};
     parse_error(P, at, "no probes in the program: expected a probe such as "
                        "'BEGIN { ... }'");
   }
