@@ -86,7 +86,9 @@ typedef enum NodeKind {
   N_INCDEC,     /* lhs (N_VAR or N_MAP); op is OP_INC or OP_DEC; ival 1 if
                    prefix form */
   N_IF,         /* cond, then (N_BLOCK), els (N_BLOCK, N_IF or NULL) */
-  N_BLOCK,      /* body: statement list */
+  N_BLOCK,      /* body: statement list; as an expression ({ a; b; v }, a
+                   macro's expansion) lhs is its value, computed after
+                   the statements; NULL in a statement block */
   /* added after the core set */
   N_WHILE,      /* while (cond) then (N_BLOCK) */
   N_UNROLL,     /* unroll (lhs) then (N_BLOCK); lhs is the count expression */

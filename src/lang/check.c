@@ -337,7 +337,10 @@ static void check_assign(Checker *c, Node *n) {
   c->in_assign_rhs = false;
   Type t = n->rhs->type;
   if (t.kind == TY_VOID) {
-    error_at(c, n->rhs->span, "%s() has no value to assign", n->rhs->name);
+    const Node *call = n->rhs;
+    while (call->kind == N_BLOCK && call->lhs) call = call->lhs;
+    error_at(c, n->rhs->span, "%s() has no value to assign",
+             call->name ? call->name : "this");
     return;
   }
   if (n->op != '=' && t.kind != TY_INT && t.kind != TY_NONE) {

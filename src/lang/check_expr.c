@@ -596,6 +596,16 @@ void check_expr(Checker *c, Node *n) {
   case N_OFFSETOF:
     check_sizeof(c, n);
     break;
+  case N_BLOCK:
+    /* { statements; value }: a macro's expansion, or written so */
+    check_block(c, n);
+    if (!n->lhs) {
+      error_at(c, n->span, "this block has no value");
+      return;
+    }
+    check_expr(c, n->lhs);
+    n->type = n->lhs->type;
+    break;
   case N_INCDEC:
     /* as an expression: x++ yields an integer */
     check_expr(c, n->lhs);

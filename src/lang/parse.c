@@ -114,6 +114,7 @@ static void leave(Parser *P) { P->depth--; }
 static Node *parse_expr(Parser *P);
 static Node *parse_unary(Parser *P);
 static Node *parse_block(Parser *P, bool probe_body);
+static Node *parse_block_expr(Parser *P);
 
 static bool is_lvalue(const Node *n) {
   return n->kind == N_VAR || n->kind == N_MAP;
@@ -367,6 +368,7 @@ static Node *parse_primary(Parser *P) {
     return parse_identifier(P);
   default:
     if (is_punct(P, '(')) return parse_paren(P);
+    if (is_punct(P, '{')) return parse_block_expr(P);
     unexpected(P, NULL);
   }
 }
@@ -620,31 +622,53 @@ static Node *parse_stmt(Parser *P) {
 }
 
 /* '{' statements '}'. Statements are separated by ';', which is optional
- * before '}' and after statements ending in a block. A probe body is
- * followed by the next probe, so the token after its '}' is read with
- * next_top(). */
-static Node *parse_block(Parser *P, bool probe_body) {
+ * before '}' and after statements ending in a block. A probe or macro body
+ * is followed by the next definition (`top`), so the token after its '}'
+ * is read with next_top(). With `value` (a block expression, a macro body)
+ * a last expression with no ';' after it is the block's value (lhs). */
+static Node *parse_block_of(Parser *P, bool top, bool value) {
   Node *blk = node_new(N_BLOCK, P->tok.span);
   next(P);
-  Node head = {0}, *cur = &head;
+  Node head = {0}, *cur = &head, *before = &head;
+  bool open = false;   /* no ';' after the last statement */
   while (!is_punct(P, '}')) {
     if (is_punct(P, ';')) {
       next(P);
+      open = false;
       continue;
     }
     if (P->tok.kind == TK_EOF) unexpected(P, "}");
+    before = cur;
     cur = cur->next = parse_stmt(P);
-    if (is_punct(P, ';'))
+    open = !is_punct(P, ';');
+    if (!open)
       next(P);
     else if (!is_punct(P, '}') && !ends_with_block(cur))
       unexpected(P, "}");
   }
+  if (value && open && (cur->kind == N_EXPR_STMT || cur->kind == N_INCDEC)) {
+    blk->lhs = cur->kind == N_EXPR_STMT ? cur->lhs : cur;
+    before->next = NULL;
+  }
   blk->body = head.next;
   blk->span = span_join(blk->span, P->tok.span);
-  if (probe_body)
+  if (top)
     next_top(P);
   else
     next(P);
+  return blk;
+}
+
+static Node *parse_block(Parser *P, bool probe_body) {
+  return parse_block_of(P, probe_body, false);
+}
+
+/* { statements; value } where an expression may be. */
+static Node *parse_block_expr(Parser *P) {
+  Node *blk = parse_block_of(P, false, true);
+  if (!blk->lhs)
+    parse_error(P, blk->span, "a block used as a value must end with an "
+                "expression, with no ';' after it");
   return blk;
 }
 
