@@ -157,6 +157,9 @@ struct Node {
   int printf_id;             /* N_CALL printf: index in Compiled.printfs */
   const struct Builtin *builtin;  /* N_BUILTIN, N_CALL: its record
                                      (builtins/builtin.h) */
+  int scope;          /* N_VAR: 0 for the probe's own variables, k for those
+                         of the k-th macro expansion (lang/macro.c), so a
+                         macro's $y is not its caller's $y */
 };
 
 /* ---- probes --------------------------------------------------------- */
@@ -235,6 +238,18 @@ typedef struct ConfigItem {
   Node *value;       /* N_INT, N_STR or N_BUILTIN (a bare word) */
 } ConfigItem;
 
+/* macro NAME(params) { statements; [value] } at the top level. */
+typedef struct MacroDef {
+  struct MacroDef *next;
+  Span span;         /* the name */
+  char *name;
+  Node *params;      /* list: N_VAR "$x" (a variable of the caller's, by
+                        reference), N_MAP "@m" (a map) or N_BUILTIN "x" (an
+                        expression, copied in at each use) */
+  int nparams;
+  Node *body;        /* N_BLOCK; lhs: its value, NULL if it has none */
+} MacroDef;
+
 typedef struct Script {
   const Source *src;
   Probe *probes;
@@ -243,6 +258,8 @@ typedef struct Script {
   char **params;       /* positional parameters $1.. (from the command line) */
   int nparams;
   StructDef *structs;  /* struct/union definitions, in script order */
+  MacroDef *macros;    /* macro definitions, in script order; expanded
+                          away by lang/macro.c before check */
   bool unsafe;         /* --unsafe: system() and signal() allowed */
   bool has_command;    /* -c COMMAND was given */
   int cpid;            /* its pid (0 in a dry run) */

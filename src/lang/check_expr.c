@@ -556,7 +556,7 @@ void check_expr(Checker *c, Node *n) {
     break;
   case N_VAR: {
     if (check_positional(c, n)) break;
-    VarSym *v = var_find(c, n->name);
+    VarSym *v = var_find(c, n);
     if (!v || v->type.kind == TY_NONE) {
       error_at(c, n->span, "Undefined or undeclared variable: %s", n->name);
       return;

@@ -876,6 +876,47 @@ static void skip_type_definition(Parser *P) {
   unexpected(P, "}");
 }
 
+/* A macro parameter: $x, @m or a plain name. */
+static Node *parse_macro_param(Parser *P) {
+  char buf[64];
+  const char *what = lex_token_name(&P->tok, buf, sizeof buf);
+  NodeKind kind = !strcmp(what, "variable") ? N_VAR
+                  : !strcmp(what, "map")    ? N_MAP
+                  : !strcmp(what, "identifier") || !strcmp(what, "builtin")
+                      ? N_BUILTIN
+                      : N_INT;
+  if (kind == N_INT) unexpected(P, "$variable, @map or name");
+  Node *n = node_new(kind, P->tok.span);
+  n->name = dup_text(P->tok.text, P->tok.len);
+  next(P);
+  return n;
+}
+
+/* macro NAME(params) { body } or macro NAME { body }, from "macro". */
+static MacroDef *parse_macro(Parser *P) {
+  MacroDef *m = calloc(1, sizeof *m);
+  if (!m) abort();
+  next(P);
+  if (P->tok.kind != TK_IDENT) unexpected(P, "identifier");
+  m->name = dup_text(P->tok.text, P->tok.len);
+  m->span = P->tok.span;
+  next(P);
+  if (is_punct(P, '(')) {
+    next(P);
+    Node head = {0}, *cur = &head;
+    while (!is_punct(P, ')')) {
+      if (m->nparams) expect(P, ',', ") or \",\"");
+      cur = cur->next = parse_macro_param(P);
+      m->nparams++;
+    }
+    next(P);
+    m->params = head.next;
+  }
+  if (!is_punct(P, '{')) unexpected(P, "{");
+  m->body = parse_block_of(P, true, true);
+  return m;
+}
+
 static bool is_attach_word(const Token *t, const char *word) {
   return t->kind == TK_ATTACH && (int)strlen(word) == t->len &&
          !strncmp(t->text, word, t->len);
@@ -884,6 +925,7 @@ static bool is_attach_word(const Token *t, const char *word) {
 static void parse_probes(Parser *P, Script *s) {
   Probe head = {0}, *cur = &head;
   StructDef **last_struct = &s->structs;
+  MacroDef **last_macro = &s->macros;
   bool first = true;
   while (P->tok.kind != TK_EOF) {
     if (P->tok.kind != TK_ATTACH) unexpected(P, "attach point");
@@ -891,6 +933,11 @@ static void parse_probes(Parser *P, Script *s) {
         is_attach_word(&P->tok, "union")) {
       *last_struct = parse_struct_definition(P);
       last_struct = &(*last_struct)->next;
+      continue;
+    }
+    if (is_attach_word(&P->tok, "macro")) {
+      *last_macro = parse_macro(P);
+      last_macro = &(*last_macro)->next;
       continue;
     }
     if (is_attach_word(&P->tok, "enum")) {
