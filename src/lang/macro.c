@@ -19,8 +19,10 @@
  * Arguments are expanded in the caller before the call itself, so nested
  * calls like `add_one(add_one(1) + 1)` work from the inside out. A macro
  * that is being expanded may not be called again (recursion is an
- * error). A macro named like a builtin replaces it in the calls with as
- * many arguments as it has parameters. */
+ * error). bpftrace's standard library defines each builtin word as a
+ * macro `comm()` whose body is `__builtin_comm`; here both spellings
+ * become the word, unless the script defines a macro of that name and
+ * arity, which wins. */
 #include "lang/macro.h"
 
 #include <stdlib.h>
@@ -211,6 +213,9 @@ static Node *walk_word(Expander *x, Expansion *e, Node *n, bool stmt) {
                m->name, arguments(m->nparams), m->name);
     return n;
   }
+  if (!strncmp(n->name, "__builtin_", 10) &&
+      builtin_find(n->name + 10, BI_WORD))
+    n->name += 10;
   return n;
 }
 
@@ -234,6 +239,9 @@ static Node *walk_call(Expander *x, Expansion *e, Node *n, bool stmt) {
                arguments(m->nparams), k);
     return n;
   }
+  if (k == 0 && !builtin_find(n->name, BI_CALL) &&
+      builtin_find(n->name, BI_WORD))
+    n->kind = N_BUILTIN;   /* comm() is comm */
   return n;
 }
 

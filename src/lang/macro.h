@@ -5,7 +5,9 @@
 #include "lang/ast.h"
 
 /* Replaces every call of a macro defined in the script with a copy of its
- * body. Returns 0, or -1 after reporting through d. */
+ * body, and the words of builtins called as functions (`comm()`,
+ * `__builtin_comm`) with the words themselves. Returns 0, or -1 after
+ * reporting through d. */
 int macro_expand_script(Script *s, Diag *d);
 
 #endif
