@@ -493,7 +493,7 @@ void lex_top(Lexer *lx, Token *t) {
 static const char *const keywords[] = {
     "if",     "else",  "while",  "unroll", "return", "break",
     "continue", "for", "config", "struct", "union", "enum", "sizeof",
-    "offsetof", "macro",
+    "offsetof", "macro", "let",
     NULL,
 };
 

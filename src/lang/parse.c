@@ -306,7 +306,7 @@ static Node *parse_paren(Parser *P) {
 static Node *parse_identifier(Parser *P) {
   static const char *const reserved[] = {
       "if", "else", "while", "unroll", "for", "return", "break", "continue",
-      NULL,
+      "let", NULL,
   };
   for (int i = 0; reserved[i]; i++)
     if (is_word(P, reserved[i])) unexpected(P, NULL);
@@ -568,6 +568,22 @@ static Node *parse_jump(Parser *P, NodeKind kind) {
   return n;
 }
 
+static Node *parse_simple_stmt(Parser *P);
+
+/* let $x = value: declares $x as it assigns it. Variables live as long
+ * as their probe here, so this is the assignment; a declaration without a
+ * value or with a type is not supported. */
+static Node *parse_let(Parser *P) {
+  Span kw = P->tok.span;
+  next(P);
+  if (P->tok.kind != TK_VAR) unexpected(P, "variable");
+  Token var = peek(P);
+  if (var.kind != TK_ASSIGN || var.op != '=')
+    parse_error(P, span_join(kw, P->tok.span), "loupe supports only let "
+                "$x = value; give the variable its first value here");
+  return parse_simple_stmt(P);
+}
+
 /* An expression statement, an assignment or an increment. */
 static Node *parse_simple_stmt(Parser *P) {
   Node *e = parse_expr(P);
@@ -607,6 +623,8 @@ static Node *parse_stmt(Parser *P) {
     n = parse_loop(P, N_UNROLL);
   else if (is_word(P, "for"))
     n = parse_for(P);
+  else if (is_word(P, "let"))
+    n = parse_let(P);
   else if (is_word(P, "return"))
     n = parse_jump(P, N_RETURN);
   else if (is_word(P, "break"))
