@@ -23,6 +23,7 @@
 #include "codegen/codegen.h"
 #include "probes/expand.h"
 #include "runtime/load.h"
+#include "lang/macro.h"
 #include "lang/parse.h"
 #include "probes/provider.h"
 #include "runtime/run.h"
@@ -360,7 +361,7 @@ static int read_source(const Options *o, Source *src) {
   return 0;
 }
 
-/* parse → expand → check → codegen; 0, or -1 once a stage has reported. */
+/* parse → macros → expand → check → codegen; 0, or -1 once a stage has reported. */
 static int compile(const Source *src, const Options *o, Compiled *c,
                    Diag *d) {
   script = parse_script(src, d);
@@ -370,6 +371,7 @@ static int compile(const Source *src, const Options *o, Compiled *c,
   script->unsafe = o->unsafe;
   script->has_command = o->command != NULL;
   script->cpid = child.pid > 0 ? child.pid : 0;
+  if (macro_expand_script(script, d) < 0 || d->errors) return -1;
   if (expand_script(script, d) < 0 || d->errors) return -1;
   if (check_script(script, c, d) < 0 || d->errors) return -1;
   if (codegen_script(script, c, d) < 0 || d->errors) return -1;

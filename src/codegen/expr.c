@@ -92,6 +92,11 @@ void gen_buf(Gen *g, Node *n, int dst, int cap) {
   case N_MAP:
     gen_map_str(g, n, dst, cap);
     return;
+  case N_BLOCK:
+    /* { statements; value }: what follows an exit() in it is removed */
+    gen_block(g, n);
+    gen_buf(g, n->lhs, dst, cap);
+    return;
   case N_TERNARY: {
     Jumps to_else = {0};
     gen_cond(g, n->cond, false, &to_else);
@@ -443,6 +448,10 @@ int gen_int(Gen *g, Node *n) {
     break;
   case N_INCDEC:
     r = gen_incdec(g, n, false);
+    break;
+  case N_BLOCK:
+    gen_block(g, n);
+    r = gen_int(g, n->lhs);
     break;
   default:
     fail(g, n->span, "%s", "loupe cannot generate this expression yet");

@@ -83,6 +83,7 @@ typedef struct VarSym {
   int stack_off;   /* codegen: frame offset (negative), 0 if unassigned */
   int frame;       /* 0: the probe's; k: the body of the k-th for loop over
                       a map, which runs as a callback with its own frame */
+  int scope;       /* Node.scope: 0, or the macro expansion it belongs to */
   bool known;      /* codegen: the variable holds `value` at this point */
   int64_t value;
 } VarSym;

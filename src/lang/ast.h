@@ -90,7 +90,9 @@ typedef enum NodeKind {
   N_INCDEC,     /* lhs (N_VAR or N_MAP); op is OP_INC or OP_DEC; ival 1 if
                    prefix form */
   N_IF,         /* cond, then (N_BLOCK), els (N_BLOCK, N_IF or NULL) */
-  N_BLOCK,      /* body: statement list */
+  N_BLOCK,      /* body: statement list; as an expression ({ a; b; v }, a
+                   macro's expansion) lhs is its value, computed after
+                   the statements; NULL in a statement block */
   /* added after the core set */
   N_WHILE,      /* while (cond) then (N_BLOCK) */
   N_UNROLL,     /* unroll (lhs) then (N_BLOCK); lhs is the count expression */
@@ -159,6 +161,9 @@ struct Node {
   int printf_id;             /* N_CALL printf: index in Compiled.printfs */
   const struct Builtin *builtin;  /* N_BUILTIN, N_CALL: its record
                                      (builtins/builtin.h) */
+  int scope;          /* N_VAR: 0 for the probe's own variables, k for those
+                         of the k-th macro expansion (lang/macro.c), so a
+                         macro's $y is not its caller's $y */
 };
 
 /* ---- probes --------------------------------------------------------- */
@@ -258,6 +263,18 @@ typedef struct ConfigItem {
   Node *value;       /* N_INT, N_STR or N_BUILTIN (a bare word) */
 } ConfigItem;
 
+/* macro NAME(params) { statements; [value] } at the top level. */
+typedef struct MacroDef {
+  struct MacroDef *next;
+  Span span;         /* the name */
+  char *name;
+  Node *params;      /* list: N_VAR "$x" (a variable of the caller's, by
+                        reference), N_MAP "@m" (a map) or N_BUILTIN "x" (an
+                        expression, copied in at each use) */
+  int nparams;
+  Node *body;        /* N_BLOCK; lhs: its value, NULL if it has none */
+} MacroDef;
+
 typedef struct Script {
   const Source *src;
   Probe *probes;
@@ -267,6 +284,8 @@ typedef struct Script {
   int nparams;
   StructDef *structs;  /* struct/union definitions, in script order */
   EnumDef *enums;      /* enum definitions, in script order */
+  MacroDef *macros;    /* macro definitions, in script order; expanded
+                          away by lang/macro.c before check */
   bool unsafe;         /* --unsafe: system() and signal() allowed */
   bool has_command;    /* -c COMMAND was given */
   int cpid;            /* its pid (0 in a dry run) */

@@ -51,16 +51,20 @@ MapSym *map_get(Checker *c, Node *n) {
 }
 
 /* Variables are seen within their frame: a for loop over a map runs its
- * body as a separate function, which sees only its own variables. */
-VarSym *var_find(Checker *c, const char *name) {
+ * body as a separate function, which sees only its own variables. Those
+ * of a macro's expansion are its own too (Node.scope). */
+VarSym *var_find(Checker *c, const Node *var) {
   for (VarSym *v = c->probe->vars; v; v = v->next)
-    if (strcmp(v->name, name) == 0 && v->frame == c->frame) return v;
+    if (strcmp(v->name, var->name) == 0 && v->frame == c->frame &&
+        v->scope == var->scope)
+      return v;
   return NULL;
 }
 
-static VarSym *var_new(Checker *c, const char *name) {
+static VarSym *var_new(Checker *c, const Node *var) {
   VarSym *v = calloc(1, sizeof(*v));
-  v->name = strdup(name);
+  v->name = strdup(var->name);
+  v->scope = var->scope;
   v->frame = c->frame;
   v->next = c->probe->vars;
   c->probe->vars = v;
@@ -320,7 +324,7 @@ bool want_unsafe(Checker *c, Node *n) {
 static Type compound_target_type(Checker *c, Node *lhs) {
   Type t = ty_int(8, true);
   if (lhs->kind == N_VAR) {
-    VarSym *v = var_find(c, lhs->name);
+    VarSym *v = var_find(c, lhs);
     if (v && v->type.kind != TY_NONE) t = v->type;
   } else if (lhs->kind == N_MAP) {
     MapSym *m = map_find(c->out, lhs->name);
@@ -337,7 +341,10 @@ static void check_assign(Checker *c, Node *n) {
   c->in_assign_rhs = false;
   Type t = n->rhs->type;
   if (t.kind == TY_VOID) {
-    error_at(c, n->rhs->span, "%s() has no value to assign", n->rhs->name);
+    const Node *call = n->rhs;
+    while (call->kind == N_BLOCK && call->lhs) call = call->lhs;
+    error_at(c, n->rhs->span, "%s() has no value to assign",
+             call->name ? call->name : "this");
     return;
   }
   if (n->op != '=' && t.kind != TY_INT && t.kind != TY_NONE) {
@@ -348,7 +355,7 @@ static void check_assign(Checker *c, Node *n) {
     return;
   }
   if (lhs->kind == N_VAR) {
-    VarSym *v = var_find(c, lhs->name);
+    VarSym *v = var_find(c, lhs);
     if (n->op != '=') {
       if (!v || v->type.kind == TY_NONE) {
         error_at(c, lhs->span, "Undefined or undeclared variable: %s",
@@ -356,7 +363,7 @@ static void check_assign(Checker *c, Node *n) {
         return;
       }
     } else if (!v) {
-      v = var_new(c, lhs->name);
+      v = var_new(c, lhs);
     }
     lhs->var = v;
     if (t.kind == TY_NONE) return;
@@ -445,14 +452,14 @@ static void check_incdec(Checker *c, Node *n) {
 
 /* The loop variable of a for: declared by it, an error if it exists. */
 static VarSym *for_variable(Checker *c, Node *var, Type t) {
-  VarSym *v = var_find(c, var->name);
+  VarSym *v = var_find(c, var);
   if (v && v->type.kind != TY_NONE && !same_layout(v->type, t)) {
     error_at(c, var->span, "Type mismatch for %s: the loop gives it type "
              "'%s' but it already holds '%s'", var->name, TYPE_NAME(t),
              TYPE_NAME(v->type));
     return NULL;
   }
-  if (!v) v = var_new(c, var->name);
+  if (!v) v = var_new(c, var);
   v->type = t;
   var->var = v;
   var->type = t;

@@ -584,7 +584,7 @@ void check_expr(Checker *c, Node *n) {
     break;
   case N_VAR: {
     if (check_positional(c, n)) break;
-    VarSym *v = var_find(c, n->name);
+    VarSym *v = var_find(c, n);
     if (!v || v->type.kind == TY_NONE) {
       error_at(c, n->span, "Undefined or undeclared variable: %s", n->name);
       return;
@@ -623,6 +623,16 @@ void check_expr(Checker *c, Node *n) {
   case N_SIZEOF:
   case N_OFFSETOF:
     check_sizeof(c, n);
+    break;
+  case N_BLOCK:
+    /* { statements; value }: a macro's expansion, or written so */
+    check_block(c, n);
+    if (!n->lhs) {
+      error_at(c, n->span, "this block has no value");
+      return;
+    }
+    check_expr(c, n->lhs);
+    n->type = n->lhs->type;
     break;
   case N_INCDEC:
     /* as an expression: x++ yields an integer, or the pointer it holds

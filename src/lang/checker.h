@@ -63,8 +63,9 @@ bool same_layout(Type a, Type b);
 void error_at(Checker *c, Span at, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 MapSym *map_find(Compiled *out, const char *name);
-/* The scratch variable `name` of the frame being checked, or NULL. */
-VarSym *var_find(Checker *c, const char *name);
+/* The scratch variable that N_VAR var names in the frame being checked,
+ * or NULL. */
+VarSym *var_find(Checker *c, const Node *var);
 /* The map n names, created on first sight. */
 MapSym *map_get(Checker *c, Node *n);
 /* Checks the keys of @m[k...] and unifies them with earlier uses. */

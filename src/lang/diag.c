@@ -1,5 +1,6 @@
 #include "lang/diag.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 void diag_init(Diag *d, const Source *src) {
@@ -8,6 +9,16 @@ void diag_init(Diag *d, const Source *src) {
   d->errors = 0;
   d->warnings = 0;
   d->no_warnings = false;
+  d->calls = NULL;
+  d->ncalls = 0;
+}
+
+int diag_expansion(Diag *d, Span call) {
+  Span *calls = realloc(d->calls, sizeof(Span) * (size_t)(d->ncalls + 1));
+  if (!calls) abort();
+  d->calls = calls;
+  d->calls[d->ncalls++] = call;
+  return d->ncalls;
 }
 
 /* Prints line `line` of the source and marks columns [col, end_col). Tabs
@@ -30,8 +41,8 @@ static void show_source_line(Diag *d, Span at) {
   fputc('\n', d->out);
 }
 
-static void report(Diag *d, const char *kind, Span at, const char *fmt,
-                   va_list ap) {
+/* "stdin:1:5-9: ERROR: " or, without a location, "ERROR: ". */
+static void print_location(Diag *d, const char *kind, Span at) {
   if (at.line > 0 && d->src) {
     int end = at.end_col > at.col ? at.end_col : at.col + 1;
     fprintf(d->out, "%s:%d:%d-%d: %s: ", d->src->name, at.line, at.col, end,
@@ -39,9 +50,24 @@ static void report(Diag *d, const char *kind, Span at, const char *fmt,
   } else {
     fprintf(d->out, "%s: ", kind);
   }
+}
+
+static void report(Diag *d, const char *kind, Span at, const char *fmt,
+                   va_list ap) {
+  print_location(d, kind, at);
   vfprintf(d->out, fmt, ap);
   fputc('\n', d->out);
   if (at.line > 0 && d->src && d->src->text) show_source_line(d, at);
+  /* text copied from a macro's body: where each expansion was called,
+   * out to the script's own text (a call site comes from an older
+   * expansion, so the chain ends) */
+  for (int e = at.exp; e > 0 && e <= d->ncalls;) {
+    Span call = d->calls[e - 1];
+    print_location(d, kind, call);
+    fputs("expanded from\n", d->out);
+    if (call.line > 0 && d->src && d->src->text) show_source_line(d, call);
+    e = call.exp < e ? call.exp : 0;
+  }
 }
 
 char *diag_prefix(const Diag *d, Span at, const char *kind) {

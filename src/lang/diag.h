@@ -28,6 +28,9 @@ typedef struct Span {
   int line;
   int col;
   int end_col;
+  int exp;      /* 0, or the macro expansion this text was copied into
+                   (diag_expansion): a message here then also shows the
+                   call that expanded it, and that call's own expansion */
 } Span;
 
 typedef struct Diag {
@@ -36,6 +39,8 @@ typedef struct Diag {
   int errors;   /* number of errors reported so far */
   int warnings;
   bool no_warnings;  /* --no-warnings: count warnings, print none */
+  Span *calls;  /* the call site of each macro expansion, by id - 1 */
+  int ncalls;
 } Diag;
 
 void diag_init(Diag *d, const Source *src);
@@ -51,7 +56,11 @@ void diag_verror(Diag *d, Span at, const char *fmt, va_list ap);
 /* "stdin:1:9-62: KIND: ", the prefix of a located message, malloc'd. */
 char *diag_prefix(const Diag *d, Span at, const char *kind);
 
-/* The smallest span covering both. */
+/* Records a macro expansion called at `call` and returns its id, for the
+ * Span.exp of the text copied into it. */
+int diag_expansion(Diag *d, Span call);
+
+/* The smallest span covering both (expanded from where the first is). */
 Span span_join(Span a, Span b);
 
 #endif

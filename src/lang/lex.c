@@ -21,7 +21,8 @@ static int column_of(Lexer *lx, const char *p) {
 }
 
 static Span span_from(Lexer *lx, const char *start, const char *end) {
-  Span s = {lx->line, column_of(lx, start), column_of(lx, end)};
+  Span s = {.line = lx->line, .col = column_of(lx, start),
+            .end_col = column_of(lx, end)};
   return s;
 }
 
@@ -31,7 +32,8 @@ static Span span_to_eol(int line, const char *line_start,
                         const char *start) {
   const char *e = start;
   while (*e && *e != '\n') e++;
-  Span s = {line, (int)(start - line_start) + 1, (int)(e - line_start) + 1};
+  Span s = {.line = line, .col = (int)(start - line_start) + 1,
+            .end_col = (int)(e - line_start) + 1};
   if (s.end_col <= s.col) s.end_col = s.col + 1;
   return s;
 }
@@ -532,7 +534,7 @@ void lex_top(Lexer *lx, Token *t) {
 static const char *const keywords[] = {
     "if",     "else",  "while",  "unroll", "return", "break",
     "continue", "for", "config", "struct", "union", "enum", "sizeof",
-    "offsetof",
+    "offsetof", "macro", "let",
     NULL,
 };
 

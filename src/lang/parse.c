@@ -114,6 +114,7 @@ static void leave(Parser *P) { P->depth--; }
 static Node *parse_expr(Parser *P);
 static Node *parse_unary(Parser *P);
 static Node *parse_block(Parser *P, bool probe_body);
+static Node *parse_block_expr(Parser *P);
 
 static bool is_lvalue(const Node *n) {
   return n->kind == N_VAR || n->kind == N_MAP;
@@ -305,7 +306,7 @@ static Node *parse_paren(Parser *P) {
 static Node *parse_identifier(Parser *P) {
   static const char *const reserved[] = {
       "if", "else", "while", "unroll", "for", "return", "break", "continue",
-      NULL,
+      "let", NULL,
   };
   for (int i = 0; reserved[i]; i++)
     if (is_word(P, reserved[i])) unexpected(P, NULL);
@@ -367,6 +368,7 @@ static Node *parse_primary(Parser *P) {
     return parse_identifier(P);
   default:
     if (is_punct(P, '(')) return parse_paren(P);
+    if (is_punct(P, '{')) return parse_block_expr(P);
     unexpected(P, NULL);
   }
 }
@@ -566,6 +568,22 @@ static Node *parse_jump(Parser *P, NodeKind kind) {
   return n;
 }
 
+static Node *parse_simple_stmt(Parser *P);
+
+/* let $x = value: declares $x as it assigns it. Variables live as long
+ * as their probe here, so this is the assignment; a declaration without a
+ * value or with a type is not supported. */
+static Node *parse_let(Parser *P) {
+  Span kw = P->tok.span;
+  next(P);
+  if (P->tok.kind != TK_VAR) unexpected(P, "variable");
+  Token var = peek(P);
+  if (var.kind != TK_ASSIGN || var.op != '=')
+    parse_error(P, span_join(kw, P->tok.span), "loupe supports only let "
+                "$x = value; give the variable its first value here");
+  return parse_simple_stmt(P);
+}
+
 /* An expression statement, an assignment or an increment. */
 static Node *parse_simple_stmt(Parser *P) {
   Node *e = parse_expr(P);
@@ -605,6 +623,8 @@ static Node *parse_stmt(Parser *P) {
     n = parse_loop(P, N_UNROLL);
   else if (is_word(P, "for"))
     n = parse_for(P);
+  else if (is_word(P, "let"))
+    n = parse_let(P);
   else if (is_word(P, "return"))
     n = parse_jump(P, N_RETURN);
   else if (is_word(P, "break"))
@@ -620,31 +640,53 @@ static Node *parse_stmt(Parser *P) {
 }
 
 /* '{' statements '}'. Statements are separated by ';', which is optional
- * before '}' and after statements ending in a block. A probe body is
- * followed by the next probe, so the token after its '}' is read with
- * next_top(). */
-static Node *parse_block(Parser *P, bool probe_body) {
+ * before '}' and after statements ending in a block. A probe or macro body
+ * is followed by the next definition (`top`), so the token after its '}'
+ * is read with next_top(). With `value` (a block expression, a macro body)
+ * a last expression with no ';' after it is the block's value (lhs). */
+static Node *parse_block_of(Parser *P, bool top, bool value) {
   Node *blk = node_new(N_BLOCK, P->tok.span);
   next(P);
-  Node head = {0}, *cur = &head;
+  Node head = {0}, *cur = &head, *before = &head;
+  bool open = false;   /* no ';' after the last statement */
   while (!is_punct(P, '}')) {
     if (is_punct(P, ';')) {
       next(P);
+      open = false;
       continue;
     }
     if (P->tok.kind == TK_EOF) unexpected(P, "}");
+    before = cur;
     cur = cur->next = parse_stmt(P);
-    if (is_punct(P, ';'))
+    open = !is_punct(P, ';');
+    if (!open)
       next(P);
     else if (!is_punct(P, '}') && !ends_with_block(cur))
       unexpected(P, "}");
   }
+  if (value && open && (cur->kind == N_EXPR_STMT || cur->kind == N_INCDEC)) {
+    blk->lhs = cur->kind == N_EXPR_STMT ? cur->lhs : cur;
+    before->next = NULL;
+  }
   blk->body = head.next;
   blk->span = span_join(blk->span, P->tok.span);
-  if (probe_body)
+  if (top)
     next_top(P);
   else
     next(P);
+  return blk;
+}
+
+static Node *parse_block(Parser *P, bool probe_body) {
+  return parse_block_of(P, probe_body, false);
+}
+
+/* { statements; value } where an expression may be. */
+static Node *parse_block_expr(Parser *P) {
+  Node *blk = parse_block_of(P, false, true);
+  if (!blk->lhs)
+    parse_error(P, blk->span, "a block used as a value must end with an "
+                "expression, with no ';' after it");
   return blk;
 }
 
@@ -873,6 +915,47 @@ static EnumDef *parse_enum_definition(Parser *P) {
   return def;
 }
 
+/* A macro parameter: $x, @m or a plain name. */
+static Node *parse_macro_param(Parser *P) {
+  char buf[64];
+  const char *what = lex_token_name(&P->tok, buf, sizeof buf);
+  NodeKind kind = !strcmp(what, "variable") ? N_VAR
+                  : !strcmp(what, "map")    ? N_MAP
+                  : !strcmp(what, "identifier") || !strcmp(what, "builtin")
+                      ? N_BUILTIN
+                      : N_INT;
+  if (kind == N_INT) unexpected(P, "$variable, @map or name");
+  Node *n = node_new(kind, P->tok.span);
+  n->name = dup_text(P->tok.text, P->tok.len);
+  next(P);
+  return n;
+}
+
+/* macro NAME(params) { body } or macro NAME { body }, from "macro". */
+static MacroDef *parse_macro(Parser *P) {
+  MacroDef *m = calloc(1, sizeof *m);
+  if (!m) abort();
+  next(P);
+  if (P->tok.kind != TK_IDENT) unexpected(P, "identifier");
+  m->name = dup_text(P->tok.text, P->tok.len);
+  m->span = P->tok.span;
+  next(P);
+  if (is_punct(P, '(')) {
+    next(P);
+    Node head = {0}, *cur = &head;
+    while (!is_punct(P, ')')) {
+      if (m->nparams) expect(P, ',', ") or \",\"");
+      cur = cur->next = parse_macro_param(P);
+      m->nparams++;
+    }
+    next(P);
+    m->params = head.next;
+  }
+  if (!is_punct(P, '{')) unexpected(P, "{");
+  m->body = parse_block_of(P, true, true);
+  return m;
+}
+
 static bool is_attach_word(const Token *t, const char *word) {
   return t->kind == TK_ATTACH && (int)strlen(word) == t->len &&
          !strncmp(t->text, word, t->len);
@@ -882,6 +965,7 @@ static void parse_probes(Parser *P, Script *s) {
   Probe head = {0}, *cur = &head;
   StructDef **last_struct = &s->structs;
   EnumDef **last_enum = &s->enums;
+  MacroDef **last_macro = &s->macros;
   bool first = true;
   while (P->tok.kind != TK_EOF) {
     if (P->tok.kind != TK_ATTACH) unexpected(P, "attach point");
@@ -889,6 +973,11 @@ static void parse_probes(Parser *P, Script *s) {
         is_attach_word(&P->tok, "union")) {
       *last_struct = parse_struct_definition(P);
       last_struct = &(*last_struct)->next;
+      continue;
+    }
+    if (is_attach_word(&P->tok, "macro")) {
+      *last_macro = parse_macro(P);
+      last_macro = &(*last_macro)->next;
       continue;
     }
     if (is_attach_word(&P->tok, "enum")) {
@@ -919,7 +1008,7 @@ static Script *parse_all(Parser *P, const Source *src) {
   next_top(P);
   parse_probes(P, s);
   if (s->nprobes == 0) {
-    Span at = {1, 1, 2};
+    Span at = {.line = 1, .col = 1, .end_col = 2};
     parse_error(P, at, "no probes in the program: expected a probe such as "
                        "'BEGIN { ... }'");
   }

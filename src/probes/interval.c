@@ -68,7 +68,8 @@ static Span part_span(const AttachPoint *ap, int i, size_t skip,
   }
   if (!p) return ap->span;
   int col = ap->span.col + (int)(p - ap->text) + (int)skip;
-  Span s = {ap->span.line, col, col + (int)(len ? len : 1)};
+  Span s = {.line = ap->span.line, .col = col,
+            .end_col = col + (int)(len ? len : 1), .exp = ap->span.exp};
   return s;
 }
 

@@ -55,7 +55,7 @@ static void emit_map_load(BpfProg *p, int reg, int map_id, Span at) {
 
 /* @[0] += 1 in an 8-byte array slot: the smallest useful program. */
 static void emit_count(BpfProg *p, int map_id) {
-  Span line2 = {2, 5, 16};
+  Span line2 = {.line = 2, .col = 5, .end_col = 16};
   emit(p, I_ST(BPF_W, BPF_REG_10, -4, 0), line2);
   emit(p, I_MOV64_REG(BPF_REG_2, BPF_REG_10), line2);
   emit(p, I_ALU64_IMM(BPF_ADD, BPF_REG_2, -4), line2);
@@ -83,7 +83,7 @@ static MapSym *make_counter_map(void) {
 static AttachPoint *make_ap(const char *provider, int nparts, char *p0,
                             char *p1) {
   AttachPoint *ap = calloc(1, sizeof *ap);
-  ap->span = (Span){1, 1, 34};
+  ap->span = (Span){.line = 1, .col = 1, .end_col = 34};
   ap->provider = (char *)provider;
   ap->text = "probe";
   ap->parts[0] = p0;
@@ -337,10 +337,10 @@ static void test_verifier_rejection_is_located(void) {
   BpfProg p = make_prog(&probe, "ltest_bad");
   p.ap = probe.aps;
   p.target = probe.aps->targets;
-  emit(&p, I_MOV64_IMM(BPF_REG_0, 0), (Span){1, 1, 34});
+  emit(&p, I_MOV64_IMM(BPF_REG_0, 0), (Span){.line = 1, .col = 1, .end_col = 34});
   /* r0 = r2: r2 was never written. */
-  emit(&p, I_MOV64_REG(BPF_REG_0, BPF_REG_2), (Span){2, 5, 16});
-  emit(&p, I_EXIT(), (Span){3, 1, 2});
+  emit(&p, I_MOV64_REG(BPF_REG_0, BPF_REG_2), (Span){.line = 2, .col = 5, .end_col = 16});
+  emit(&p, I_EXIT(), (Span){.line = 3, .col = 1, .end_col = 2});
   MapSym *m = make_counter_map();
   MapSym *maps[] = {m};
   Compiled c = {.maps = maps, .nmaps = 1, .progs = &p, .nprogs = 1};

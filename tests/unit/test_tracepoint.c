@@ -154,7 +154,7 @@ static void capture_end(Capture *c) {
 
 static AttachPoint *make_ap(const char *provider, int nparts, ...) {
   AttachPoint *ap = calloc(1, sizeof *ap);
-  ap->span = (Span){1, 1, 35};
+  ap->span = (Span){.line = 1, .col = 1, .end_col = 35};
   ap->provider = strdup(provider);
   va_list va;
   va_start(va, nparts);
