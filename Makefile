@@ -8,13 +8,13 @@
 VERSION  := 0.1.0
 CC       ?= cc
 CFLAGS   ?= -O2 -g
-CFLAGS   += -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP \
-            -DLOUPE_VERSION=\"$(VERSION)\"
+# Flags every build needs, kept apart from CFLAGS so that `make asan` (or a
+# user) can set CFLAGS on the command line without losing them.
+BASE_CFLAGS := -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP \
+            -DLOUPE_VERSION=\"$(VERSION)\" -Isrc
 PKGS     := libbpf libelf zlib
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lbpf -lelf -lz)
-CFLAGS   += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-
-CFLAGS   += -Isrc
+BASE_CFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 SRCS     := $(wildcard src/*.c src/*/*.c)
 OBJS     := $(SRCS:src/%.c=build/%.o)
 LIBOBJS  := $(filter-out build/main.o,$(OBJS))
@@ -24,15 +24,15 @@ UNITBINS := $(UNIT:tests/unit/%.c=build/unit/%)
 all: loupe
 
 loupe: $(OBJS)
-	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) $(LDFLAGS) -o $@ $^ $(LDLIBS)
 
 build/%.o: src/%.c | build
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -c -o $@ $<
 
 build/unit/%: tests/unit/%.c $(LIBOBJS) | build
 	@mkdir -p build/unit
-	$(CC) $(CFLAGS) -o $@ $^ $(LDLIBS)
+	$(CC) $(BASE_CFLAGS) $(CFLAGS) -o $@ $^ $(LDLIBS)
 
 build:
 	@mkdir -p build

@@ -10,21 +10,10 @@
 #include <string.h>
 
 #include "lang/lex.h"
+#include "lang/parser.h"
 
-/* Deeper nesting than this is surely not a real script; the limit keeps
- * garbage input from exhausting the C stack. */
-#define MAX_DEPTH 200
 
-typedef struct Parser {
-  Lexer lx;
-  Diag *d;
-  Token tok;    /* the current token */
-  Token prev;   /* the one before it, for "unexpected end of file" spans */
-  int depth;
-  jmp_buf on_error;
-} Parser;
-
-static char *dup_text(const char *s, int len) {
+char *dup_text(const char *s, int len) {
   char *p = malloc((size_t)len + 1);
   if (!p) abort();
   memcpy(p, s, (size_t)len);
@@ -32,10 +21,8 @@ static char *dup_text(const char *s, int len) {
   return p;
 }
 
-static void parse_error(Parser *P, Span at, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4), noreturn));
 
-static void parse_error(Parser *P, Span at, const char *fmt, ...) {
+void parse_error(Parser *P, Span at, const char *fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
   diag_verror(P->d, at, fmt, ap);
@@ -46,10 +33,8 @@ static void parse_error(Parser *P, Span at, const char *fmt, ...) {
 /* "syntax error, unexpected X[, expecting Y]" at the current token. At the
  * end of the file the last real token is underlined instead, as there is
  * nothing to point at. */
-static void unexpected(Parser *P, const char *expecting)
-    __attribute__((noreturn));
 
-static void unexpected(Parser *P, const char *expecting) {
+void unexpected(Parser *P, const char *expecting) {
   char buf[64];
   const char *name = lex_token_name(&P->tok, buf, sizeof buf);
   Span at = P->tok.span;
@@ -60,13 +45,13 @@ static void unexpected(Parser *P, const char *expecting) {
   parse_error(P, at, "syntax error, unexpected %s", name);
 }
 
-static void next(Parser *P) {
+void next(Parser *P) {
   P->prev = P->tok;
   lex_next(&P->lx, &P->tok);
 }
 
 /* Advances where a probe may start (after a probe body, after ','). */
-static void next_top(Parser *P) {
+void next_top(Parser *P) {
   P->prev = P->tok;
   lex_top(&P->lx, &P->tok);
 }
@@ -80,11 +65,11 @@ static Token peek(Parser *P) {
   return t;
 }
 
-static bool is_punct(Parser *P, int op) {
+bool is_punct(Parser *P, int op) {
   return P->tok.kind == TK_PUNCT && P->tok.op == op;
 }
 
-static bool token_is_word(const Token *t, const char *word) {
+bool token_is_word(const Token *t, const char *word) {
   return t->kind == TK_IDENT && (int)strlen(word) == t->len &&
          !strncmp(t->text, word, t->len);
 }
@@ -94,7 +79,7 @@ static bool is_word(Parser *P, const char *word) {
 }
 
 /* Consumes the punctuator `op` or reports what was expected instead. */
-static Span expect(Parser *P, int op, const char *expecting) {
+Span expect(Parser *P, int op, const char *expecting) {
   if (!is_punct(P, op)) unexpected(P, expecting);
   Span s = P->tok.span;
   next(P);
@@ -111,9 +96,9 @@ static void leave(Parser *P) { P->depth--; }
 
 /* ---- expressions ---------------------------------------------------- */
 
-static Node *parse_expr(Parser *P);
+Node *parse_expr(Parser *P);
 static Node *parse_unary(Parser *P);
-static Node *parse_block(Parser *P, bool probe_body);
+Node *parse_block(Parser *P, bool probe_body);
 static Node *parse_block_expr(Parser *P);
 
 static bool is_lvalue(const Node *n) {
@@ -480,7 +465,7 @@ static Node *parse_ternary(Parser *P) {
   return cond;
 }
 
-static Node *parse_expr(Parser *P) { return parse_ternary(P); }
+Node *parse_expr(Parser *P) { return parse_ternary(P); }
 
 /* ---- statements ----------------------------------------------------- */
 
@@ -644,7 +629,7 @@ static Node *parse_stmt(Parser *P) {
  * is followed by the next definition (`top`), so the token after its '}'
  * is read with next_top(). With `value` (a block expression, a macro body)
  * a last expression with no ';' after it is the block's value (lhs). */
-static Node *parse_block_of(Parser *P, bool top, bool value) {
+Node *parse_block_of(Parser *P, bool top, bool value) {
   Node *blk = node_new(N_BLOCK, P->tok.span);
   next(P);
   Node head = {0}, *cur = &head, *before = &head;
@@ -677,7 +662,7 @@ static Node *parse_block_of(Parser *P, bool top, bool value) {
   return blk;
 }
 
-static Node *parse_block(Parser *P, bool probe_body) {
+Node *parse_block(Parser *P, bool probe_body) {
   return parse_block_of(P, probe_body, false);
 }
 
@@ -691,337 +676,3 @@ static Node *parse_block_expr(Parser *P) {
 }
 
 /* ---- probes --------------------------------------------------------- */
-
-/* Short provider names and lower-case spellings, mapped to the canonical
- * provider names of provider.h. */
-static const char *canonical_provider(const char *name) {
-  static const char *const aliases[][2] = {
-      {"t", "tracepoint"},   {"i", "interval"},     {"begin", "BEGIN"},
-      {"end", "END"},        {"k", "kprobe"},       {"kr", "kretprobe"},
-      {"u", "uprobe"},       {"ur", "uretprobe"},   {"p", "profile"},
-      {"s", "software"},     {"h", "hardware"},     {"f", "fentry"},
-      {"kfunc", "fentry"},   {"fr", "fexit"},       {"kretfunc", "fexit"},
-      {"rt", "rawtracepoint"}, {"U", "usdt"},
-  };
-  for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
-    if (!strcmp(name, aliases[i][0])) return aliases[i][1];
-  return name;
-}
-
-/* Splits "provider:a:b:c" into its parts; a fifth and later part stays
- * joined to the fourth (C++ names with "::" in uprobes). */
-static AttachPoint *new_attach_point(const Token *t) {
-  AttachPoint *ap = calloc(1, sizeof *ap);
-  if (!ap) abort();
-  ap->span = t->span;
-  ap->text = dup_text(t->text, t->len);
-  const char *p = t->text, *end = t->text + t->len;
-  const char *colon = memchr(p, ':', (size_t)(end - p));
-  if (!colon) colon = end;
-  char *provider = dup_text(p, (int)(colon - p));
-  ap->provider = (char *)canonical_provider(provider);
-  if (ap->provider != provider) free(provider);
-  p = colon;
-  while (p < end && ap->nparts < 4) {
-    p++;
-    const char *e = ap->nparts == 3 ? end : memchr(p, ':', (size_t)(end - p));
-    if (!e) e = end;
-    ap->parts[ap->nparts++] = dup_text(p, (int)(e - p));
-    p = e;
-  }
-  return ap;
-}
-
-/* The rest of a probe whose first attach point is `first`; the current
- * token is the one after that spec. */
-static Probe *parse_probe(Parser *P, const Token *first) {
-  Probe *pr = calloc(1, sizeof *pr);
-  if (!pr) abort();
-  pr->aps = new_attach_point(first);
-  pr->span = first->span;
-  AttachPoint *last = pr->aps;
-  while (is_punct(P, ',')) {
-    next_top(P);
-    /* bpftrace accepts a trailing comma: "a:b, c:d, { }". */
-    if (is_punct(P, '{') || is_punct(P, '/')) break;
-    if (P->tok.kind != TK_ATTACH) unexpected(P, "attach point");
-    last = last->next = new_attach_point(&P->tok);
-    pr->span = span_join(pr->span, P->tok.span);
-    next(P);
-  }
-  if (is_punct(P, '/')) {
-    next(P);
-    pr->pred = parse_expr(P);
-    if (P->tok.kind != TK_ENDPRED) unexpected(P, "end predicate");
-    next(P);
-  }
-  if (!is_punct(P, '{')) unexpected(P, "{");
-  pr->body = parse_block(P, true);
-  return pr;
-}
-
-/* config = { KEY = value; ... }, after "config" and '='. */
-static ConfigItem *parse_config(Parser *P) {
-  if (!is_punct(P, '{')) unexpected(P, "{");
-  next(P);
-  ConfigItem head = {0}, *cur = &head;
-  while (!is_punct(P, '}')) {
-    if (is_punct(P, ';')) {
-      next(P);
-      continue;
-    }
-    if (P->tok.kind != TK_IDENT) unexpected(P, "identifier");
-    ConfigItem *it = calloc(1, sizeof *it);
-    if (!it) abort();
-    it->key = dup_text(P->tok.text, P->tok.len);
-    it->span = P->tok.span;
-    next(P);
-    if (P->tok.kind != TK_ASSIGN || P->tok.op != '=') unexpected(P, "=");
-    next(P);
-    it->value = parse_expr(P);
-    it->span = span_join(it->span, it->value->span);
-    cur = cur->next = it;
-    if (!is_punct(P, ';') && !is_punct(P, '}')) unexpected(P, "; or }");
-  }
-  next_top(P);
-  return head.next;
-}
-
-/* One member of a struct definition: "unsigned long a;", "char b[10];",
- * "struct Bar *next;". The last word before '[' or ';' is the name; the
- * words and '*'s before it are the type. */
-static StructField *parse_struct_member(Parser *P) {
-  StructField *f = calloc(1, sizeof *f);
-  if (!f) abort();
-  char type[256] = "";
-  size_t len = 0;
-  Token name = {0};
-  while (P->tok.kind == TK_IDENT || is_punct(P, '*')) {
-    if (name.len) {  /* the word held back was part of the type */
-      if (len + (size_t)name.len + 2 >= sizeof type)
-        parse_error(P, name.span, "type name too long");
-      if (len) type[len++] = ' ';
-      memcpy(type + len, name.text, (size_t)name.len);
-      len += (size_t)name.len;
-      f->type_span = len == (size_t)name.len ? name.span
-                                            : span_join(f->type_span, name.span);
-      name.len = 0;
-    }
-    if (is_punct(P, '*')) {
-      if (!len) unexpected(P, "type");
-      if (len + 3 >= sizeof type) parse_error(P, P->tok.span, "type name too long");
-      if (type[len - 1] != '*') type[len++] = ' ';
-      type[len++] = '*';
-      f->type_span = span_join(f->type_span, P->tok.span);
-    } else {
-      name = P->tok;
-    }
-    next(P);
-  }
-  if (is_punct(P, '{') && name.len &&
-      (token_is_word(&name, "struct") || token_is_word(&name, "union")))
-    parse_error(P, P->tok.span,
-                "nested struct/union definitions are not supported: define "
-                "it at top level and name it");
-  if (!len || !name.len) unexpected(P, len ? "identifier" : "type");
-  type[len] = 0;
-  f->type = dup_text(type, (int)len);
-  f->name = dup_text(name.text, name.len);
-  f->span = name.span;
-  if (is_punct(P, ':'))
-    parse_error(P, P->tok.span,
-                "bitfields are not supported in script struct definitions");
-  if (is_punct(P, '[')) {
-    next(P);
-    if (P->tok.kind != TK_INT) unexpected(P, "integer");
-    if (P->tok.ival < 1 || P->tok.ival > (1 << 20))
-      parse_error(P, P->tok.span, "array length must be 1 to %d", 1 << 20);
-    f->array_len = (int)P->tok.ival;
-    next(P);
-    expect(P, ']', "]");
-    if (is_punct(P, '['))
-      parse_error(P, P->tok.span,
-                  "multi-dimensional arrays are not supported in script "
-                  "struct definitions");
-  }
-  expect(P, ';', ";");
-  return f;
-}
-
-/* struct Foo { members } or union Foo { ... } at top level; the ';' after
- * '}' is optional, as bpftrace accepts it either way. */
-static StructDef *parse_struct_definition(Parser *P) {
-  StructDef *def = calloc(1, sizeof *def);
-  if (!def) abort();
-  def->is_union = P->tok.len == 5 && !strncmp(P->tok.text, "union", 5);
-  def->span = P->tok.span;
-  next(P);
-  if (P->tok.kind != TK_IDENT) unexpected(P, "identifier");
-  def->name = dup_text(P->tok.text, P->tok.len);
-  def->span = span_join(def->span, P->tok.span);
-  next(P);
-  if (!is_punct(P, '{')) unexpected(P, "{");
-  next(P);
-  StructField head = {0}, *cur = &head;
-  while (!is_punct(P, '}')) {
-    if (is_punct(P, ';')) {
-      next(P);
-      continue;
-    }
-    if (P->tok.kind == TK_EOF) unexpected(P, "}");
-    cur = cur->next = parse_struct_member(P);
-  }
-  def->fields = head.next;
-  next_top(P);
-  if (is_punct(P, ';')) next_top(P);
-  return def;
-}
-
-/* enum [Name] { A [= expr], B, ... [,] } at top level; the checker works
- * out the values (lang/enums.c). The ';' after '}' is optional, as for
- * structs. */
-static EnumDef *parse_enum_definition(Parser *P) {
-  EnumDef *def = calloc(1, sizeof *def);
-  if (!def) abort();
-  def->span = P->tok.span;
-  next(P);
-  if (P->tok.kind == TK_IDENT) {
-    def->name = dup_text(P->tok.text, P->tok.len);
-    def->span = span_join(def->span, P->tok.span);
-    next(P);
-  }
-  if (!is_punct(P, '{')) unexpected(P, def->name ? "{" : "identifier or {");
-  next(P);
-  Enumerator head = {0}, *cur = &head;
-  while (!is_punct(P, '}') || !head.next) {
-    if (P->tok.kind != TK_IDENT) unexpected(P, "identifier");
-    Enumerator *e = calloc(1, sizeof *e);
-    if (!e) abort();
-    e->name = dup_text(P->tok.text, P->tok.len);
-    e->span = P->tok.span;
-    next(P);
-    if (P->tok.kind == TK_ASSIGN && P->tok.op == '=') {
-      next(P);
-      e->expr = parse_expr(P);
-    }
-    cur = cur->next = e;
-    if (!is_punct(P, ',')) break;
-    next(P);
-  }
-  if (!is_punct(P, '}')) unexpected(P, "} or \",\"");
-  def->items = head.next;
-  next_top(P);
-  if (is_punct(P, ';')) next_top(P);
-  return def;
-}
-
-/* A macro parameter: $x, @m or a plain name. */
-static Node *parse_macro_param(Parser *P) {
-  char buf[64];
-  const char *what = lex_token_name(&P->tok, buf, sizeof buf);
-  NodeKind kind = !strcmp(what, "variable") ? N_VAR
-                  : !strcmp(what, "map")    ? N_MAP
-                  : !strcmp(what, "identifier") || !strcmp(what, "builtin")
-                      ? N_BUILTIN
-                      : N_INT;
-  if (kind == N_INT) unexpected(P, "$variable, @map or name");
-  Node *n = node_new(kind, P->tok.span);
-  n->name = dup_text(P->tok.text, P->tok.len);
-  next(P);
-  return n;
-}
-
-/* macro NAME(params) { body } or macro NAME { body }, from "macro". */
-static MacroDef *parse_macro(Parser *P) {
-  MacroDef *m = calloc(1, sizeof *m);
-  if (!m) abort();
-  next(P);
-  if (P->tok.kind != TK_IDENT) unexpected(P, "identifier");
-  m->name = dup_text(P->tok.text, P->tok.len);
-  m->span = P->tok.span;
-  next(P);
-  if (is_punct(P, '(')) {
-    next(P);
-    Node head = {0}, *cur = &head;
-    while (!is_punct(P, ')')) {
-      if (m->nparams) expect(P, ',', ") or \",\"");
-      cur = cur->next = parse_macro_param(P);
-      m->nparams++;
-    }
-    next(P);
-    m->params = head.next;
-  }
-  if (!is_punct(P, '{')) unexpected(P, "{");
-  m->body = parse_block_of(P, true, true);
-  return m;
-}
-
-static bool is_attach_word(const Token *t, const char *word) {
-  return t->kind == TK_ATTACH && (int)strlen(word) == t->len &&
-         !strncmp(t->text, word, t->len);
-}
-
-static void parse_probes(Parser *P, Script *s) {
-  Probe head = {0}, *cur = &head;
-  StructDef **last_struct = &s->structs;
-  EnumDef **last_enum = &s->enums;
-  MacroDef **last_macro = &s->macros;
-  bool first = true;
-  while (P->tok.kind != TK_EOF) {
-    if (P->tok.kind != TK_ATTACH) unexpected(P, "attach point");
-    if (is_attach_word(&P->tok, "struct") ||
-        is_attach_word(&P->tok, "union")) {
-      *last_struct = parse_struct_definition(P);
-      last_struct = &(*last_struct)->next;
-      continue;
-    }
-    if (is_attach_word(&P->tok, "macro")) {
-      *last_macro = parse_macro(P);
-      last_macro = &(*last_macro)->next;
-      continue;
-    }
-    if (is_attach_word(&P->tok, "enum")) {
-      *last_enum = parse_enum_definition(P);
-      last_enum = &(*last_enum)->next;
-      continue;
-    }
-    Token spec = P->tok;
-    next(P);
-    if (first && is_attach_word(&spec, "config") &&
-        P->tok.kind == TK_ASSIGN && P->tok.op == '=') {
-      next(P);
-      s->config = parse_config(P);
-      first = false;
-      continue;
-    }
-    first = false;
-    cur = cur->next = parse_probe(P, &spec);
-    cur->index = s->nprobes++;
-  }
-  s->probes = head.next;
-}
-
-static Script *parse_all(Parser *P, const Source *src) {
-  Script *s = calloc(1, sizeof *s);
-  if (!s) abort();
-  s->src = src;
-  next_top(P);
-  parse_probes(P, s);
-  if (s->nprobes == 0) {
-    Span at = {.line = 1, .col = 1, .end_col = 2};
-    parse_error(P, at, "no probes in the program: expected a probe such as "
-                       "'BEGIN { ... }'");
-  }
-  return s;
-}
-
-Script *parse_script(const Source *src, Diag *d) {
-  Parser *P = calloc(1, sizeof *P);
-  if (!P) abort();
-  P->d = d;
-  lex_init(&P->lx, src, d, &P->on_error);
-  Script *s = NULL;
-  if (setjmp(P->on_error) == 0) s = parse_all(P, src);
-  free(P);
-  return s;
-}
