@@ -59,6 +59,35 @@ static void check_task_id_call(Checker *c, Node *n) {
   n->type = ty_int(4, false);
 }
 
+/* ppid / pcomm [(task)]: task->real_parent->tgid / ->comm, the task being
+ * curtask without an argument. The call becomes that field access, which
+ * the checker types from BTF. */
+static void check_parent_field(Checker *c, Node *n, const char *field) {
+  Node *task = n->args;
+  if (!task) {
+    task = node_new(N_BUILTIN, n->span);
+    task->name = "curtask";
+  }
+  Node *parent = node_new(N_FIELD, n->span);
+  parent->lhs = task;
+  parent->name = "real_parent";
+  n->kind = N_FIELD;
+  n->lhs = parent;
+  n->name = (char *)field;
+  n->args = NULL;
+  n->builtin = NULL;
+  check_expr(c, n);
+}
+
+static void check_ppid(Checker *c, Node *n) {
+  check_parent_field(c, n, "tgid");
+  if (n->type.kind == TY_INT) n->type = ty_int(4, false);
+}
+
+static void check_pcomm(Checker *c, Node *n) {
+  check_parent_field(c, n, "comm");
+}
+
 /* ncpus: the CPUs the kernel may bring up (possible CPUs), a constant. */
 static void check_ncpus(Checker *c, Node *n) {
   int k = libbpf_num_possible_cpus();
@@ -415,6 +444,12 @@ const Builtin builtins_context[] = {
      NULL, 0, NULL},
     {"tid", BI_CALL, 0, 1, true, check_task_id_call, emit_tid, NULL, NULL,
      NULL, 0, NULL},
+    {"ppid", BI_CALL, 0, 1, true, check_ppid, NULL, NULL, NULL, NULL, 0,
+     NULL},
+    {"pcomm", BI_CALL, 0, 1, true, check_pcomm, NULL, NULL, NULL, NULL, 0,
+     NULL},
+    WORD("ppid", check_ppid, NULL),   /* rewritten by check into fields */
+    STRING_WORD("pcomm", check_pcomm, NULL),
     NOT_YET("username"),
     NOT_YET("sarg0"),
     {0},

@@ -115,7 +115,19 @@ static void check_strlen(Checker *c, Node *n) {
            "provided)", kind_name(a->type));
 }
 
+/* strerror(e), signal_name(s): the number, printed by user space as the
+ * error's text or the signal's name wherever it goes. */
+static void check_named(Checker *c, Node *n) {
+  check_expr(c, n->args);
+  if (!want_int(c, n, n->args)) return;
+  n->type = ty_int(8, true);
+  n->type.named = n->name[0] == 's' && n->name[1] == 't' ? NAMED_ERRNO
+                                                          : NAMED_SIGNAL;
+}
+
 /* ---- code ------------------------------------------------------------ */
+
+static int gen_named(Gen *g, Node *n) { return gen_int(g, n->args); }
 
 static void gen_str_fn(Gen *g, Node *n, int dst, int cap) {
   Node *arg = n->args;
@@ -273,6 +285,10 @@ const Builtin builtins_strings[] = {
      NULL, 0, NULL},
     {"strcontains", BI_CALL, 2, 2, true, check_strcontains, gen_strcontains,
      NULL, NULL, NULL, 0, NULL},
+    {"strerror", BI_CALL, 1, 1, true, check_named, gen_named, NULL, NULL,
+     NULL, 0, NULL},
+    {"signal_name", BI_CALL, 1, 1, true, check_named, gen_named, NULL, NULL,
+     NULL, 0, NULL},
     {"strlen", BI_CALL, 1, 1, true, check_strlen, gen_strlen, NULL, NULL,
      NULL, 0, NULL},
     {0},

@@ -35,6 +35,9 @@ typedef enum AggKind {
   AGG_STATS,  /* stats(v) */
 } AggKind;
 
+/* Integers that user space prints as names (Type.named). */
+enum { NAMED_NONE, NAMED_ERRNO, NAMED_SIGNAL };
+
 /* Where a pointer-valued integer points; decides probe_read_user vs kernel. */
 typedef enum AddrSpace { AS_NONE, AS_KERNEL, AS_USER } AddrSpace;
 
@@ -46,6 +49,8 @@ typedef struct Type {
   bool is_bool;      /* TY_INT of size 1 that prints as true / false */
   const char *time_fmt;  /* TY_INT from strftime(): nanoseconds since
                             boot, printed as a time in this format */
+  uint8_t named;     /* TY_INT printed as a name in user space: NAMED_ERRNO
+                        (strerror), NAMED_SIGNAL (signal_name) */
   AddrSpace as;      /* for pointers */
   AggKind agg;       /* TY_AGG: which aggregation */
   struct TupleType *tuple;     /* TY_TUPLE */

@@ -31,6 +31,7 @@ Type ty_widened(Type t) {
   w.is_bool = t.is_bool;
   w.is_pointer = t.is_pointer;
   w.time_fmt = t.time_fmt;
+  w.named = t.named;
   w.as = t.as;
   w.ctype = t.ctype;
   w.enum_def = t.enum_def;

@@ -29,6 +29,7 @@
  * {"@name": value}}, with a keyed map's value an object named by the keys
  * joined with ','; empty maps print nothing.
  */
+#define _GNU_SOURCE   /* sigabbrev_np, for signal_name() */
 #include "runtime/print.h"
 
 #include "builtins/builtin.h"
@@ -39,6 +40,7 @@
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
+#include <signal.h>
 #include <string.h>
 #include <time.h>
 
@@ -250,6 +252,34 @@ static void put_buf_conv(const Conv *cv, const FmtArg *arg,
 /* The text of an integer of an enum type: its enumerator's name, or the
  * number when none has that value. */
 static const char *enum_text(const Type *t, uint64_t v, char *buf,
+                             size_t len);
+
+/* An integer whose type prints it as text (strftime, strerror,
+ * signal_name, an enum): that text in buf; NULL for plain numbers. */
+static const char *int_text(const Type *t, uint64_t v, char *buf,
+                            size_t len) {
+  if (t->time_fmt) {
+    format_timestamp(t->time_fmt, v, buf, len);
+    return buf;
+  }
+  if (t->named == NAMED_ERRNO) {
+    snprintf(buf, len, "%s", strerror((int)v));
+    return buf;
+  }
+  if (t->named == NAMED_SIGNAL) {
+    const char *abbrev = (int)v > 0 && (int)v < NSIG ? sigabbrev_np((int)v)
+                                                       : NULL;
+    if (abbrev)
+      snprintf(buf, len, "SIG%s", abbrev);
+    else
+      snprintf(buf, len, "%" PRId64, (int64_t)v);
+    return buf;
+  }
+  if (t->enum_def) return enum_text(t, v, buf, len);
+  return NULL;
+}
+
+static const char *enum_text(const Type *t, uint64_t v, char *buf,
                              size_t len) {
   const char *name = enum_value_name(t->enum_def, (int64_t)v);
   if (name) return name;
@@ -311,15 +341,11 @@ static void put_conv(const Conv *cv, const FmtArg *arg, const uint8_t *payload,
       c_spec(cv, "", 'p', spec, sizeof spec);
       snprintf(buf, need, spec, (void *)(uintptr_t)v);
       break;
-    case 's': {   /* strftime()'s value, or an enum's name or number */
+    case 's': {   /* an integer printed as text: a time, a name */
       char text[512];
-      if (arg->type.time_fmt)
-        format_timestamp(arg->type.time_fmt, v, text, sizeof text);
-      else
-        snprintf(text, sizeof text, "%s", enum_text(&arg->type, v,
-                                                     (char[24]){0}, 24));
+      const char *s = int_text(&arg->type, v, text, sizeof text);
       c_spec(cv, "", 's', spec, sizeof spec);
-      snprintf(buf, need, spec, text);
+      snprintf(buf, need, spec, s ? s : "");
       break;
     }
     default: /* the checker allows no other conversion of an integer */
@@ -666,13 +692,16 @@ static void put_value(const Type *t, const uint8_t *p, int stored,
     }
     break;
   default: {
-    if (t->time_fmt) {
-      char text[512];
-      format_timestamp(t->time_fmt, (uint64_t)read_s64(p), text, sizeof text);
+    /* enums stay numbers in JSON; times and names are strings */
+    char text[512];
+    const char *s = t->kind == TY_INT && (!json || !t->enum_def)
+                        ? int_text(t, (uint64_t)read_s64(p), text, sizeof text)
+                        : NULL;
+    if (s) {
       if (json)
-        print_json_string(text, strlen(text), out);
+        print_json_string(s, strlen(s), out);
       else
-        fputs(text, out);
+        fputs(s, out);
       break;
     }
     /* JSON has no hex numbers: a pointer is its plain value there */
@@ -700,7 +729,7 @@ static void put_key(const MapSym *m, int i, const uint8_t *key, bool json,
   if (t->kind == TY_INT && t->enum_def && !json) {
     fputs(enum_text(t, (uint64_t)read_s64(k), (char[24]){0}, 24), out);
   } else if (t->kind == TY_INT && !t->is_bool && !t->is_pointer &&
-             !t->time_fmt) {
+             !t->time_fmt && !t->named) {
     if (t->is_signed || t->size >= 8)
       fprintf(out, "%" PRId64, read_s64(k));
     else
