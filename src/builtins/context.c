@@ -3,6 +3,7 @@
  * elapsed), the CPU, random numbers, the probe itself (probe, func), and
  * the probed code's arguments (args, arg0..arg5, retval). */
 #include <bpf/libbpf.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
@@ -86,6 +87,67 @@ static void check_ppid(Checker *c, Node *n) {
 
 static void check_pcomm(Checker *c, Node *n) {
   check_parent_field(c, n, "comm");
+}
+
+/* getopt("name"[, default[, "description"]]): the value of --name or
+ * --name=value after "--" on the command line, typed by the default (a
+ * bool without one), folded into a constant. */
+static bool bool_word(const char *v, bool *out) {
+  if (!v || !strcasecmp(v, "true") || !strcmp(v, "1")) return *out = true;
+  if (!strcasecmp(v, "false") || !strcmp(v, "0")) return !(*out = false);
+  return false;
+}
+
+static void check_getopt(Checker *c, Node *n) {
+  Node *name = n->args, *dflt = name->next;
+  if (name->kind != N_STR || (dflt && dflt->next && dflt->next->kind != N_STR)) {
+    error_at(c, n->span, "getopt() expects a string literal name, a default "
+             "value and a string literal description");
+    return;
+  }
+  if (dflt) check_expr(c, dflt);
+  int64_t dv = 0;
+  bool is_str = dflt && dflt->kind == N_STR;
+  bool is_bool = !dflt || dflt->type.is_bool;
+  if (dflt && !is_str && !const_int(dflt, &dv)) {
+    error_at(c, dflt->span, "getopt(): the default must be a literal");
+    return;
+  }
+  ProgramOption *o = NULL;
+  for (int i = 0; i < c->script->noptions; i++)
+    if (!strcmp(c->script->options[i].name, name->sval))
+      o = &c->script->options[i];
+  if (o) o->used = true;
+  const char *v = o ? o->value : NULL;
+  if (is_str) {
+    const char *text = o ? (v ? v : "") : dflt->sval;
+    n->kind = N_STR;
+    n->sval = (char *)text;
+    n->slen = (int)strlen(text);
+    n->name = NULL;
+    n->type = ty_str(n->slen + 1);
+    return;
+  }
+  int64_t value = dv;
+  bool b = dv != 0;
+  if (o && is_bool && !bool_word(v, &b)) {
+    error_at(c, n->span, "program command line option --%s invalid boolean "
+             "(value: %s)", o->name, v);
+    return;
+  }
+  if (o && !is_bool) {
+    char *end = NULL;
+    value = v && *v == '-' ? strtoll(v, &end, 0)
+                           : (int64_t)strtoull(v ? v : "", &end, 0);
+    if (!v || !*v || *end) {
+      error_at(c, n->span, "program command line option --%s invalid "
+               "integer (value: %s)", o->name, v ? v : "");
+      return;
+    }
+  }
+  n->kind = N_INT;
+  n->ival = is_bool ? b : value;
+  n->type = is_bool ? ty_bool() : ty_int(8, dv < 0 || (v && *v == '-'));
 }
 
 /* ncpus: the CPUs the kernel may bring up (possible CPUs), a constant. */
@@ -450,6 +512,8 @@ const Builtin builtins_context[] = {
      NULL},
     WORD("ppid", check_ppid, NULL),   /* rewritten by check into fields */
     STRING_WORD("pcomm", check_pcomm, NULL),
+    {"getopt", BI_CALL, 1, 3, true, check_getopt, NULL, NULL, NULL, NULL, 0,
+     NULL},
     NOT_YET("username"),
     NOT_YET("sarg0"),
     {0},

@@ -287,6 +287,9 @@ typedef struct Script {
   ConfigItem *config;  /* NULL without a config block */
   char **params;       /* positional parameters $1.. (from the command line) */
   int nparams;
+  struct ProgramOption *options;  /* --name[=value] words after "--", for
+                                     getopt(); split from params by check */
+  int noptions;
   StructDef *structs;  /* struct/union definitions, in script order */
   EnumDef *enums;      /* enum definitions, in script order */
   MacroDef *macros;    /* macro definitions, in script order; expanded

@@ -742,6 +742,7 @@ static void read_settings(Checker *c) {
 
 int check_script(Script *s, Compiled *out, Diag *d) {
   Checker c = {.d = d, .out = out, .script = s};
+  options_split(s);
   read_settings(&c);
   /* enum values first: they size the enum types */
   int type_errors = check_script_enums(s, d);
@@ -753,6 +754,7 @@ int check_script(Script *s, Compiled *out, Diag *d) {
       check_probe(&c, p);
     }
   }
+  if (d->errors == errors_before) options_report_unused(s, d);
   for (int i = 0; i < out->nmaps; i++) {
     MapSym *m = out->maps[i];
     if (m->value_type.kind == TY_NONE && d->errors == errors_before)

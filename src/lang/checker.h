@@ -113,6 +113,21 @@ int check_script_enums(Script *s, Diag *d);
  * kernel's), turns n into that constant, typed by its enum. */
 bool enum_constant(Checker *c, Node *n);
 
+/* ---- program options (options.c) ------------------------------------ */
+
+/* A --name[=value] word of the command line, for getopt(). */
+typedef struct ProgramOption {
+  char *name;        /* without the dashes */
+  char *value;       /* NULL for a bare --name */
+  bool used;         /* some getopt() asked for it */
+} ProgramOption;
+
+/* Moves the --name[=value] words out of the script's parameters (the
+ * others stay positional parameters, numbered without them). */
+void options_split(Script *s);
+/* Reports --name words no getopt() asked for; the number reported. */
+int options_report_unused(const Script *s, Diag *d);
+
 /* ---- the walk (check.c, check_expr.c) ------------------------------- */
 
 void check_expr(Checker *c, Node *n);

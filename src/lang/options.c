@@ -1,0 +1,52 @@
+/* options: the program's own command-line options. After "--", words
+ * like --name or --name=value are options that getopt() reads (the other
+ * words stay positional parameters $1, $2 ...); a name no getopt() asks
+ * for is an error, as a mistyped option should be. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "lang/checker.h"
+
+void options_split(Script *s) {
+  if (s->options) return;   /* done already */
+  int kept = 0;
+  s->options = calloc((size_t)s->nparams + 1, sizeof(ProgramOption));
+  if (!s->options) abort();
+  for (int i = 0; i < s->nparams; i++) {
+    char *w = s->params[i];
+    if (strncmp(w, "--", 2) != 0 || !w[2]) {
+      s->params[kept++] = w;
+      continue;
+    }
+    ProgramOption *o = &s->options[s->noptions++];
+    o->name = strdup(w + 2);
+    char *eq = strchr(o->name, '=');
+    if (eq) {
+      *eq = '\0';
+      o->value = eq + 1;
+    }
+  }
+  s->nparams = kept;
+}
+
+int options_report_unused(const Script *s, Diag *d) {
+  int unused = 0;
+  for (int i = 0; i < s->noptions; i++)
+    unused += !s->options[i].used;
+  if (!unused) return 0;
+  char *list = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&list, &len);
+  if (!f) return unused;
+  bool first = true;
+  for (int i = 0; i < s->noptions; i++)
+    if (!s->options[i].used) {
+      fprintf(f, "%s--%s", first ? "" : ", ", s->options[i].name);
+      first = false;
+    }
+  fclose(f);
+  Span none = {0};
+  diag_error(d, none, "unexpected program command line options: %s", list);
+  free(list);
+  return unused;
+}
