@@ -501,15 +501,27 @@ void lex_next(Lexer *lx, Token *t) {
   lex_token(lx, t);
 }
 
+/* Whether the '/' at p is inside a relative path ("testprogs/a.out:f"):
+ * more of the spec, with another ':' part, follows it. */
+static bool slash_in_path(const char *p) {
+  for (p++; *p && !isspace((unsigned char)*p) && !strchr(",{}();=\"#", *p);
+       p++)
+    if (*p == ':') return true;
+  return false;
+}
+
 /* Where an attach point spec ends. A '/' belongs to the spec when it
- * starts a part ("uprobe:/bin/bash") or the part is a path ("./a.out/x");
- * otherwise it opens a predicate ("BEGIN/pid == 1/"). */
+ * starts a part ("uprobe:/bin/bash"), the part is a path ("./a.out/x") or
+ * a ':' part follows ("uprobe:lib/x.so:f"); otherwise it opens a
+ * predicate ("BEGIN/pid == 1/"). */
 static const char *attach_point_end(const char *p) {
   const char *part = p;
   for (; *p; p++) {
     int c = (unsigned char)*p;
     if (isspace(c) || strchr(",{}();=\"#", c)) break;
-    if (c == '/' && !(p == part || *part == '/' || *part == '.')) break;
+    if (c == '/' && !(p == part || *part == '/' || *part == '.') &&
+        !slash_in_path(p))
+      break;
     if (c == ':') part = p + 1;
   }
   return p;
