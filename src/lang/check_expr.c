@@ -1,6 +1,7 @@
 /* check_expr: the types of expressions — fields of tracepoint records and
  * C structs, tuples, casts, positional parameters, operators — and the
  * dispatch of builtin words and calls to their records (builtins/). */
+#include <ctype.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -20,9 +21,21 @@ static Type field_type(const TpField *f, const char *category, int strlen) {
     /* Syscall arguments are user addresses; other tracepoints record
      * kernel ones. */
     t.as = strcmp(category, "syscalls") == 0 ? AS_USER : AS_KERNEL;
-    /* what it points to, when the type reads as one loupe knows */
-    char err[160];
-    const CType *ct = ctype_parse(f->type_text, err, sizeof(err));
+    /* what it points to, when the type reads as one loupe knows;
+     * qualifiers ("const char *const *argv") change nothing here */
+    char err[160], text[160];
+    size_t o = 0;
+    for (const char *p = f->type_text; *p && o + 1 < sizeof text; p++) {
+      if ((p == f->type_text || !isalnum((unsigned char)p[-1])) &&
+          !strncmp(p, "const", 5) && !isalnum((unsigned char)p[5]) &&
+          p[5] != '_') {
+        p += 4;
+        continue;
+      }
+      text[o++] = *p;
+    }
+    text[o] = '\0';
+    const CType *ct = ctype_parse(text, err, sizeof(err));
     if (ct && ct->kind == C_PTR) t.ctype = ct->target;
     return t;
   }
