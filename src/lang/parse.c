@@ -334,6 +334,11 @@ static Node *parse_primary(Parser *P) {
   case TK_INT:
     n = node_new(N_INT, t.span);
     n->ival = (int64_t)t.ival;
+    /* a literal past INT64_MAX is a uint64, as in bpftrace */
+    if (t.ival > (uint64_t)INT64_MAX) {
+      n->type.kind = TY_INT;
+      n->type.size = 8;
+    }
     next(P);
     return n;
   case TK_STR:
