@@ -110,6 +110,10 @@ typedef enum NodeKind {
   N_FOR,        /* for ($v : @map) or for ($v : a..b): lhs the variable,
                    args the map (rhs NULL) or the range start (rhs its
                    end, exclusive), then the body */
+  N_LET,        /* let $x [: type] [= value]: lhs the N_VAR, cond the type
+                   (an N_CAST without operand: name the type text, span
+                   where it is written) or NULL, rhs the value or NULL;
+                   part_span the '=' */
 } NodeKind;
 
 /* Operators: single characters stand for themselves ('+', '<', '!', ...);
@@ -275,6 +279,18 @@ typedef struct MacroDef {
   Node *body;        /* N_BLOCK; lhs: its value, NULL if it has none */
 } MacroDef;
 
+/* let @name = KIND(N); at the top level: the map's BPF type and size. */
+typedef struct MapDecl {
+  struct MapDecl *next;
+  Span span;         /* the whole declaration */
+  Span name_span;    /* @name */
+  Span kind_span;    /* KIND */
+  char *name;        /* "@name" */
+  char *kind;        /* "hash", "lruhash", "percpuhash", "percpulruhash" */
+  uint64_t max_entries;
+  bool used;         /* set by check when the map is used */
+} MapDecl;
+
 typedef struct Script {
   const Source *src;
   Probe *probes;
@@ -284,6 +300,7 @@ typedef struct Script {
   int nparams;
   StructDef *structs;  /* struct/union definitions, in script order */
   EnumDef *enums;      /* enum definitions, in script order */
+  MapDecl *map_decls; /* let @m = hash(N); declarations, in script order */
   MacroDef *macros;    /* macro definitions, in script order; expanded
                           away by lang/macro.c before check */
   bool unsafe;         /* --unsafe: system() and signal() allowed */

@@ -555,18 +555,35 @@ static Node *parse_jump(Parser *P, NodeKind kind) {
 
 static Node *parse_simple_stmt(Parser *P);
 
-/* let $x = value: declares $x as it assigns it. Variables live as long
- * as their probe here, so this is the assignment; a declaration without a
- * value or with a type is not supported. */
+/* let $x [: type] [= value]: a variable of the enclosing block (the
+ * checker scopes it), given its type, its value or neither. */
 static Node *parse_let(Parser *P) {
-  Span kw = P->tok.span;
+  Node *n = node_new(N_LET, P->tok.span);
   next(P);
   if (P->tok.kind != TK_VAR) unexpected(P, "variable");
-  Token var = peek(P);
-  if (var.kind != TK_ASSIGN || var.op != '=')
-    parse_error(P, span_join(kw, P->tok.span), "loupe supports only let "
-                "$x = value; give the variable its first value here");
-  return parse_simple_stmt(P);
+  n->lhs = node_new(N_VAR, P->tok.span);
+  n->lhs->name = dup_text(P->tok.text, P->tok.len);
+  n->span = span_join(n->span, P->tok.span);
+  n->op = '=';
+  next(P);
+  if (is_punct(P, ':')) {
+    next(P);
+    Span at;
+    Node *t = node_new(N_CAST, P->tok.span);
+    t->name = parse_type_text(P, &at);
+    t->span = at;
+    n->cond = t;
+    n->span = span_join(n->span, at);
+  }
+  if (P->tok.kind == TK_ASSIGN && P->tok.op == '=') {
+    n->part_span = P->tok.span;
+    next(P);
+    n->rhs = parse_expr(P);
+    n->span = span_join(n->span, n->rhs->span);
+  } else if (P->tok.kind == TK_ASSIGN) {
+    unexpected(P, "=");
+  }
+  return n;
 }
 
 /* An expression statement, an assignment or an increment. */
