@@ -59,6 +59,8 @@ typedef struct Type {
  * bytes, strings their buffer rounded up to 8. */
 typedef struct TupleType {
   int n;
+  char **names;   /* a record (a=1, b="x"): its field names; NULL for a
+                     tuple */
   Type *elems;
   int *offs;
   int size;
@@ -102,7 +104,8 @@ typedef enum NodeKind {
   N_INDEX,      /* lhs[rhs] on something other than a map (array, pointer) */
   N_CAST,       /* (name) lhs; name is the type as written, normalised:
                    "uint8", "struct sock *" */
-  N_TUPLE,      /* (a, b, ...); args: the elements */
+  N_TUPLE,      /* (a, b, ...); args: the elements; a record
+                   (x=a, y=b, ...) also has fields, their names */
   N_SIZEOF,     /* sizeof(TYPE): name is the type text, normalised as for
                    N_CAST; sizeof(expr): name NULL, lhs the expression */
   N_OFFSETOF,   /* offsetof(TYPE, field[.field...]): name is the type text,
@@ -145,7 +148,8 @@ struct Node {
   int op;
   Node *lhs, *rhs;
   Node *cond, *then, *els;
-  Node *args;         /* N_CALL arguments; N_MAP keys */
+  Node *args;         /* N_CALL arguments; N_MAP keys; N_TUPLE elements */
+  char **fields;      /* N_TUPLE of a record (a=1, b=2): the field names */
   Node *body;         /* N_BLOCK statements */
 
   char *name;         /* identifier text (see kinds above) */

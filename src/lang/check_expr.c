@@ -124,6 +124,18 @@ static void check_struct_field(Checker *c, Node *n) {
 /* args->name: the field must exist, with one type, in every target. */
 static void check_tuple_field(Checker *c, Node *n) {
   TupleType *t = n->lhs->type.tuple;
+  if (t->names) {
+    for (int i = 0; i < t->n; i++)
+      if (!strcmp(t->names[i], n->name)) {
+        n->ival = i;
+        n->type = t->elems[i];
+        return;
+      }
+    char ty[200];
+    error_at(c, n->span, "the record %s has no field %s",
+             type_name(n->lhs->type, ty, sizeof ty), n->name);
+    return;
+  }
   char *end;
   long i = strtol(n->name, &end, 10);
   if (*end || i < 0) {
@@ -279,6 +291,12 @@ static void check_tuple(Checker *c, Node *n) {
   }
   TupleType *t = calloc(1, sizeof(*t));
   t->n = k;
+  t->names = n->fields;
+  for (int i = 0; n->fields && i < k; i++)
+    for (int j = 0; j < i; j++)
+      if (!strcmp(n->fields[i], n->fields[j]))
+        error_at(c, n->span, "the record has two fields named %s",
+                 n->fields[i]);
   t->elems = calloc(k, sizeof(Type));
   t->offs = calloc(k, sizeof(int));
   int i = 0;

@@ -265,12 +265,41 @@ static bool starts_named_cast(Parser *P) {
   return a.op == '*' && b.kind == TK_PUNCT && (b.op == ')' || b.op == '*');
 }
 
-/* '(' expr ')', a tuple '(' a, b ')' or a cast. */
+/* After '(', at `name =`: a record (a=1, b="x"). */
+static Node *parse_record(Parser *P, Span open) {
+  Node *t = node_new(N_TUPLE, open);
+  Node head = {0}, *cur = &head;
+  int n = 0;
+  for (;;) {
+    if (P->tok.kind != TK_IDENT) unexpected(P, "field name");
+    t->fields = realloc(t->fields, sizeof(char *) * (n + 2));
+    if (!t->fields) abort();
+    t->fields[n++] = dup_text(P->tok.text, P->tok.len);
+    t->fields[n] = NULL;
+    next(P);
+    if (P->tok.kind != TK_ASSIGN || P->tok.op != '=') unexpected(P, "=");
+    next(P);
+    cur = cur->next = parse_expr(P);
+    if (!is_punct(P, ',')) break;
+    next(P);
+  }
+  t->args = head.next;
+  t->span = span_join(open, expect(P, ')', ") or \",\""));
+  return t;
+}
+
+/* '(' expr ')', a tuple '(' a, b ')', a record '(' x=a, y=b ')' or a
+ * cast. */
 static Node *parse_paren(Parser *P) {
   Span open = P->tok.span;
   next(P);
   if (is_type_word(&P->tok) || starts_named_cast(P))
     return parse_cast(P, open);
+  if (P->tok.kind == TK_IDENT) {
+    Token after = peek(P);
+    if (after.kind == TK_ASSIGN && after.op == '=')
+      return parse_record(P, open);
+  }
   Node *e = parse_expr(P);
   if (!is_punct(P, ',')) {
     expect(P, ')', ") or \",\"");
@@ -473,7 +502,13 @@ static Node *parse_stmt(Parser *P);
 
 /* "(" expr ")" after if/while/unroll; returns the expression and sets
  * *close to the span of ')'. */
+/* (cond), or a condition without parentheses up to the '{' (if $x {). */
 static Node *parse_condition(Parser *P, Span *close) {
+  if (!is_punct(P, '(')) {
+    Node *e = parse_expr(P);
+    *close = e->span;
+    return e;
+  }
   expect(P, '(', "(");
   Node *e = parse_expr(P);
   *close = expect(P, ')', ")");
@@ -525,8 +560,10 @@ static Node *parse_for(Parser *P) {
   Span kw = P->tok.span;
   next(P);
   Node *n = node_new(N_FOR, kw);
-  expect(P, '(', "(");
-  if (P->tok.kind != TK_VAR) unexpected(P, "variable");
+  bool paren = is_punct(P, '(');   /* for $kv : @m { } needs none */
+  if (paren) next(P);
+  if (P->tok.kind != TK_VAR)
+    unexpected(P, paren ? "variable" : "( or variable");
   n->lhs = parse_primary(P);
   expect(P, ':', ":");
   if (P->tok.kind == TK_MAP) {
@@ -536,7 +573,7 @@ static Node *parse_for(Parser *P) {
     expect(P, P_RANGE, "..");
     n->rhs = parse_expr(P);
   }
-  n->span = span_join(kw, expect(P, ')', ")"));
+  n->span = span_join(kw, paren ? expect(P, ')', ")") : P->prev.span);
   if (!is_punct(P, '{')) unexpected(P, "{");
   n->then = parse_block(P, false);
   return n;
