@@ -345,7 +345,7 @@ int gen_incdec(Gen *g, Node *n, bool as_stmt) {
   VarSym *v = n->lhs->var;
   int slot = v->stack_off;
   int r = reg_alloc(g);
-  if (v->known) {
+  if (v->known && v->decl.kind == TY_NONE) {
     int64_t old = v->value;
     v->value = (int64_t)((uint64_t)old + (uint64_t)delta);
     emit_store_const(g, BPF_REG_10, slot, v->value);
@@ -355,6 +355,14 @@ int gen_incdec(Gen *g, Node *n, bool as_stmt) {
   emit(g, I_LDX(BPF_DW, r, BPF_REG_10, slot));
   emit(g, I_ALU64_IMM(BPF_ADD, r, (int32_t)delta));
   emit(g, I_STX(BPF_DW, BPF_REG_10, r, slot));
+  if (v->decl.kind != TY_NONE) {
+    /* a declared width: the stored value wraps; so does what x++ gives */
+    gen_wrap_var(g, v);
+    if (prefix) emit(g, I_LDX(BPF_DW, r, BPF_REG_10, slot));
+    else emit(g, I_ALU64_IMM(BPF_SUB, r, (int32_t)delta));
+    v->known = false;
+    return r;
+  }
   if (!prefix) emit(g, I_ALU64_IMM(BPF_SUB, r, (int32_t)delta));
   return r;
 }

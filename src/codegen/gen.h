@@ -176,6 +176,8 @@ int gen_int(Gen *g, Node *n);
 
 /* ---- stmt.c ---- */
 void gen_assign(Gen *g, Node *n);
+/* A variable declared with an integer type wraps at its width. */
+void gen_wrap_var(Gen *g, VarSym *v);
 bool gen_if(Gen *g, Node *n);
 void gen_for_range(Gen *g, Node *n);
 void gen_for_map(Gen *g, Node *n);

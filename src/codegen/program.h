@@ -84,6 +84,11 @@ typedef struct VarSym {
   int frame;       /* 0: the probe's; k: the body of the k-th for loop over
                       a map, which runs as a callback with its own frame */
   int scope;       /* Node.scope: 0, or the macro expansion it belongs to */
+  int block;       /* check: the block it was declared in (a scope id);
+                      visible there and in the blocks nested in it */
+  Type decl;       /* `let $x: uint8`: the integer type it wraps at, else
+                      kind TY_NONE */
+  struct Node *let;  /* check: its let statement, or NULL */
   bool known;      /* codegen: the variable holds `value` at this point */
   int64_t value;
 } VarSym;

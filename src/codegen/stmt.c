@@ -6,6 +6,45 @@
 #include "builtins/builtin.h"
 #include "codegen/gen.h"
 
+/* A `let $x: uint8` variable keeps its width: v truncated, then extended
+ * by the declared type's sign. */
+static int64_t wrapped(const VarSym *v, int64_t x) {
+  int bits = v->decl.size * 8;
+  if (v->decl.kind != TY_INT || bits >= 64) return x;
+  uint64_t u = (uint64_t)x & ((1ull << bits) - 1);
+  if (v->decl.is_signed && (u >> (bits - 1))) u |= ~0ull << bits;
+  return (int64_t)u;
+}
+
+/* The same on the variable's stack slot. */
+void gen_wrap_var(Gen *g, VarSym *v) {
+  int bits = v->decl.size * 8;
+  if (v->decl.kind != TY_INT || bits >= 64) return;
+  int r = reg_alloc(g);
+  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, v->stack_off));
+  emit(g, I_ALU64_IMM(BPF_LSH, r, 64 - bits));
+  emit(g, I_ALU64_IMM(v->decl.is_signed ? BPF_ARSH : BPF_RSH, r, 64 - bits));
+  emit(g, I_STX(BPF_DW, BPF_REG_10, r, v->stack_off));
+  reg_free(g, r);
+}
+
+/* let $x [= v]: without a value the variable starts again from zero,
+ * each time the statement runs. */
+static void gen_let(Gen *g, Node *n) {
+  VarSym *v = n->lhs->var;
+  if (n->rhs) {
+    gen_assign(g, n);
+    return;
+  }
+  if (is_buffer(v->type)) {
+    emit_zero(g, v->stack_off, value_cap(v->type));
+    return;
+  }
+  emit_store_const(g, BPF_REG_10, v->stack_off, 0);
+  v->known = true;
+  v->value = 0;
+}
+
 void gen_assign(Gen *g, Node *n) {
   Node *lhs = n->lhs, *rhs = n->rhs;
   if (lhs->kind == N_VAR) {
@@ -21,6 +60,7 @@ void gen_assign(Gen *g, Node *n) {
                  : v->known && fold(g, rhs, &k) &&
                        apply_op(n->op, v->value, k * step, is_signed, &now);
     if (known) {
+      now = wrapped(v, now);
       emit_store_const(g, BPF_REG_10, v->stack_off, now);
       v->known = true;
       v->value = now;
@@ -45,6 +85,7 @@ void gen_assign(Gen *g, Node *n) {
       emit(g, I_STX(BPF_DW, BPF_REG_10, cur, v->stack_off));
       reg_free(g, cur);
     }
+    gen_wrap_var(g, v);
     v->known = false;
     return;
   }
@@ -273,6 +314,9 @@ bool gen_stmt(Gen *g, Node *n) {
     break;
   case N_ASSIGN:
     gen_assign(g, n);
+    break;
+  case N_LET:
+    gen_let(g, n);
     break;
   case N_INCDEC:
     reg_free(g, gen_incdec(g, n, true));

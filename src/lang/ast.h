@@ -64,6 +64,8 @@ typedef struct Type {
  * bytes, strings their buffer rounded up to 8. */
 typedef struct TupleType {
   int n;
+  char **names;   /* a record (a=1, b="x"): its field names; NULL for a
+                     tuple */
   Type *elems;
   int *offs;
   int size;
@@ -107,7 +109,8 @@ typedef enum NodeKind {
   N_INDEX,      /* lhs[rhs] on something other than a map (array, pointer) */
   N_CAST,       /* (name) lhs; name is the type as written, normalised:
                    "uint8", "struct sock *" */
-  N_TUPLE,      /* (a, b, ...); args: the elements */
+  N_TUPLE,      /* (a, b, ...); args: the elements; a record
+                   (x=a, y=b, ...) also has fields, their names */
   N_SIZEOF,     /* sizeof(TYPE): name is the type text, normalised as for
                    N_CAST; sizeof(expr): name NULL, lhs the expression */
   N_OFFSETOF,   /* offsetof(TYPE, field[.field...]): name is the type text,
@@ -115,6 +118,10 @@ typedef enum NodeKind {
   N_FOR,        /* for ($v : @map) or for ($v : a..b): lhs the variable,
                    args the map (rhs NULL) or the range start (rhs its
                    end, exclusive), then the body */
+  N_LET,        /* let $x [: type] [= value]: lhs the N_VAR, cond the type
+                   (an N_CAST without operand: name the type text, span
+                   where it is written) or NULL, rhs the value or NULL;
+                   part_span the '=' */
 } NodeKind;
 
 /* Operators: single characters stand for themselves ('+', '<', '!', ...);
@@ -146,7 +153,8 @@ struct Node {
   int op;
   Node *lhs, *rhs;
   Node *cond, *then, *els;
-  Node *args;         /* N_CALL arguments; N_MAP keys */
+  Node *args;         /* N_CALL arguments; N_MAP keys; N_TUPLE elements */
+  char **fields;      /* N_TUPLE of a record (a=1, b=2): the field names */
   Node *body;         /* N_BLOCK statements */
 
   char *name;         /* identifier text (see kinds above) */
@@ -280,6 +288,18 @@ typedef struct MacroDef {
   Node *body;        /* N_BLOCK; lhs: its value, NULL if it has none */
 } MacroDef;
 
+/* let @name = KIND(N); at the top level: the map's BPF type and size. */
+typedef struct MapDecl {
+  struct MapDecl *next;
+  Span span;         /* the whole declaration */
+  Span name_span;    /* @name */
+  Span kind_span;    /* KIND */
+  char *name;        /* "@name" */
+  char *kind;        /* "hash", "lruhash", "percpuhash", "percpulruhash" */
+  uint64_t max_entries;
+  bool used;         /* set by check when the map is used */
+} MapDecl;
+
 typedef struct Script {
   const Source *src;
   Probe *probes;
@@ -292,6 +312,7 @@ typedef struct Script {
   int noptions;
   StructDef *structs;  /* struct/union definitions, in script order */
   EnumDef *enums;      /* enum definitions, in script order */
+  MapDecl *map_decls; /* let @m = hash(N); declarations, in script order */
   MacroDef *macros;    /* macro definitions, in script order; expanded
                           away by lang/macro.c before check */
   bool unsafe;         /* --unsafe: system() and signal() allowed */

@@ -53,16 +53,25 @@ MapSym *map_get(Checker *c, Node *n) {
 /* Variables are seen within their frame: a for loop over a map runs its
  * body as a separate function, which sees only its own variables. Those
  * of a macro's expansion are its own too (Node.scope). */
+static bool block_open(Checker *c, int block) {
+  for (int i = 0; i < c->nopen; i++)
+    if (c->open[i] == block) return true;
+  return block == 0;
+}
+
+/* A variable is seen in the block it was declared in (by let or its first
+ * assignment) and the blocks nested in it, as bpftrace scopes them. */
 VarSym *var_find(Checker *c, const Node *var) {
   for (VarSym *v = c->probe->vars; v; v = v->next)
     if (strcmp(v->name, var->name) == 0 && v->frame == c->frame &&
-        v->scope == var->scope)
+        v->scope == var->scope && block_open(c, v->block))
       return v;
   return NULL;
 }
 
-static VarSym *var_new(Checker *c, const Node *var) {
+VarSym *var_new(Checker *c, const Node *var) {
   VarSym *v = calloc(1, sizeof(*v));
+  v->block = c->nopen ? c->open[c->nopen - 1] : 0;
   v->name = strdup(var->name);
   v->scope = var->scope;
   v->frame = c->frame;
@@ -334,11 +343,15 @@ static Type compound_target_type(Checker *c, Node *lhs) {
   return t;
 }
 
-static void check_assign(Checker *c, Node *n) {
-  Node *lhs = n->lhs;
-  c->in_assign_rhs = n->op == '=' && lhs->kind == N_MAP;
+void check_assign(Checker *c, Node *n) {
+  c->in_assign_rhs = n->op == '=' && n->lhs->kind == N_MAP;
   check_expr(c, n->rhs);
   c->in_assign_rhs = false;
+  check_assigned(c, n);
+}
+
+void check_assigned(Checker *c, Node *n) {
+  Node *lhs = n->lhs;
   Type t = n->rhs->type;
   if (t.kind == TY_VOID) {
     const Node *call = n->rhs;
@@ -356,7 +369,10 @@ static void check_assign(Checker *c, Node *n) {
   }
   if (lhs->kind == N_VAR) {
     VarSym *v = var_find(c, lhs);
-    if (n->op != '=') {
+    if (n->op != '=' && v && v->let && v->type.kind == TY_NONE &&
+        t.kind == TY_INT) {
+      v->type = ty_int(8, true);   /* let $n; $n += k: from 0 */
+    } else if (n->op != '=') {
       if (!v || v->type.kind == TY_NONE) {
         error_at(c, lhs->span, "Undefined or undeclared variable: %s",
                  lhs->name);
@@ -594,6 +610,9 @@ static void check_stmt(Checker *c, Node *n) {
   case N_FOR:
     check_for(c, n);
     break;
+  case N_LET:
+    check_let(c, n);
+    break;
   default:
     error_at(c, n->span, "loupe does not support this statement yet");
     break;
@@ -601,12 +620,17 @@ static void check_stmt(Checker *c, Node *n) {
 }
 
 void check_block(Checker *c, Node *n) {
+  bool scoped = c->nopen < (int)(sizeof c->open / sizeof c->open[0]);
+  if (scoped) c->open[c->nopen++] = ++c->nblocks;
   for (Node *s = n->body; s; s = s->next) check_stmt(c, s);
+  if (n->lhs) check_expr(c, n->lhs);  /* a block expression's value */
+  if (scoped) c->nopen--;
 }
 
 static void check_probe(Checker *c, Probe *p) {
   c->probe = p;
   c->frame = c->nframes = 0;
+  c->nblocks = c->nopen = 0;
   p->vars = NULL;
   if (p->pred) {
     check_expr(c, p->pred);
@@ -615,6 +639,10 @@ static void check_probe(Checker *c, Probe *p) {
                TYPE_NAME(p->pred->type));
   }
   check_block(c, p->body);
+  /* what a bare `let $x;` holds is learnt from later assignments: the
+   * second pass starts from it */
+  for (VarSym *v = p->vars; v; v = v->next)
+    if (v->let && v->type.kind != TY_NONE) v->let->type = v->type;
 }
 
 /* Key offsets and value sizes, once every use has been seen. */
@@ -746,6 +774,7 @@ int check_script(Script *s, Compiled *out, Diag *d) {
   read_settings(&c);
   /* enum values first: they size the enum types */
   int type_errors = check_script_enums(s, d);
+  type_errors += check_map_decls(s, d);
   if (ctype_define_script_structs(s, d) + type_errors > 0) return -1;
   int errors_before = d->errors;
   for (c.pass = 1; c.pass <= 2; c.pass++) {
@@ -761,6 +790,7 @@ int check_script(Script *s, Compiled *out, Diag *d) {
       diag_error(d, m->first_use, "Undefined map: %s", m->name);
     map_layout(m);
   }
+  if (d->errors == errors_before) apply_map_decls(s, out, d);
   bool big_values = false;
   for (int i = 0; i < out->nmaps; i++)
     big_values |= out->maps[i]->value_type.kind == TY_AGG &&

@@ -137,6 +137,18 @@ static void check_struct_field(Checker *c, Node *n) {
 /* args->name: the field must exist, with one type, in every target. */
 static void check_tuple_field(Checker *c, Node *n) {
   TupleType *t = n->lhs->type.tuple;
+  if (t->names) {
+    for (int i = 0; i < t->n; i++)
+      if (!strcmp(t->names[i], n->name)) {
+        n->ival = i;
+        n->type = t->elems[i];
+        return;
+      }
+    char ty[200];
+    error_at(c, n->span, "the record %s has no field %s",
+             type_name(n->lhs->type, ty, sizeof ty), n->name);
+    return;
+  }
   char *end;
   long i = strtol(n->name, &end, 10);
   if (*end || i < 0) {
@@ -292,6 +304,12 @@ static void check_tuple(Checker *c, Node *n) {
   }
   TupleType *t = calloc(1, sizeof(*t));
   t->n = k;
+  t->names = n->fields;
+  for (int i = 0; n->fields && i < k; i++)
+    for (int j = 0; j < i; j++)
+      if (!strcmp(n->fields[i], n->fields[j]))
+        error_at(c, n->span, "the record has two fields named %s",
+                 n->fields[i]);
   t->elems = calloc(k, sizeof(Type));
   t->offs = calloc(k, sizeof(int));
   int i = 0;
@@ -325,32 +343,52 @@ static bool int_type_named(const char *name, Type *out) {
   return false;
 }
 
+/* An integer or pointer type by name; `as` is the address space a
+ * pointer gets. Errors point at `at`, or at `whole` for a type that
+ * exists but is not an integer or a pointer. */
+static bool scalar_type_named(Checker *c, const char *name, Span at,
+                              Span whole, AddrSpace as, Type *t) {
+  if (int_type_named(name, t)) return true;
+  char err[200];
+  const CType *ct = ctype_parse(name, err, sizeof(err));
+  if (!ct) {
+    /* bpftrace takes any unknown name in a cast for a struct's */
+    if (!strncmp(err, "Unknown type: ", 14))
+      error_at(c, at, "Unknown struct/union: %s", err + 14);
+    else
+      error_at(c, at, "%s", err);
+    return false;
+  }
+  if (ct->kind == C_STRUCT || ct->kind == C_UNION) {
+    error_at(c, whole, "Cannot cast to struct type \"%s\"", name);
+    return false;
+  }
+  if ((ct->kind != C_PTR && ct->kind != C_INT && ct->kind != C_ENUM) ||
+      !type_of_ctype(ct, as, t)) {
+    error_at(c, whole, "Cannot cast to \"%s\": only integer and "
+             "pointer casts are possible", name);
+    return false;
+  }
+  return true;
+}
+
+/* A declared variable's type: an integer, a pointer, or `string`. */
+bool type_named(Checker *c, const char *name, Span at, Type *out) {
+  if (!strcmp(name, "string")) {
+    *out = ty_str(c->strlen);
+    return true;
+  }
+  Type none = {0};
+  return scalar_type_named(c, name, at, at, space_of(c, none), out);
+}
+
 /* (type)x. Errors about the type point at "(type)", as bpftrace's do. */
 static void check_cast(Checker *c, Node *n) {
   check_expr(c, n->lhs);
   Type t;
-  if (!int_type_named(n->name, &t)) {
-    char err[200];
-    const CType *ct = ctype_parse(n->name, err, sizeof(err));
-    if (!ct) {
-      /* bpftrace takes any unknown name in a cast for a struct's */
-      if (!strncmp(err, "Unknown type: ", 14))
-        error_at(c, n->part_span, "Unknown struct/union: %s", err + 14);
-      else
-        error_at(c, n->part_span, "%s", err);
-      return;
-    }
-    if (ct->kind == C_STRUCT || ct->kind == C_UNION) {
-      error_at(c, n->span, "Cannot cast to struct type \"%s\"", n->name);
-      return;
-    }
-    if ((ct->kind != C_PTR && ct->kind != C_INT && ct->kind != C_ENUM) ||
-        !type_of_ctype(ct, space_of(c, n->lhs->type), &t)) {
-      error_at(c, n->span, "Cannot cast to \"%s\": only integer and "
-               "pointer casts are possible", n->name);
-      return;
-    }
-  }
+  if (!scalar_type_named(c, n->name, n->part_span, n->span,
+                         space_of(c, n->lhs->type), &t))
+    return;
   if (n->lhs->type.kind != TY_INT && n->lhs->type.kind != TY_NONE) {
     error_at(c, n->part_span, "Casts are not supported for type: \"%s\"",
              TYPE_NAME(n->lhs->type));
@@ -639,12 +677,11 @@ void check_expr(Checker *c, Node *n) {
     break;
   case N_BLOCK:
     /* { statements; value }: a macro's expansion, or written so */
-    check_block(c, n);
+    check_block(c, n);   /* its value too, in its scope */
     if (!n->lhs) {
       error_at(c, n->span, "this block has no value");
       return;
     }
-    check_expr(c, n->lhs);
     n->type = n->lhs->type;
     break;
   case N_INCDEC:

@@ -22,6 +22,9 @@ typedef struct Checker {
   int strlen;          /* str() buffer size: BPFTRACE_STRLEN or config */
   int map_keys;        /* max entries of a map: BPFTRACE_MAP_KEYS_MAX ... */
   bool positional_as_string;  /* inside str(): $1 is its text */
+  int nblocks;         /* blocks seen in this probe: their scope ids */
+  int open[256];       /* the scope ids of the blocks being checked */
+  int nopen;
 } Checker;
 
 /* ---- types (types.c) ------------------------------------------------ */
@@ -66,6 +69,15 @@ MapSym *map_find(Compiled *out, const char *name);
 /* The scratch variable that N_VAR var names in the frame being checked,
  * or NULL. */
 VarSym *var_find(Checker *c, const Node *var);
+/* A new variable, in the innermost block being checked. */
+VarSym *var_new(Checker *c, const Node *var);
+/* The type a cast or a declaration names; reports at `at` if none. */
+bool type_named(Checker *c, const char *name, Span at, Type *out);
+/* let $x [: type] [= value] (check_decl.c) */
+void check_let(Checker *c, Node *n);
+/* x = v, also for let with a value; check_assigned once v is checked */
+void check_assign(Checker *c, Node *n);
+void check_assigned(Checker *c, Node *n);
 /* The map n names, created on first sight. */
 MapSym *map_get(Checker *c, Node *n);
 /* Checks the keys of @m[k...] and unifies them with earlier uses. */
@@ -134,5 +146,10 @@ void check_expr(Checker *c, Node *n);
 /* An operator as written: "==", "++", "+". */
 const char *op_text(int op);
 void check_block(Checker *c, Node *n);
+
+/* check_decl.c: map declarations. Kind, size and uniqueness (returns the
+ * number of errors), then, once the maps are laid out, their BPF types. */
+int check_map_decls(Script *s, Diag *d);
+void apply_map_decls(Script *s, Compiled *out, Diag *d);
 
 #endif

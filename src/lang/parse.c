@@ -265,12 +265,41 @@ static bool starts_named_cast(Parser *P) {
   return a.op == '*' && b.kind == TK_PUNCT && (b.op == ')' || b.op == '*');
 }
 
-/* '(' expr ')', a tuple '(' a, b ')' or a cast. */
+/* After '(', at `name =`: a record (a=1, b="x"). */
+static Node *parse_record(Parser *P, Span open) {
+  Node *t = node_new(N_TUPLE, open);
+  Node head = {0}, *cur = &head;
+  int n = 0;
+  for (;;) {
+    if (P->tok.kind != TK_IDENT) unexpected(P, "field name");
+    t->fields = realloc(t->fields, sizeof(char *) * (n + 2));
+    if (!t->fields) abort();
+    t->fields[n++] = dup_text(P->tok.text, P->tok.len);
+    t->fields[n] = NULL;
+    next(P);
+    if (P->tok.kind != TK_ASSIGN || P->tok.op != '=') unexpected(P, "=");
+    next(P);
+    cur = cur->next = parse_expr(P);
+    if (!is_punct(P, ',')) break;
+    next(P);
+  }
+  t->args = head.next;
+  t->span = span_join(open, expect(P, ')', ") or \",\""));
+  return t;
+}
+
+/* '(' expr ')', a tuple '(' a, b ')', a record '(' x=a, y=b ')' or a
+ * cast. */
 static Node *parse_paren(Parser *P) {
   Span open = P->tok.span;
   next(P);
   if (is_type_word(&P->tok) || starts_named_cast(P))
     return parse_cast(P, open);
+  if (P->tok.kind == TK_IDENT) {
+    Token after = peek(P);
+    if (after.kind == TK_ASSIGN && after.op == '=')
+      return parse_record(P, open);
+  }
   Node *e = parse_expr(P);
   if (!is_punct(P, ',')) {
     expect(P, ')', ") or \",\"");
@@ -478,7 +507,13 @@ static Node *parse_stmt(Parser *P);
 
 /* "(" expr ")" after if/while/unroll; returns the expression and sets
  * *close to the span of ')'. */
+/* (cond), or a condition without parentheses up to the '{' (if $x {). */
 static Node *parse_condition(Parser *P, Span *close) {
+  if (!is_punct(P, '(')) {
+    Node *e = parse_expr(P);
+    *close = e->span;
+    return e;
+  }
   expect(P, '(', "(");
   Node *e = parse_expr(P);
   *close = expect(P, ')', ")");
@@ -530,8 +565,10 @@ static Node *parse_for(Parser *P) {
   Span kw = P->tok.span;
   next(P);
   Node *n = node_new(N_FOR, kw);
-  expect(P, '(', "(");
-  if (P->tok.kind != TK_VAR) unexpected(P, "variable");
+  bool paren = is_punct(P, '(');   /* for $kv : @m { } needs none */
+  if (paren) next(P);
+  if (P->tok.kind != TK_VAR)
+    unexpected(P, paren ? "variable" : "( or variable");
   n->lhs = parse_primary(P);
   expect(P, ':', ":");
   if (P->tok.kind == TK_MAP) {
@@ -541,7 +578,7 @@ static Node *parse_for(Parser *P) {
     expect(P, P_RANGE, "..");
     n->rhs = parse_expr(P);
   }
-  n->span = span_join(kw, expect(P, ')', ")"));
+  n->span = span_join(kw, paren ? expect(P, ')', ")") : P->prev.span);
   if (!is_punct(P, '{')) unexpected(P, "{");
   n->then = parse_block(P, false);
   return n;
@@ -560,18 +597,35 @@ static Node *parse_jump(Parser *P, NodeKind kind) {
 
 static Node *parse_simple_stmt(Parser *P);
 
-/* let $x = value: declares $x as it assigns it. Variables live as long
- * as their probe here, so this is the assignment; a declaration without a
- * value or with a type is not supported. */
+/* let $x [: type] [= value]: a variable of the enclosing block (the
+ * checker scopes it), given its type, its value or neither. */
 static Node *parse_let(Parser *P) {
-  Span kw = P->tok.span;
+  Node *n = node_new(N_LET, P->tok.span);
   next(P);
   if (P->tok.kind != TK_VAR) unexpected(P, "variable");
-  Token var = peek(P);
-  if (var.kind != TK_ASSIGN || var.op != '=')
-    parse_error(P, span_join(kw, P->tok.span), "loupe supports only let "
-                "$x = value; give the variable its first value here");
-  return parse_simple_stmt(P);
+  n->lhs = node_new(N_VAR, P->tok.span);
+  n->lhs->name = dup_text(P->tok.text, P->tok.len);
+  n->span = span_join(n->span, P->tok.span);
+  n->op = '=';
+  next(P);
+  if (is_punct(P, ':')) {
+    next(P);
+    Span at;
+    Node *t = node_new(N_CAST, P->tok.span);
+    t->name = parse_type_text(P, &at);
+    t->span = at;
+    n->cond = t;
+    n->span = span_join(n->span, at);
+  }
+  if (P->tok.kind == TK_ASSIGN && P->tok.op == '=') {
+    n->part_span = P->tok.span;
+    next(P);
+    n->rhs = parse_expr(P);
+    n->span = span_join(n->span, n->rhs->span);
+  } else if (P->tok.kind == TK_ASSIGN) {
+    unexpected(P, "=");
+  }
+  return n;
 }
 
 /* An expression statement, an assignment or an increment. */

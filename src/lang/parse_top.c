@@ -281,6 +281,7 @@ static void parse_probes(Parser *P, Script *s) {
   StructDef **last_struct = &s->structs;
   EnumDef **last_enum = &s->enums;
   MacroDef **last_macro = &s->macros;
+  MapDecl **last_decl = &s->map_decls;
   bool first = true;
   while (P->tok.kind != TK_EOF) {
     if (P->tok.kind != TK_ATTACH) unexpected(P, "attach point");
@@ -293,6 +294,12 @@ static void parse_probes(Parser *P, Script *s) {
     if (is_attach_word(&P->tok, "macro")) {
       *last_macro = parse_macro(P);
       last_macro = &(*last_macro)->next;
+      continue;
+    }
+    if (is_attach_word(&P->tok, "let")) {
+      *last_decl = parse_map_decl(P);
+      last_decl = &(*last_decl)->next;
+      first = false;
       continue;
     }
     if (is_attach_word(&P->tok, "enum")) {

@@ -39,5 +39,7 @@ Node *parse_expr(Parser *P);
 Node *parse_block(Parser *P, bool probe_body);
 /* { statements } as a probe's body (top) or a value's (value). */
 Node *parse_block_of(Parser *P, bool top, bool value);
+/* let @name = KIND(N); (parse_decl.c) */
+MapDecl *parse_map_decl(Parser *P);
 
 #endif

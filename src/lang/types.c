@@ -118,7 +118,9 @@ const char *type_name(Type t, char *buf, size_t len) {
     size_t used = snprintf(buf, len, "(");
     for (int i = 0; i < t.tuple->n && used < len; i++) {
       char elem[120];
-      used += snprintf(buf + used, len - used, "%s%s", i ? "," : "",
+      used += snprintf(buf + used, len - used, "%s%s%s%s", i ? "," : "",
+                       t.tuple->names ? t.tuple->names[i] : "",
+                       t.tuple->names ? "=" : "",
                        type_name(t.tuple->elems[i], elem, sizeof(elem)));
     }
     if (used < len) snprintf(buf + used, len - used, ")");
@@ -171,7 +173,11 @@ bool same_layout(Type a, Type b) {
   if (a.kind == TY_STR || a.kind == TY_BUF) return a.size == b.size;
   if (a.kind != TY_TUPLE) return true;
   if (a.tuple->n != b.tuple->n) return false;
-  for (int i = 0; i < a.tuple->n; i++)
+  if (!a.tuple->names != !b.tuple->names) return false;  /* record, tuple */
+  for (int i = 0; i < a.tuple->n; i++) {
     if (!same_layout(a.tuple->elems[i], b.tuple->elems[i])) return false;
+    if (a.tuple->names && strcmp(a.tuple->names[i], b.tuple->names[i]))
+      return false;
+  }
   return true;
 }

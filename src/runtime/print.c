@@ -656,14 +656,22 @@ static void put_value(const Type *t, const uint8_t *p, int stored,
 /* A tuple: "(1, a)" in text, "[1,"a"]" in JSON. */
 static void put_tuple(const TupleType *tt, const uint8_t *p, int64_t div,
                       bool json, FILE *out) {
-  fputs(json ? "[" : "(", out);
+  /* a record: { .a = 1, .b = x } in text, {"a": 1, "b": "x"} in JSON */
+  bool rec = tt->names != NULL;
+  fputs(json ? (rec ? "{" : "[") : (rec ? "{ " : "("), out);
   for (int i = 0; i < tt->n; i++) {
-    if (i) fputs(json ? "," : ", ", out);
+    if (i) fputs(json && !rec ? "," : ", ", out);
+    if (rec && json) {
+      print_json_string(tt->names[i], strlen(tt->names[i]), out);
+      fputs(": ", out);
+    } else if (rec) {
+      fprintf(out, ".%s = ", tt->names[i]);
+    }
     const Type *et = &tt->elems[i];
     int end = i + 1 < tt->n ? tt->offs[i + 1] : tt->size;
     put_value(et, p + tt->offs[i], end - tt->offs[i], div, json, out);
   }
-  fputs(json ? "]" : ")", out);
+  fputs(json ? (rec ? "}" : "]") : (rec ? " }" : ")"), out);
 }
 
 /* A stored value of type t taking `stored` bytes at p. */
