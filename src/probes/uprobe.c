@@ -5,6 +5,9 @@
  *   uretprobe:BINARY:FUNC   (alias ur:)  fires when FUNC returns
  *
  * BINARY is a path, or a bare name looked up on PATH as a shell would.
+ * With -p PID a bare name is first looked up among the files the process
+ * maps, and the paths of a process in another mount namespace are read
+ * through /proc/PID/root.
  * FUNC may hold * and ?: it is matched against the function symbols of
  * the ELF file's .symtab and .dynsym (sym/elf.c finds both).
  *
@@ -17,12 +20,42 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "probes/provider.h"
 #include "sym/elf.h"
 
 
 /* ---- the providers -------------------------------------------------- */
+
+/* -p PID's view of binary: a bare name among its mapped files, then (for
+ * a process in another mount namespace) the path under /proc/PID/root.
+ * found gets the path to show, real the path to open; false if neither. */
+static bool find_in_target(const char *binary, char *found, char *real) {
+  int pid = probe_target_pid;
+  bool elsewhere = elf_other_mount_ns(pid);
+  const char *path = binary;
+  if (!strchr(binary, '/')) {
+    if (!elf_find_in_maps(pid, binary, found, PATH_MAX)) return false;
+    path = found;
+  } else {
+    snprintf(found, PATH_MAX, "%s", binary);
+  }
+  if (!elsewhere) return path == found && realpath(found, real);
+  if (path[0] != '/') return false;
+  /* The kernel resolves the magic link itself; realpath would not. */
+  if (snprintf(real, PATH_MAX, "/proc/%d/root%s", pid, path) >= PATH_MAX)
+    return false;
+  return access(real, R_OK) == 0;
+}
+
+/* Finds the file a uprobe's BINARY names: found is the path to show,
+ * real the path to open. */
+static bool find_binary(const char *binary, char *found, char *real) {
+  if (probe_target_pid > 0 && find_in_target(binary, found, real))
+    return true;
+  return elf_find_binary(binary, found, PATH_MAX) && realpath(found, real);
+}
 
 static void add_target(AttachPoint *ap, const char *shown_path,
                        const char *real_path, const Func *f) {
@@ -69,7 +102,7 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
   }
   const char *binary = ap->parts[0], *func = ap->parts[1];
   char found[PATH_MAX], real[PATH_MAX], err[PATH_MAX + 100];
-  if (!elf_find_binary(binary, found, sizeof found) || !realpath(found, real)) {
+  if (!find_binary(binary, found, real)) {
     diag_error(d, ap->span, "uprobe target file '%s' does not exist or is "
                "not executable", binary);
     return -1;
@@ -94,8 +127,10 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
 static int attach_uprobe(const Target *t, bool retprobe, int prog_fd,
                          LinkSet *links, char *err, size_t errlen) {
   /* config1: the file's path; config2: where in the file. The event fires
-   * in every process that runs that code. */
-  return probe_pmu_attach("uprobe", retprobe, (uint64_t)(uintptr_t)t->binary,
+   * in every process that runs that code, or with -p in that one only. */
+  int pid = probe_target_pid > 0 ? probe_target_pid : -1;   /* -p */
+  return probe_pmu_attach("uprobe", retprobe, pid,
+                          (uint64_t)(uintptr_t)t->binary,
                           t->offset, prog_fd, links, err, errlen);
 }
 

@@ -91,6 +91,44 @@ bool elf_find_binary(const char *binary, char *out, size_t outlen) {
   return find_library(binary, out, outlen);
 }
 
+/* Whether base (a file name) is name, or name.so, name.so.N. */
+static bool base_matches(const char *base, const char *name) {
+  size_t nlen = strlen(name);
+  if (strncmp(base, name, nlen)) return false;
+  const char *rest = base + nlen;
+  return !*rest ||
+         (!strncmp(rest, ".so", 3) && (rest[3] == '\0' || rest[3] == '.'));
+}
+
+bool elf_find_in_maps(int pid, const char *name, char *out, size_t outlen) {
+  char maps[64], line[PATH_MAX + 256];
+  snprintf(maps, sizeof maps, "/proc/%d/maps", pid);
+  FILE *f = fopen(maps, "r");
+  if (!f) return false;
+  bool found = false;
+  while (!found && fgets(line, sizeof line, f)) {
+    /* address perms offset dev inode   pathname */
+    const char *path = strchr(line, '/');
+    if (!path) continue;
+    line[strcspn(line, "\n")] = '\0';
+    const char *base = strrchr(path, '/') + 1;
+    if (base_matches(base, name)) {
+      snprintf(out, outlen, "%s", path);
+      found = true;
+    }
+  }
+  fclose(f);
+  return found;
+}
+
+bool elf_other_mount_ns(int pid) {
+  char theirs[64];
+  struct stat self_st, their_st;
+  snprintf(theirs, sizeof theirs, "/proc/%d/ns/mnt", pid);
+  return stat("/proc/self/ns/mnt", &self_st) == 0 &&
+         stat(theirs, &their_st) == 0 && self_st.st_ino != their_st.st_ino;
+}
+
 /* ---- the ELF file's functions --------------------------------------- */
 
 static void funcs_add(FuncList *l, const char *name, uint64_t offset) {
