@@ -6,8 +6,9 @@
  *
  * BINARY is a path, or a bare name looked up on PATH as a shell would.
  * With -p PID a bare name is first looked up among the files the process
- * maps, and the paths of a process in another mount namespace are read
- * through /proc/PID/root.
+ * maps, a wildcard BINARY ("*") matches the paths of the files it maps,
+ * and the paths of a process in another mount namespace are read through
+ * /proc/PID/root.
  * FUNC may hold * and ?: it is matched against the function symbols of
  * the ELF file's .symtab and .dynsym (sym/elf.c finds both).
  *
@@ -89,6 +90,33 @@ static int add_matches(AttachPoint *ap, const FuncList *l,
   return found;
 }
 
+/* For a wildcard BINARY with -p: every file the process maps whose path
+ * matches. */
+typedef struct MappedMatch {
+  AttachPoint *ap;
+  const char *binary, *func;
+  int found;
+} MappedMatch;
+
+static bool match_mapped(const char *path, void *arg) {
+  MappedMatch *m = arg;
+  char real[PATH_MAX], err[PATH_MAX + 100];
+  if (!glob_match(m->binary, path)) return false;
+  if (elf_other_mount_ns(probe_target_pid)) {
+    if (snprintf(real, sizeof real, "/proc/%d/root%s", probe_target_pid,
+                 path) >= (int)sizeof real)
+      return false;
+  } else if (!realpath(path, real)) {
+    return false;
+  }
+  FuncList funcs = {0};
+  /* files that are no ELF (locale archives, caches) have no functions */
+  if (elf_read_functions(real, &funcs, err, sizeof err) < 0) return false;
+  m->found += add_matches(m->ap, &funcs, path, real, m->func);
+  elf_funcs_free(&funcs);
+  return false;
+}
+
 static int uprobe_expand(AttachPoint *ap, Diag *d) {
   const char *pname = ap->prov->name;
   if (ap->nparts != 2 || !*ap->parts[0] || !*ap->parts[1]) {
@@ -101,6 +129,13 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
     return -1;
   }
   const char *binary = ap->parts[0], *func = ap->parts[1];
+  if (probe_target_pid > 0 && has_wildcard(binary)) {
+    MappedMatch m = {ap, binary, func, 0};
+    elf_each_mapped_file(probe_target_pid, match_mapped, &m);
+    if (m.found > 0) return 0;
+    diag_error(d, ap->span, "No %s matches %s:%s", pname, binary, func);
+    return -1;
+  }
   char found[PATH_MAX], real[PATH_MAX], err[PATH_MAX + 100];
   if (!find_binary(binary, found, real)) {
     diag_error(d, ap->span, "uprobe target file '%s' does not exist or is "

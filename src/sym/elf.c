@@ -100,25 +100,44 @@ static bool base_matches(const char *base, const char *name) {
          (!strncmp(rest, ".so", 3) && (rest[3] == '\0' || rest[3] == '.'));
 }
 
-bool elf_find_in_maps(int pid, const char *name, char *out, size_t outlen) {
-  char maps[64], line[PATH_MAX + 256];
+int elf_each_mapped_file(int pid, bool (*fn)(const char *path, void *arg),
+                         void *arg) {
+  char maps[64], line[PATH_MAX + 256], last[PATH_MAX + 256] = "";
   snprintf(maps, sizeof maps, "/proc/%d/maps", pid);
   FILE *f = fopen(maps, "r");
-  if (!f) return false;
-  bool found = false;
-  while (!found && fgets(line, sizeof line, f)) {
+  if (!f) return -1;
+  while (fgets(line, sizeof line, f)) {
     /* address perms offset dev inode   pathname */
-    const char *path = strchr(line, '/');
+    char *path = strchr(line, '/');
     if (!path) continue;
-    line[strcspn(line, "\n")] = '\0';
-    const char *base = strrchr(path, '/') + 1;
-    if (base_matches(base, name)) {
-      snprintf(out, outlen, "%s", path);
-      found = true;
-    }
+    path[strcspn(path, "\n")] = '\0';
+    /* a file's mappings are adjacent: report each file once */
+    if (!strcmp(path, last)) continue;
+    snprintf(last, sizeof last, "%s", path);
+    if (fn(path, arg)) break;
   }
   fclose(f);
-  return found;
+  return 0;
+}
+
+typedef struct MapsFind {
+  const char *name;
+  char *out;
+  size_t outlen;
+  bool found;
+} MapsFind;
+
+static bool maps_find_one(const char *path, void *arg) {
+  MapsFind *m = arg;
+  if (!base_matches(strrchr(path, '/') + 1, m->name)) return false;
+  snprintf(m->out, m->outlen, "%s", path);
+  return m->found = true;
+}
+
+bool elf_find_in_maps(int pid, const char *name, char *out, size_t outlen) {
+  MapsFind m = {name, out, outlen, false};
+  elf_each_mapped_file(pid, maps_find_one, &m);
+  return m.found;
 }
 
 bool elf_other_mount_ns(int pid) {

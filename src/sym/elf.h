@@ -28,6 +28,11 @@ bool elf_find_binary(const char *binary, char *out, size_t outlen);
  * process names it (its /proc/PID/maps path). False if it maps none. */
 bool elf_find_in_maps(int pid, const char *name, char *out, size_t outlen);
 
+/* Calls fn with each file process pid maps (as /proc/PID/maps names it),
+ * once per file, until fn returns true. -1 if the maps cannot be read. */
+int elf_each_mapped_file(int pid, bool (*fn)(const char *path, void *arg),
+                         void *arg);
+
 /* Whether process pid sees another file system tree than loupe (another
  * mount namespace): its paths then resolve under /proc/PID/root. */
 bool elf_other_mount_ns(int pid);
