@@ -64,7 +64,8 @@ static const char usage_text[] =
     "    -p, --pid PID  trace only process PID: every probe but BEGIN and\n"
     "                   END acts only in it, uprobes attach to it alone\n"
     "                   (a bare library name is looked up in its maps),\n"
-    "                   and loupe stops when it exits\n"
+    "                   and loupe stops when it exits; with -l, list the\n"
+    "                   uprobes of the files it maps\n"
     "    -B MODE        output buffering: 'line' (default), 'full', 'none'\n"
     "    -f FORMAT      output format: 'text' (default) or 'json' (one\n"
     "                   JSON record per line, as bpftrace -f json)\n"
@@ -422,7 +423,6 @@ static int compile(const Source *src, const Options *o, Compiled *c,
   script->has_command = o->command != NULL;
   script->cpid = child.pid > 0 ? child.pid : 0;
   script->target_pid = o->pid;
-  probe_target_pid = o->pid;
   if (macro_expand_script(script, d) < 0 || d->errors) return -1;
   if (expand_script(script, d) < 0 || d->errors) return -1;
   if (check_script(script, c, d) < 0 || d->errors) return -1;
@@ -629,6 +629,9 @@ static int run_main(const Options *o, Diag *d) {
 int main(int argc, char **argv) {
   Options o;
   parse_options(argc, argv, &o);
+  probe_target_pid = o.pid;
+  /* -l -p PID: the process's probes, its uprobes */
+  if (o.list && o.pid && !o.list_pattern) o.list_pattern = "uprobe:*:*";
   if (o.list) return list_probes(o.list_pattern, stdout);
 
   if (read_source(&o, &source) < 0) return 1;

@@ -91,11 +91,14 @@ static int add_matches(AttachPoint *ap, const FuncList *l,
 }
 
 /* For a wildcard BINARY with -p: every file the process maps whose path
- * matches. */
+ * matches gets a target per matching function (or with `list` set, a line
+ * there, for -l). */
 typedef struct MappedMatch {
   AttachPoint *ap;
   const char *binary, *func;
   int found;
+  FILE *list;
+  const char *pname;
 } MappedMatch;
 
 static bool match_mapped(const char *path, void *arg) {
@@ -112,7 +115,13 @@ static bool match_mapped(const char *path, void *arg) {
   FuncList funcs = {0};
   /* files that are no ELF (locale archives, caches) have no functions */
   if (elf_read_functions(real, &funcs, err, sizeof err) < 0) return false;
-  m->found += add_matches(m->ap, &funcs, path, real, m->func);
+  if (m->list) {
+    for (int i = 0; i < funcs.n; i++)
+      if (glob_match(m->func, funcs.funcs[i].name))
+        fprintf(m->list, "%s:%s:%s\n", m->pname, path, funcs.funcs[i].name);
+  } else {
+    m->found += add_matches(m->ap, &funcs, path, real, m->func);
+  }
   elf_funcs_free(&funcs);
   return false;
 }
@@ -130,7 +139,7 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
   }
   const char *binary = ap->parts[0], *func = ap->parts[1];
   if (probe_target_pid > 0 && has_wildcard(binary)) {
-    MappedMatch m = {ap, binary, func, 0};
+    MappedMatch m = {.ap = ap, .binary = binary, .func = func};
     elf_each_mapped_file(probe_target_pid, match_mapped, &m);
     if (m.found > 0) return 0;
     diag_error(d, ap->span, "No %s matches %s:%s", pname, binary, func);
@@ -192,15 +201,21 @@ static void list_functions(const char *pname, const char *pattern,
   if (blen == 0 || blen >= PATH_MAX) return;
   char written[PATH_MAX], found[PATH_MAX], real[PATH_MAX], err[PATH_MAX + 100];
   snprintf(written, sizeof written, "%.*s", (int)blen, binary);
-  if (has_wildcard(written) || !elf_find_binary(written, found, sizeof found) ||
-      !realpath(found, real))
+  const char *func_pattern = binary[blen] == ':' ? binary + blen + 1 : "*";
+  if (!*func_pattern) func_pattern = "*";
+  if (probe_target_pid > 0 && has_wildcard(written)) {
+    /* -p: the files the process maps */
+    MappedMatch m = {.binary = written, .func = func_pattern, .list = out,
+                     .pname = pname};
+    elf_each_mapped_file(probe_target_pid, match_mapped, &m);
     return;
+  }
+  if (has_wildcard(written) || !find_binary(written, found, real)) return;
   FuncList funcs = {0};
   if (elf_read_functions(real, &funcs, err, sizeof err) < 0) return;
   const char *shown = strchr(written, '/') ? written : found;
-  const char *func_pattern = binary[blen] == ':' ? binary + blen + 1 : "*";
   for (int i = 0; i < funcs.n; i++)
-    if (glob_match(*func_pattern ? func_pattern : "*", funcs.funcs[i].name))
+    if (glob_match(func_pattern, funcs.funcs[i].name))
       fprintf(out, "%s:%s:%s\n", pname, shown, funcs.funcs[i].name);
   elf_funcs_free(&funcs);
 }
