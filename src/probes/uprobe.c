@@ -51,11 +51,16 @@ static bool find_in_target(const char *binary, char *found, char *real) {
 }
 
 /* Finds the file a uprobe's BINARY names: found is the path to show,
- * real the path to open. */
+ * real the path to open. A path through /proc/PID/root into another mount
+ * namespace is kept as it is: realpath would resolve the magic link to
+ * "/", in loupe's own tree. */
 static bool find_binary(const char *binary, char *found, char *real) {
   if (probe_target_pid > 0 && find_in_target(binary, found, real))
     return true;
-  return elf_find_binary(binary, found, PATH_MAX) && realpath(found, real);
+  if (!elf_find_binary(binary, found, PATH_MAX)) return false;
+  if (realpath(found, real) && access(real, R_OK) == 0) return true;
+  snprintf(real, PATH_MAX, "%s", found);
+  return true;
 }
 
 static void add_target(AttachPoint *ap, const char *shown_path,
