@@ -29,25 +29,29 @@
 
 /* ---- the providers -------------------------------------------------- */
 
-/* -p PID's view of binary: a bare name among its mapped files, then (for
- * a process in another mount namespace) the path under /proc/PID/root.
- * found gets the path to show, real the path to open; false if neither. */
-static bool find_in_target(const char *binary, char *found, char *real) {
+/* The file the -p process calls path, as loupe can open it (real, of
+ * PATH_MAX bytes): under /proc/PID/root when the process is in another
+ * mount namespace (the kernel resolves that magic link itself; realpath
+ * would not), else the real path. */
+static bool in_target_tree(const char *path, char *real) {
   int pid = probe_target_pid;
-  bool elsewhere = elf_other_mount_ns(pid);
-  const char *path = binary;
-  if (!strchr(binary, '/')) {
-    if (!elf_find_in_maps(pid, binary, found, PATH_MAX)) return false;
-    path = found;
-  } else {
-    snprintf(found, PATH_MAX, "%s", binary);
-  }
-  if (!elsewhere) return path == found && realpath(found, real);
-  if (path[0] != '/') return false;
-  /* The kernel resolves the magic link itself; realpath would not. */
-  if (snprintf(real, PATH_MAX, "/proc/%d/root%s", pid, path) >= PATH_MAX)
+  if (!elf_other_mount_ns(pid)) return realpath(path, real) != NULL;
+  if (path[0] != '/' ||
+      snprintf(real, PATH_MAX, "/proc/%d/root%s", pid, path) >= PATH_MAX)
     return false;
   return access(real, R_OK) == 0;
+}
+
+/* -p PID's view of binary: a bare name among its mapped files, a path in
+ * its tree when that is not loupe's. found gets the path to show, real
+ * the path to open; false if neither applies. */
+static bool find_in_target(const char *binary, char *found, char *real) {
+  if (!strchr(binary, '/'))
+    return elf_find_in_maps(probe_target_pid, binary, found, PATH_MAX) &&
+           in_target_tree(found, real);
+  if (!elf_other_mount_ns(probe_target_pid)) return false;
+  snprintf(found, PATH_MAX, "%s", binary);
+  return in_target_tree(found, real);
 }
 
 /* Finds the file a uprobe's BINARY names: found is the path to show,
@@ -109,14 +113,8 @@ typedef struct MappedMatch {
 static bool match_mapped(const char *path, void *arg) {
   MappedMatch *m = arg;
   char real[PATH_MAX], err[PATH_MAX + 100];
-  if (!glob_match(m->binary, path)) return false;
-  if (elf_other_mount_ns(probe_target_pid)) {
-    if (snprintf(real, sizeof real, "/proc/%d/root%s", probe_target_pid,
-                 path) >= (int)sizeof real)
-      return false;
-  } else if (!realpath(path, real)) {
+  if (!glob_match(m->binary, path) || !in_target_tree(path, real))
     return false;
-  }
   FuncList funcs = {0};
   /* files that are no ELF (locale archives, caches) have no functions */
   if (elf_read_functions(real, &funcs, err, sizeof err) < 0) return false;
