@@ -28,6 +28,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "builtins/builtin.h"
 #include "codegen/gen.h"
 
 /* ---- programs ------------------------------------------------------- */
@@ -82,11 +83,14 @@ static void gen_body(Gen *g, Probe *probe, int buf_base) {
   if (probe->uses_ctx)
     emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_1, SLOT_CTX));
   if (g->pid_filter) {
-    /* -p PID: as if /pid == PID/ came first; the tgid is the upper half */
-    emit_call(g, BPF_FUNC_get_current_pid_tgid);
-    emit(g, I_ALU64_IMM(BPF_RSH, BPF_REG_0, 32));
-    emit(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, g->pid_filter, 2));
+    /* -p PID: as if /pid == PID/ came first (pid as loupe's PID namespace
+     * numbers it, as PID is given) */
+    int stack_mark = g->stack_top;
+    int r = emit_task_id(g, true, false);
+    emit(g, I_JMP_IMM(BPF_JEQ, r, g->pid_filter, 2));
     emit_return(g);
+    reg_free(g, r);
+    g->stack_top = stack_mark;
   }
   if (buf_base == BPF_REG_9) {
     emit_lookup_slot0(g, MAP_ID_SCRATCH);
