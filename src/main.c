@@ -61,6 +61,11 @@ static const char usage_text[] =
     "    -o FILE        write printf and map output to FILE, not stdout\n"
     "    -c 'COMMAND'   run COMMAND once the probes are attached, and stop\n"
     "                   when it exits; the builtin cpid is its pid\n"
+    "    -p, --pid PID  trace only process PID: every probe but BEGIN and\n"
+    "                   END acts only in it, uprobes attach to it alone\n"
+    "                   (a bare library name is looked up in its maps),\n"
+    "                   and loupe stops when it exits; with -l, list the\n"
+    "                   uprobes of the files it maps\n"
     "    -B MODE        output buffering: 'line' (default), 'full', 'none'\n"
     "    -f FORMAT      output format: 'text' (default) or 'json' (one\n"
     "                   JSON record per line, as bpftrace -f json)\n"
@@ -123,6 +128,7 @@ typedef struct Options {
   bool no_warnings;        /* --no-warnings */
   bool unsafe;             /* --unsafe: allow system() and signal() */
   const char *command;     /* -c: run this, trace until it exits */
+  int pid;                 /* -p: trace only this process; 0: none */
 } Options;
 
 /* -c COMMAND: the command runs in a child that loupe starts before
@@ -159,6 +165,44 @@ static void report_bad_option(int c, char **argv) {
   usage_hint();
 }
 
+/* The largest pid the kernel hands out, as bpftrace bounds -p. */
+static long pid_max(void) {
+  long max = 4194304;   /* PID_MAX_LIMIT on 64-bit kernels */
+  FILE *f = fopen("/proc/sys/kernel/pid_max", "r");
+  if (f) {
+    long v;
+    if (fscanf(f, "%ld", &v) == 1 && v > 0) max = v;
+    fclose(f);
+  }
+  return max;
+}
+
+/* -p PID: a number in 1..pid_max naming a live process, or exit 1 with
+ * bpftrace's words. */
+static int parse_pid(const char *arg) {
+  char *end;
+  errno = 0;
+  long long v = strtoll(arg, &end, 10);
+  if (end == arg || !(*arg >= '0' && *arg <= '9')) {
+    fprintf(stderr, "ERROR: Failed to parse pid: invalid integer: %s\n", arg);
+    exit(1);
+  }
+  if (*end) {
+    fprintf(stderr, "ERROR: Failed to parse pid: invalid trailing bytes: "
+            "%s\n", arg);
+    exit(1);
+  }
+  if (errno == ERANGE || v < 1 || v > pid_max()) {
+    fprintf(stderr, "ERROR: Pid out of range: %s\n", arg);
+    exit(1);
+  }
+  if (kill((pid_t)v, 0) < 0 && errno == ESRCH) {
+    fprintf(stderr, "ERROR: No such process: %s\n", arg);
+    exit(1);
+  }
+  return (int)v;
+}
+
 /* Long options without a short form, beyond every char value. */
 enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS };
 
@@ -170,6 +214,7 @@ static void parse_options(int argc, char **argv, Options *o) {
       {"unsafe", no_argument, NULL, 'U'},
       {"dry-run", no_argument, NULL, OPT_DRY_RUN},
       {"no-warnings", no_argument, NULL, OPT_NO_WARNINGS},
+      {"pid", required_argument, NULL, 'p'},
       {NULL, 0, NULL, 0},
   };
   memset(o, 0, sizeof(*o));
@@ -179,12 +224,13 @@ static void parse_options(int argc, char **argv, Options *o) {
    * that start with '-' go after "--". The leading ':' reports a missing
    * argument as ':' rather than '?'. */
   int c;
-  while ((c = getopt_long(argc, argv, ":e:o:B:f:c:lqdvhV", long_opts, NULL)) !=
+  while ((c = getopt_long(argc, argv, ":e:o:B:f:c:p:lqdvhV", long_opts, NULL)) !=
          -1) {
     switch (c) {
     case 'e': o->program = optarg; break;
     case 'o': o->out_path = optarg; break;
     case 'c': o->command = optarg; break;
+    case 'p': o->pid = parse_pid(optarg); break;
     case 'B':
       if (parse_buffering(optarg, &o->buffering) < 0) {
         fprintf(stderr,
@@ -218,6 +264,11 @@ static void parse_options(int argc, char **argv, Options *o) {
   }
   char **rest = argv + optind;
   int nrest = argc - optind;
+  if (o->command && o->pid) {
+    fputs("ERROR: -p and -c cannot be used together\n", stderr);
+    usage_hint();
+    exit(1);
+  }
   if (o->list) {
     if (o->program) {
       fputs("loupe: -l cannot be combined with -e\n", stderr);
@@ -371,6 +422,7 @@ static int compile(const Source *src, const Options *o, Compiled *c,
   script->unsafe = o->unsafe;
   script->has_command = o->command != NULL;
   script->cpid = child.pid > 0 ? child.pid : 0;
+  script->target_pid = o->pid;
   if (macro_expand_script(script, d) < 0 || d->errors) return -1;
   if (expand_script(script, d) < 0 || d->errors) return -1;
   if (check_script(script, c, d) < 0 || d->errors) return -1;
@@ -449,7 +501,8 @@ static int attach_and_run(Compiled *c, const Options *o, FILE *out, Diag *d) {
     fprintf(out, "{\"type\": \"attached_probes\", \"data\": "
             "{\"probes\": %d}}\n", attach_all(c, NULL, d));
   RunOptions run_opts = {.out = out, .timeout_ms = 0, .format = o->format,
-                         .child_pid = child.pid, .child_go_fd = child.go_fd};
+                         .child_pid = child.pid, .child_go_fd = child.go_fd,
+                         .target_pid = o->pid};
   child.go_fd = -1;   /* the run releases (and closes) it */
   Run *run = run_begin(c, &run_opts);
   if (!run) return 1;
@@ -576,6 +629,9 @@ static int run_main(const Options *o, Diag *d) {
 int main(int argc, char **argv) {
   Options o;
   parse_options(argc, argv, &o);
+  probe_target_pid = o.pid;
+  /* -l -p PID: the process's probes, its uprobes */
+  if (o.list && o.pid && !o.list_pattern) o.list_pattern = "uprobe:*:*";
   if (o.list) return list_probes(o.list_pattern, stdout);
 
   if (read_source(&o, &source) < 0) return 1;

@@ -106,6 +106,11 @@ int64_t agg_read_s64(const uint8_t *p);
 void agg_reduce_sum(const MapSym *m, const uint8_t *buf, int slots,
                     int slot_size, uint8_t *out);
 
+/* The current task's pid (want_pid) or tid into a new register, as loupe's
+ * PID namespace numbers it (init_ns: as the initial one does); the builtin
+ * pid, and -p's check in every program's prologue. */
+int emit_task_id(Gen *g, bool want_pid, bool init_ns);
+
 /* The record for name used as `form`, or NULL. */
 const Builtin *builtin_find(const char *name, BuiltinForm form);
 /* The record that handles records of EventKind `kind`, or NULL. */

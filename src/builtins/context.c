@@ -306,7 +306,7 @@ static bool pid_namespace(uint64_t *dev, uint64_t *ino) {
 
 /* pid (word = 4 bytes at 4: the tgid) or tid (at 0) of the current task;
  * init_ns: as the initial PID namespace numbers it. */
-static int emit_task_id(Gen *g, bool want_pid, bool init_ns) {
+int emit_task_id(Gen *g, bool want_pid, bool init_ns) {
   uint64_t dev, ino;
   if (init_ns || !pid_namespace(&dev, &ino))
     return emit_helper_u32(g, BPF_FUNC_get_current_pid_tgid,

@@ -26,7 +26,9 @@
 
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
+#include "builtins/builtin.h"
 #include "codegen/gen.h"
 
 /* ---- programs ------------------------------------------------------- */
@@ -80,6 +82,16 @@ static void gen_body(Gen *g, Probe *probe, int buf_base) {
   /* prologue: keep ctx if fields are read; find the scratch area */
   if (probe->uses_ctx)
     emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_1, SLOT_CTX));
+  if (g->pid_filter) {
+    /* -p PID: as if /pid == PID/ came first (pid as loupe's PID namespace
+     * numbers it, as PID is given) */
+    int stack_mark = g->stack_top;
+    int r = emit_task_id(g, true, false);
+    emit(g, I_JMP_IMM(BPF_JEQ, r, g->pid_filter, 2));
+    emit_return(g);
+    reg_free(g, r);
+    g->stack_top = stack_mark;
+  }
   if (buf_base == BPF_REG_9) {
     emit_lookup_slot0(g, MAP_ID_SCRATCH);
     emit(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 2));
@@ -112,9 +124,17 @@ static void gen_body(Gen *g, Probe *probe, int buf_base) {
   emit_subprograms(g);
 }
 
-static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t) {
+/* Whether ap is BEGIN or END, which -p does not filter. */
+static bool ap_is_special(const AttachPoint *ap) {
+  const char *name = ap->prov ? ap->prov->name : ap->provider;
+  return !strcasecmp(name, "BEGIN") || !strcasecmp(name, "END");
+}
+
+static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
+                    int target_pid) {
   BpfProg *p = new_prog(g->c, probe, ap, t);
   g->p = p;
+  g->pid_filter = ap_is_special(ap) ? 0 : target_pid;
   g->probe = probe;
   g->target = t;
   /* Buffers go on the stack when they fit: no scratch lookup then. */
@@ -135,12 +155,13 @@ int codegen_script(Script *s, Compiled *c, Diag *d) {
     bool per_target = probe->uses_args || probe->uses_probe;
     for (AttachPoint *ap = probe->aps; ap; ap = ap->next) {
       if (!per_target) {
-        if (gen_prog(&g, probe, ap, ap->ntargets == 1 ? ap->targets : NULL))
+        if (gen_prog(&g, probe, ap, ap->ntargets == 1 ? ap->targets : NULL,
+                     s->target_pid))
           goto out;
         continue;
       }
       for (Target *t = ap->targets; t; t = t->next)
-        if (gen_prog(&g, probe, ap, t)) goto out;
+        if (gen_prog(&g, probe, ap, t, s->target_pid)) goto out;
     }
   }
   if (c->scratch_size == 0) c->scratch_size = 8;

@@ -30,6 +30,7 @@ typedef struct Gen {
   BpfProg *p;
   Probe *probe;
   Target *target;      /* the one target, for per-target programs */
+  int pid_filter;      /* -p PID for this program (not BEGIN/END); 0: none */
   Span span;           /* source of the instructions being emitted */
   bool reg_used[11];
   int *subcalls[NSUBS];  /* calls to patch, per subprogram (SUB_*) */

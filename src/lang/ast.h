@@ -318,6 +318,8 @@ typedef struct Script {
   bool unsafe;         /* --unsafe: system() and signal() allowed */
   bool has_command;    /* -c COMMAND was given */
   int cpid;            /* its pid (0 in a dry run) */
+  int target_pid;      /* -p PID: probes other than BEGIN and END act only
+                          in this process; 0: every process */
 } Script;
 
 /* Allocation helpers used by parser and later stages; memory is never

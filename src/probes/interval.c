@@ -172,7 +172,7 @@ static int interval_attach(const Target *t, int prog_fd, LinkSet *links,
   struct perf_event_attr attr;
   timer_attr(t, &attr);
   /* bpftrace fires interval probes on one CPU only; CPU 0 always exists. */
-  return perf_event_attach(&attr, 0, prog_fd, links, err, errlen);
+  return perf_event_attach(&attr, -1, 0, prog_fd, links, err, errlen);
 }
 
 /* ---- every CPU ------------------------------------------------------ */
@@ -211,7 +211,7 @@ static int attach_every_cpu(struct perf_event_attr *attr, int prog_fd,
   static int cpus[MAX_CPUS];
   int n = online_cpus(cpus, MAX_CPUS);
   for (int i = 0; i < n; i++)
-    if (perf_event_attach(attr, cpus[i], prog_fd, links, err, errlen) < 0)
+    if (perf_event_attach(attr, -1, cpus[i], prog_fd, links, err, errlen) < 0)
       return -1;
   return 0;
 }

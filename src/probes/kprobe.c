@@ -186,8 +186,8 @@ static int kprobe_expand(AttachPoint *ap, Diag *d) {
 static int attach_kprobe(const Target *t, bool retprobe, int prog_fd,
                          LinkSet *links, char *err, size_t errlen) {
   /* config1: the function's name; config2: the offset into it */
-  return probe_pmu_attach("kprobe", retprobe, (uint64_t)(uintptr_t)t->event,
-                          0, prog_fd, links, err, errlen);
+  return probe_pmu_attach("kprobe", retprobe, -1,
+                          (uint64_t)(uintptr_t)t->event, 0, prog_fd, links, err, errlen);
 }
 
 static int kprobe_attach(const Target *t, int prog_fd, LinkSet *links,

@@ -153,7 +153,9 @@ int probe_pmu_type(const char *pmu) {
   return read_pmu_file(pmu, "type", "%d", &type) ? type : -1;
 }
 
-int probe_pmu_attach(const char *pmu, bool retprobe, uint64_t config1,
+int probe_target_pid;
+
+int probe_pmu_attach(const char *pmu, bool retprobe, int pid, uint64_t config1,
                      uint64_t config2, int prog_fd, LinkSet *links,
                      char *err, size_t errlen) {
   int type = probe_pmu_type(pmu);
@@ -173,14 +175,16 @@ int probe_pmu_attach(const char *pmu, bool retprobe, uint64_t config1,
   attr.sample_period = 1;
   attr.wakeup_events = 1;
   /* As with tracepoints, one event (pid -1, cpu 0) runs the program for
-   * every process on every CPU. */
-  return perf_event_attach(&attr, 0, prog_fd, links, err, errlen);
+   * every process on every CPU; for one process, the event follows it on
+   * any CPU (cpu -1). */
+  return perf_event_attach(&attr, pid, pid > 0 ? -1 : 0, prog_fd, links, err,
+                           errlen);
 }
 
-int perf_event_attach(struct perf_event_attr *attr, int cpu, int prog_fd,
-                      LinkSet *links, char *err, size_t errlen) {
+int perf_event_attach(struct perf_event_attr *attr, int pid, int cpu,
+                      int prog_fd, LinkSet *links, char *err, size_t errlen) {
   attr->size = sizeof(*attr);
-  int pfd = syscall(SYS_perf_event_open, attr, -1, cpu, -1,
+  int pfd = syscall(SYS_perf_event_open, attr, pid, cpu, -1,
                     PERF_FLAG_FD_CLOEXEC);
   if (pfd < 0) {
     snprintf(err, errlen, "perf_event_open: %s", strerror(errno));

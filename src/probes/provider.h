@@ -72,13 +72,19 @@ bool glob_match(const char *pattern, const char *s);
 /* Whether s contains a wildcard glob_match understands. */
 bool has_wildcard(const char *s);
 
+/* -p PID, for the providers that attach to one process (uprobes); 0:
+ * every process. Set by main before anything is attached. */
+extern int probe_target_pid;
+
 /* Shared by the providers built on perf events (tracepoint, interval,
  * profile, software): opens the event described by attr (its size is
- * filled in) for every process on `cpu`, runs prog_fd on it through a BPF
+ * filled in) for process `pid` on any CPU, or (pid -1) for every process
+ * on `cpu`, runs prog_fd on it through a BPF
  * link (or the older ioctl), and adds the fds to links. Returns 0, or -1
  * with a message in err. */
 struct perf_event_attr;
-int perf_event_attach(struct perf_event_attr *attr, int cpu, int prog_fd,
+int perf_event_attach(struct perf_event_attr *attr, int pid, int cpu,
+                      int prog_fd,
                       LinkSet *links, char *err, size_t errlen);
 
 /* The dynamic probe PMUs, "kprobe" and "uprobe", of
@@ -87,8 +93,9 @@ int perf_event_attach(struct perf_event_attr *attr, int cpu, int prog_fd,
 int probe_pmu_type(const char *pmu);
 /* Opens a probe on the PMU — config1 names the function (kprobe) or the
  * file (uprobe), config2 is the offset — as a return probe if asked, and
- * runs prog_fd on it, as perf_event_attach does. */
-int probe_pmu_attach(const char *pmu, bool retprobe, uint64_t config1,
+ * runs prog_fd on it, as perf_event_attach does: in process pid alone, or
+ * (pid -1) in every process. */
+int probe_pmu_attach(const char *pmu, bool retprobe, int pid, uint64_t config1,
                      uint64_t config2, int prog_fd, LinkSet *links,
                      char *err, size_t errlen);
 

@@ -299,7 +299,7 @@ static int tracepoint_attach(const Target *t, int prog_fd, LinkSet *links,
   attr.wakeup_events = 1;
   /* One event on CPU 0 suffices: a program attached to a tracepoint runs
    * wherever the tracepoint fires. */
-  return perf_event_attach(&attr, 0, prog_fd, links, err, errlen);
+  return perf_event_attach(&attr, -1, 0, prog_fd, links, err, errlen);
 }
 
 typedef struct ListArgs {

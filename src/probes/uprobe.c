@@ -5,6 +5,10 @@
  *   uretprobe:BINARY:FUNC   (alias ur:)  fires when FUNC returns
  *
  * BINARY is a path, or a bare name looked up on PATH as a shell would.
+ * With -p PID a bare name is first looked up among the files the process
+ * maps, a wildcard BINARY ("*") matches the paths of the files it maps,
+ * and the paths of a process in another mount namespace are read through
+ * /proc/PID/root.
  * FUNC may hold * and ?: it is matched against the function symbols of
  * the ELF file's .symtab and .dynsym (sym/elf.c finds both).
  *
@@ -17,12 +21,51 @@
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "probes/provider.h"
 #include "sym/elf.h"
 
 
 /* ---- the providers -------------------------------------------------- */
+
+/* The file the -p process calls path, as loupe can open it (real, of
+ * PATH_MAX bytes): under /proc/PID/root when the process is in another
+ * mount namespace (the kernel resolves that magic link itself; realpath
+ * would not), else the real path. */
+static bool in_target_tree(const char *path, char *real) {
+  int pid = probe_target_pid;
+  if (!elf_other_mount_ns(pid)) return realpath(path, real) != NULL;
+  if (path[0] != '/' ||
+      snprintf(real, PATH_MAX, "/proc/%d/root%s", pid, path) >= PATH_MAX)
+    return false;
+  return access(real, R_OK) == 0;
+}
+
+/* -p PID's view of binary: a bare name among its mapped files, a path in
+ * its tree when that is not loupe's. found gets the path to show, real
+ * the path to open; false if neither applies. */
+static bool find_in_target(const char *binary, char *found, char *real) {
+  if (!strchr(binary, '/'))
+    return elf_find_in_maps(probe_target_pid, binary, found, PATH_MAX) &&
+           in_target_tree(found, real);
+  if (!elf_other_mount_ns(probe_target_pid)) return false;
+  snprintf(found, PATH_MAX, "%s", binary);
+  return in_target_tree(found, real);
+}
+
+/* Finds the file a uprobe's BINARY names: found is the path to show,
+ * real the path to open. A path through /proc/PID/root into another mount
+ * namespace is kept as it is: realpath would resolve the magic link to
+ * "/", in loupe's own tree. */
+static bool find_binary(const char *binary, char *found, char *real) {
+  if (probe_target_pid > 0 && find_in_target(binary, found, real))
+    return true;
+  if (!elf_find_binary(binary, found, PATH_MAX)) return false;
+  if (realpath(found, real) && access(real, R_OK) == 0) return true;
+  snprintf(real, PATH_MAX, "%s", found);
+  return true;
+}
 
 static void add_target(AttachPoint *ap, const char *shown_path,
                        const char *real_path, const Func *f) {
@@ -56,6 +99,36 @@ static int add_matches(AttachPoint *ap, const FuncList *l,
   return found;
 }
 
+/* For a wildcard BINARY with -p: every file the process maps whose path
+ * matches gets a target per matching function (or with `list` set, a line
+ * there, for -l). */
+typedef struct MappedMatch {
+  AttachPoint *ap;
+  const char *binary, *func;
+  int found;
+  FILE *list;
+  const char *pname;
+} MappedMatch;
+
+static bool match_mapped(const char *path, void *arg) {
+  MappedMatch *m = arg;
+  char real[PATH_MAX], err[PATH_MAX + 100];
+  if (!glob_match(m->binary, path) || !in_target_tree(path, real))
+    return false;
+  FuncList funcs = {0};
+  /* files that are no ELF (locale archives, caches) have no functions */
+  if (elf_read_functions(real, &funcs, err, sizeof err) < 0) return false;
+  if (m->list) {
+    for (int i = 0; i < funcs.n; i++)
+      if (glob_match(m->func, funcs.funcs[i].name))
+        fprintf(m->list, "%s:%s:%s\n", m->pname, path, funcs.funcs[i].name);
+  } else {
+    m->found += add_matches(m->ap, &funcs, path, real, m->func);
+  }
+  elf_funcs_free(&funcs);
+  return false;
+}
+
 static int uprobe_expand(AttachPoint *ap, Diag *d) {
   const char *pname = ap->prov->name;
   if (ap->nparts != 2 || !*ap->parts[0] || !*ap->parts[1]) {
@@ -68,8 +141,15 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
     return -1;
   }
   const char *binary = ap->parts[0], *func = ap->parts[1];
+  if (probe_target_pid > 0 && has_wildcard(binary)) {
+    MappedMatch m = {.ap = ap, .binary = binary, .func = func};
+    elf_each_mapped_file(probe_target_pid, match_mapped, &m);
+    if (m.found > 0) return 0;
+    diag_error(d, ap->span, "No %s matches %s:%s", pname, binary, func);
+    return -1;
+  }
   char found[PATH_MAX], real[PATH_MAX], err[PATH_MAX + 100];
-  if (!elf_find_binary(binary, found, sizeof found) || !realpath(found, real)) {
+  if (!find_binary(binary, found, real)) {
     diag_error(d, ap->span, "uprobe target file '%s' does not exist or is "
                "not executable", binary);
     return -1;
@@ -94,8 +174,10 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
 static int attach_uprobe(const Target *t, bool retprobe, int prog_fd,
                          LinkSet *links, char *err, size_t errlen) {
   /* config1: the file's path; config2: where in the file. The event fires
-   * in every process that runs that code. */
-  return probe_pmu_attach("uprobe", retprobe, (uint64_t)(uintptr_t)t->binary,
+   * in every process that runs that code, or with -p in that one only. */
+  int pid = probe_target_pid > 0 ? probe_target_pid : -1;   /* -p */
+  return probe_pmu_attach("uprobe", retprobe, pid,
+                          (uint64_t)(uintptr_t)t->binary,
                           t->offset, prog_fd, links, err, errlen);
 }
 
@@ -122,15 +204,21 @@ static void list_functions(const char *pname, const char *pattern,
   if (blen == 0 || blen >= PATH_MAX) return;
   char written[PATH_MAX], found[PATH_MAX], real[PATH_MAX], err[PATH_MAX + 100];
   snprintf(written, sizeof written, "%.*s", (int)blen, binary);
-  if (has_wildcard(written) || !elf_find_binary(written, found, sizeof found) ||
-      !realpath(found, real))
+  const char *func_pattern = binary[blen] == ':' ? binary + blen + 1 : "*";
+  if (!*func_pattern) func_pattern = "*";
+  if (probe_target_pid > 0 && has_wildcard(written)) {
+    /* -p: the files the process maps */
+    MappedMatch m = {.binary = written, .func = func_pattern, .list = out,
+                     .pname = pname};
+    elf_each_mapped_file(probe_target_pid, match_mapped, &m);
     return;
+  }
+  if (has_wildcard(written) || !find_binary(written, found, real)) return;
   FuncList funcs = {0};
   if (elf_read_functions(real, &funcs, err, sizeof err) < 0) return;
   const char *shown = strchr(written, '/') ? written : found;
-  const char *func_pattern = binary[blen] == ':' ? binary + blen + 1 : "*";
   for (int i = 0; i < funcs.n; i++)
-    if (glob_match(*func_pattern ? func_pattern : "*", funcs.funcs[i].name))
+    if (glob_match(func_pattern, funcs.funcs[i].name))
       fprintf(out, "%s:%s:%s\n", pname, shown, funcs.funcs[i].name);
   elf_funcs_free(&funcs);
 }

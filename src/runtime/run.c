@@ -2,7 +2,7 @@
  *
  * BEGIN programs run first (user space runs them with BPF_PROG_TEST_RUN),
  * then ring buffer records are handled until exit(), SIGINT, SIGTERM, the
- * end of the -c command or the timeout; then END programs run, their
+ * end of the -c command or of the -p process, or the timeout; then END programs run, their
  * records are handled, and every map is printed. END's printf output
  * therefore comes before the maps. A script with no probe but BEGIN and
  * END skips the waiting (unless a -c command runs), as bpftrace does.
@@ -26,6 +26,9 @@
 #include <string.h>
 #include <strings.h>
 #include <time.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -53,6 +56,8 @@ typedef struct RunState {
   int handled;       /* records handled since the last flush */
   long budget;       /* records this poll or drain may still handle */
   int child_pid;     /* the -c command while it runs, else <= 0 */
+  int target_pid;    /* -p: the traced process, else 0 */
+  int target_fd;     /* its pidfd (readable once it exits), else -1 */
 } RunState;
 
 /* Handles one ring buffer record: an EventHeader and its payload. Drops
@@ -192,10 +197,22 @@ static long long now_ms(void) {
   return ts.tv_sec * 1000LL + ts.tv_nsec / 1000000;
 }
 
+/* Whether the -p process has exited: its pidfd turns readable then (even
+ * while it waits, a zombie, for its parent); without pidfds (before Linux
+ * 5.3), whether the pid is gone. */
+static bool target_exited(const RunState *st) {
+  if (st->target_fd >= 0) {
+    struct pollfd pfd = {.fd = st->target_fd, .events = POLLIN};
+    return poll(&pfd, 1, 0) > 0;
+  }
+  return kill(st->target_pid, 0) < 0 && errno == ESRCH;
+}
+
 static bool should_stop(const RunState *st, long long deadline) {
   if (st->exit_seen || loupe_stop_requested) return true;
   if (st->child_pid > 0 && waitpid(st->child_pid, NULL, WNOHANG) != 0)
     return true;   /* the -c command ended (and is reaped) */
+  if (st->target_pid > 0 && target_exited(st)) return true;
   return deadline && now_ms() >= deadline;
 }
 
@@ -240,7 +257,12 @@ Run *run_begin(Compiled *c, const RunOptions *opts) {
   Run *r = calloc(1, sizeof *r);
   if (!r) return NULL;
   r->st = (RunState){.c = c, .out = opts->out ? opts->out : stdout,
-                     .format = opts->format, .child_pid = opts->child_pid};
+                     .format = opts->format, .child_pid = opts->child_pid,
+                     .target_pid = opts->target_pid, .target_fd = -1};
+#ifdef SYS_pidfd_open
+  if (opts->target_pid > 0)
+    r->st.target_fd = (int)syscall(SYS_pidfd_open, opts->target_pid, 0);
+#endif
   r->timeout_ms = opts->timeout_ms;
   r->child_go_fd = opts->child_go_fd;
   r->out = r->st.out;
@@ -281,7 +303,7 @@ int run_finish(Run *r) {
   }
   /* With only BEGIN and END there is nothing to wait for, unless a -c
    * command runs: then the script lasts as long as the command. */
-  if (st->child_pid > 0 || !only_begin_end(st->c))
+  if (st->child_pid > 0 || st->target_pid > 0 || !only_begin_end(st->c))
     event_loop(st, r->rb, r->timeout_ms);
   /* Records queued before the stop are still handled (or dropped if the
    * stop was exit()); END's own records always are. */
@@ -299,6 +321,7 @@ int run_finish(Run *r) {
 void run_abandon(Run *r) {
   if (r->child_go_fd >= 0) close(r->child_go_fd);
   r->child_go_fd = -1;
+  if (r->st.target_fd >= 0) close(r->st.target_fd);
   ring_buffer__free(r->rb);
   restore_signals(&r->saved);
   free(r->begin_text);

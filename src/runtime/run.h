@@ -14,6 +14,7 @@ typedef struct RunOptions {
   int format;           /* OUT_TEXT or OUT_JSON (print.h): -f */
   int child_pid;        /* -c: the command's pid, or <= 0 */
   int child_go_fd;      /* -c: write a byte after BEGIN to start it; -1 */
+  int target_pid;       /* -p: stop when this process exits; 0: none */
 } RunOptions;
 
 /* A run in two halves, so that BEGIN runs before the other probes are
@@ -23,7 +24,7 @@ typedef struct RunOptions {
  * run_stopping tells whether BEGIN called exit() or a stop was asked for,
  * in which case the caller need not attach anything;
  * run_finish starts the -c command, consumes events until exit(), SIGINT,
- * SIGTERM or the command's exit (at once when the script has only BEGIN
+ * SIGTERM, the command's exit or the -p process's exit (at once when the script has only BEGIN
  * and END probes and no command), runs END, drains the remaining events,
  * prints every non-empty map, frees the run and returns the process exit
  * status; run_abandon frees a run that will not finish (attach failed). */

@@ -91,6 +91,63 @@ bool elf_find_binary(const char *binary, char *out, size_t outlen) {
   return find_library(binary, out, outlen);
 }
 
+/* Whether base (a file name) is name, or name.so, name.so.N. */
+static bool base_matches(const char *base, const char *name) {
+  size_t nlen = strlen(name);
+  if (strncmp(base, name, nlen)) return false;
+  const char *rest = base + nlen;
+  return !*rest ||
+         (!strncmp(rest, ".so", 3) && (rest[3] == '\0' || rest[3] == '.'));
+}
+
+int elf_each_mapped_file(int pid, bool (*fn)(const char *path, void *arg),
+                         void *arg) {
+  char maps[64], line[PATH_MAX + 256], last[PATH_MAX + 256] = "";
+  snprintf(maps, sizeof maps, "/proc/%d/maps", pid);
+  FILE *f = fopen(maps, "r");
+  if (!f) return -1;
+  while (fgets(line, sizeof line, f)) {
+    /* address perms offset dev inode   pathname */
+    char *path = strchr(line, '/');
+    if (!path) continue;
+    path[strcspn(path, "\n")] = '\0';
+    /* a file's mappings are adjacent: report each file once */
+    if (!strcmp(path, last)) continue;
+    snprintf(last, sizeof last, "%s", path);
+    if (fn(path, arg)) break;
+  }
+  fclose(f);
+  return 0;
+}
+
+typedef struct MapsFind {
+  const char *name;
+  char *out;
+  size_t outlen;
+  bool found;
+} MapsFind;
+
+static bool maps_find_one(const char *path, void *arg) {
+  MapsFind *m = arg;
+  if (!base_matches(strrchr(path, '/') + 1, m->name)) return false;
+  snprintf(m->out, m->outlen, "%s", path);
+  return m->found = true;
+}
+
+bool elf_find_in_maps(int pid, const char *name, char *out, size_t outlen) {
+  MapsFind m = {name, out, outlen, false};
+  elf_each_mapped_file(pid, maps_find_one, &m);
+  return m.found;
+}
+
+bool elf_other_mount_ns(int pid) {
+  char theirs[64];
+  struct stat self_st, their_st;
+  snprintf(theirs, sizeof theirs, "/proc/%d/ns/mnt", pid);
+  return stat("/proc/self/ns/mnt", &self_st) == 0 &&
+         stat(theirs, &their_st) == 0 && self_st.st_ino != their_st.st_ino;
+}
+
 /* ---- the ELF file's functions --------------------------------------- */
 
 static void funcs_add(FuncList *l, const char *name, uint64_t offset) {

@@ -23,6 +23,20 @@ typedef struct FuncList {
  * directories). The path found goes to out; false if there is none. */
 bool elf_find_binary(const char *binary, char *out, size_t outlen);
 
+/* For -p: the file process pid has mapped whose base name is NAME, or
+ * NAME.so, NAME.so.N for a library ("libc" → .../libc.so.6), as the
+ * process names it (its /proc/PID/maps path). False if it maps none. */
+bool elf_find_in_maps(int pid, const char *name, char *out, size_t outlen);
+
+/* Calls fn with each file process pid maps (as /proc/PID/maps names it),
+ * once per file, until fn returns true. -1 if the maps cannot be read. */
+int elf_each_mapped_file(int pid, bool (*fn)(const char *path, void *arg),
+                         void *arg);
+
+/* Whether process pid sees another file system tree than loupe (another
+ * mount namespace): its paths then resolve under /proc/PID/root. */
+bool elf_other_mount_ns(int pid);
+
 /* Reads the defined function symbols of the ELF file at path (.symtab and
  * .dynsym) into l, with file offsets, sorted by name, one of each name.
  * Returns 0, or -1 with a message in err. */

@@ -1,6 +1,9 @@
 /* The program the uprobe tests trace: `./prog N` calls loupe_target(i,
- * "hello") and loupe_other(i) for i = 0 .. N-1, then exits. */
+ * "hello") and loupe_other(i) for i = 0 .. N-1, then exits; `./prog N MS`
+ * waits MS milliseconds after each pair of calls (for -p tests, which
+ * need it running while loupe attaches). */
 #include <stdlib.h>
+#include <unistd.h>
 
 static const char greeting[] = "hello";
 
@@ -21,6 +24,10 @@ int main(int argc, char **argv) {
   const char *volatile where = greeting;
   volatile char first = where[0];
   int sum = first;
-  for (int i = 0; i < n; i++) sum += loupe_target(i, greeting) + loupe_other(i);
+  int pause_ms = argc > 2 ? atoi(argv[2]) : 0;
+  for (int i = 0; i < n; i++) {
+    sum += loupe_target(i, greeting) + loupe_other(i);
+    if (pause_ms > 0) usleep(pause_ms * 1000);
+  }
   return sum == -1;
 }
