@@ -571,6 +571,7 @@ static void check_stmt(Checker *c, Node *n) {
     break;
   case N_UNROLL: {
     int64_t v = 0;
+    check_expr(c, n->lhs);   /* unroll($1): the parameter's value */
     if (!const_int(n->lhs, &v)) {
       error_at(c, n->lhs->span, "unroll needs an integer literal count");
     } else if (v > 100) {
