@@ -423,6 +423,8 @@ static int compile(const Source *src, const Options *o, Compiled *c,
   script->has_command = o->command != NULL;
   script->cpid = child.pid > 0 ? child.pid : 0;
   script->target_pid = o->pid;
+  if (config_read(script, d) > 0) return -1;
+  if (substitute_attach_params(script, d) > 0) return -1;
   if (macro_expand_script(script, d) < 0 || d->errors) return -1;
   if (expand_script(script, d) < 0 || d->errors) return -1;
   if (check_script(script, c, d) < 0 || d->errors) return -1;

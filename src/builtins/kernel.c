@@ -12,6 +12,14 @@
  * folded into a constant. */
 static void check_kaddr(Checker *c, Node *n) {
   Node *a = n->args;
+  /* kaddr(str($1)): the parameter's text is the name */
+  if (a->kind == N_CALL && !strcmp(a->name, "str") && a->args &&
+      !a->args->next && a->args->kind == N_VAR) {
+    c->positional_as_string = true;
+    check_expr(c, a->args);
+    c->positional_as_string = false;
+    if (a->args->kind == N_STR) a = n->args = a->args;
+  }
   if (a->kind != N_STR) {
     error_at(c, n->span, "kaddr() expects a string literal");
     return;

@@ -43,6 +43,7 @@ static void check_buf(Checker *c, Node *n) {
   check_expr(c, a);
   int size = c->strlen;
   if (a->next) {
+    check_expr(c, a->next);   /* buf(p, $1): the parameter's value */
     if (!want_const(c, a->next, n->name, "the length", 1, 1024, &v)) return;
     size = (int)v;
   } else if (a->type.kind == TY_INT) {

@@ -168,7 +168,9 @@ typedef struct Compiled {
   int ringbuf_fd;          /* internal maps, created by load */
   int scratch_fd;
   uint32_t scratch_size;   /* bytes per CPU of the scratch area */
-  uint32_t ringbuf_size;
+  uint32_t ringbuf_size;   /* 0: the default */
+  const char *license;     /* NULL: GPL */
+  bool no_exit_print;      /* print_maps_on_exit = false */
 } Compiled;
 
 /* Pseudo map ids used in LD_IMM64 map loads for the internal maps. */

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lang/config.h"
 #include "lang/diag.h"
 
 /* ---- types (filled in by check) ------------------------------------- */
@@ -305,6 +306,7 @@ typedef struct Script {
   Probe *probes;
   int nprobes;
   ConfigItem *config;  /* NULL without a config block */
+  Settings settings;   /* from config and the environment (lang/config.c) */
   char **params;       /* positional parameters $1.. (from the command line) */
   int nparams;
   struct ProgramOption *options;  /* --name[=value] words after "--", for

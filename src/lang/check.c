@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #include "lang/ctype.h"
 #include "probes/provider.h"
@@ -586,6 +587,7 @@ static void check_stmt(Checker *c, Node *n) {
     break;
   case N_UNROLL: {
     int64_t v = 0;
+    check_expr(c, n->lhs);   /* unroll($1): the parameter's value */
     if (!const_int(n->lhs, &v)) {
       error_at(c, n->lhs->span, "unroll needs an integer literal count");
     } else if (v > 100) {
@@ -722,50 +724,16 @@ static bool uses_builtin(Node *n, const char *name) {
   return false;
 }
 
-/* A setting from the config block, else the environment, else `dflt`;
- * each setting has the names bpftrace's versions have used. */
-static int64_t setting(Checker *c, const char *const names[], int64_t dflt,
-                       int64_t lo, int64_t hi) {
-  int64_t v = dflt;
-  for (int i = 0; names[i]; i++) {
-    const char *env = getenv(names[i]);
-    if (env && *env) v = strtoll(env, NULL, 0);
-  }
-  for (ConfigItem *it = c->script->config; it; it = it->next)
-    for (int i = 0; names[i]; i++)
-      if (!strcasecmp(it->key, names[i])) {
-        if (it->value->kind != N_INT) {
-          diag_error(c->d, it->value->span, "%s must be an integer",
-                     it->key);
-        } else {
-          v = it->value->ival;
-        }
-      }
-  if (v < lo || v > hi) {
-    diag_error(c->d, (Span){0}, "%s must be between %lld and %lld (it is "
-               "%lld)", names[0], (long long)lo, (long long)hi,
-               (long long)v);
-    v = dflt;
-  }
-  return v;
-}
-
+/* The settings lang/config.c read that check and the runtime act on. */
 static void read_settings(Checker *c) {
-  static const char *const strlen_names[] = {
-      "BPFTRACE_STRLEN", "BPFTRACE_MAX_STRLEN", "max_strlen", NULL};
-  static const char *const keys_names[] = {
-      "BPFTRACE_MAP_KEYS_MAX", "BPFTRACE_MAX_MAP_KEYS", "max_map_keys", NULL};
-  c->strlen = (int)setting(c, strlen_names, DEFAULT_STRLEN, 1, 1024);
-  c->map_keys = (int)setting(c, keys_names, DEFAULT_MAP_KEYS, 1, 1 << 24);
-  for (ConfigItem *it = c->script->config; it; it = it->next) {
-    bool known = false;
-    for (int i = 0; strlen_names[i]; i++)
-      known |= !strcasecmp(it->key, strlen_names[i]) ||
-               !strcasecmp(it->key, keys_names[i]);
-    if (!known)
-      diag_warning(c->d, it->span, "loupe ignores the config setting %s",
-                   it->key);
-  }
+  const Settings *st = &c->script->settings;
+  c->strlen = st->max_strlen;
+  c->map_keys = st->max_map_keys;
+  c->out->license = st->license;
+  c->out->no_exit_print = !st->print_maps_on_exit;
+  if (st->perf_rb_pages > 0)
+    c->out->ringbuf_size = (uint32_t)st->perf_rb_pages *
+                           (uint32_t)sysconf(_SC_PAGESIZE);
 }
 
 int check_script(Script *s, Compiled *out, Diag *d) {

@@ -85,6 +85,12 @@ char *diag_prefix(const Diag *d, Span at, const char *kind) {
 }
 
 void diag_verror(Diag *d, Span at, const char *fmt, va_list ap) {
+  if (d->demote == DEMOTE_TO_NOTHING) return;
+  if (d->demote == DEMOTE_TO_WARNING) {
+    d->warnings++;
+    if (!d->no_warnings) report(d, "WARNING", at, fmt, ap);
+    return;
+  }
   d->errors++;
   report(d, "ERROR", at, fmt, ap);
 }

@@ -39,9 +39,14 @@ typedef struct Diag {
   int errors;   /* number of errors reported so far */
   int warnings;
   bool no_warnings;  /* --no-warnings: count warnings, print none */
+  int demote;   /* DEMOTE_*: how errors are reported for now */
   Span *calls;  /* the call site of each macro expansion, by id - 1 */
   int ncalls;
 } Diag;
+
+/* Diag.demote: errors as errors, as warnings, or not at all (a probe
+ * that matches nothing under missing_probes = warn or ignore). */
+enum { DEMOTE_NONE, DEMOTE_TO_WARNING, DEMOTE_TO_NOTHING };
 
 void diag_init(Diag *d, const Source *src);
 void diag_error(Diag *d, Span at, const char *fmt, ...)

@@ -531,7 +531,8 @@ void lex_top(Lexer *lx, Token *t) {
   memset(t, 0, sizeof *t);
   skip_space(lx, true);
   int c = (unsigned char)*lx->pos;
-  if (!(isalnum(c) || c == '_' || c == '*' || c == '.')) {
+  /* '$': a positional parameter ("$1 { }"), replaced after parsing */
+  if (!(isalnum(c) || c == '_' || c == '*' || c == '.' || c == '$')) {
     lex_token(lx, t);
     return;
   }

@@ -1,5 +1,6 @@
 /* parse_top: the top level of a script — probes and their attach points,
  * the config block, and struct, enum and macro definitions. */
+#include <ctype.h>
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -346,4 +347,56 @@ Script *parse_script(const Source *src, Diag *d) {
   if (setjmp(P->on_error) == 0) s = parse_all(P, src);
   free(P);
   return s;
+}
+
+/* The attach point text with each $N replaced by the Nth word of the
+ * command line, malloc'd; *missing is set to N if a word is not given. */
+static char *substitute(const char *text, char **params, int nparams,
+                        int *missing) {
+  size_t cap = strlen(text) + 1, len = 0;
+  for (int i = 0; i < nparams; i++) cap += strlen(params[i]);
+  char *out = malloc(cap);
+  if (!out) abort();
+  for (const char *p = text; *p;) {
+    if (*p == '$' && isdigit((unsigned char)p[1])) {
+      char *end;
+      long n = strtol(p + 1, &end, 10);
+      if (n >= 1 && n <= nparams) {
+        size_t l = strlen(params[n - 1]);
+        memcpy(out + len, params[n - 1], l);
+        len += l;
+      } else if (!*missing) {
+        *missing = (int)n;
+      }
+      p = end;
+    } else {
+      out[len++] = *p++;
+    }
+  }
+  out[len] = 0;
+  return out;
+}
+
+int substitute_attach_params(Script *s, Diag *d) {
+  int errors = 0;
+  for (Probe *pr = s->probes; pr; pr = pr->next)
+    for (AttachPoint *ap = pr->aps; ap; ap = ap->next) {
+      if (!strchr(ap->text, '$')) continue;
+      int missing = 0;
+      char *text = substitute(ap->text, s->params, s->nparams, &missing);
+      if (missing) {
+        diag_error(d, ap->span, "positional parameter $%d is not given "
+                   "(%d given)", missing, s->nparams);
+        errors++;
+        free(text);
+        continue;
+      }
+      Token t = {.kind = TK_ATTACH, .text = text,
+                 .len = (int)strlen(text), .span = ap->span};
+      AttachPoint *fresh = new_attach_point(&t), *next = ap->next;
+      *ap = *fresh;
+      ap->next = next;
+      free(fresh);
+    }
+  return errors;
 }

@@ -327,6 +327,7 @@ static void func_btf_opts(const FuncBtf *fb, struct bpf_prog_load_opts *o) {
 }
 
 static int load_with_log(const BpfProg *p, const char *name,
+                         const char *license,
                          const struct bpf_insn *insns, const FuncBtf *fb,
                          char **log_out) {
   size_t size = VERIFIER_LOG_START;
@@ -335,7 +336,7 @@ static int load_with_log(const BpfProg *p, const char *name,
     LIBBPF_OPTS(bpf_prog_load_opts, opts, .log_level = 1, .log_size = size,
                 .log_buf = log);
     func_btf_opts(fb, &opts);
-    int fd = bpf_prog_load(p->prog_type, name, "GPL", insns, p->ninsns,
+    int fd = bpf_prog_load(p->prog_type, name, license, insns, p->ninsns,
                            &opts);
     if (fd >= 0 || errno != ENOSPC || size >= VERIFIER_LOG_MAX) {
       *log_out = log;
@@ -359,7 +360,9 @@ static int load_prog(Compiled *c, BpfProg *p, Diag *d) {
   }
   LIBBPF_OPTS(bpf_prog_load_opts, opts);
   func_btf_opts(&fb, &opts);
-  p->fd = bpf_prog_load(p->prog_type, name, "GPL", insns, p->ninsns, &opts);
+  const char *license = c->license ? c->license : "GPL";
+  p->fd = bpf_prog_load(p->prog_type, name, license, insns, p->ninsns,
+                        &opts);
   if (p->fd >= 0) {
     func_btf_free(&fb);
     free(insns);
@@ -373,7 +376,7 @@ static int load_prog(Compiled *c, BpfProg *p, Diag *d) {
     return -1;
   }
   char *log = NULL;
-  p->fd = load_with_log(p, name, insns, &fb, &log);
+  p->fd = load_with_log(p, name, license, insns, &fb, &log);
   func_btf_free(&fb);
   free(insns);
   if (p->fd < 0) {

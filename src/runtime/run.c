@@ -312,7 +312,7 @@ int run_finish(Run *r) {
   st->exit_seen = 0;
   run_special(st, r->rb, "END");
 
-  print_all_maps_as(st->c, st->format, st->out);
+  if (!st->c->no_exit_print) print_all_maps_as(st->c, st->format, st->out);
   fflush(st->out);
   run_abandon(r);
   return status;

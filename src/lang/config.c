@@ -1,0 +1,229 @@
+/* config: bpftrace's config variables. Each has one name, written
+ * `max_strlen`, `MAX_STRLEN` or `BPFTRACE_MAX_STRLEN` in the config block
+ * and `BPFTRACE_MAX_STRLEN` in the environment; the environment wins, as
+ * bpftrace documents. Values are checked whether loupe acts on them or
+ * not, so a script that loupe accepts is one bpftrace accepts too. */
+#include "lang/config.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "codegen/program.h"
+#include "lang/ast.h"
+
+#define MAX_STRLEN_LIMIT 1024  /* the largest string loupe's buffers hold */
+
+typedef enum { K_INT, K_BOOL, K_WORD } KeyKind;
+
+/* What a key sets; F_IGNORED: checked, then ignored with a warning. */
+typedef enum {
+  F_IGNORED, F_STRLEN, F_MAP_KEYS, F_PRINT_MAPS, F_MISSING, F_LICENSE,
+  F_RB_PAGES
+} Field;
+
+typedef struct Key {
+  const char *name;            /* lower case, without BPFTRACE_ */
+  const char *old_name;        /* an older environment name, or NULL */
+  KeyKind kind;
+  long long lo, hi;            /* K_INT */
+  const char *const *words;    /* K_WORD: the valid values, NULL-ended */
+  bool word_case;              /* K_WORD: case matters */
+  Field field;
+} Key;
+
+static const char *const missing_words[] = {"error", "warn", "ignore", NULL};
+static const char *const license_words[] = {
+    "Dual MIT/GPL", "Dual BSD/GPL", "Dual MPL/GPL",
+    "GPL and additional rights", "GPL v2", "GPL", NULL};
+static const char *const stack_words[] = {"bpftrace", "perf", "raw",
+                                          "build_id", NULL};
+static const char *const cache_words[] = {"PER_PROGRAM", "PER_PID", "NONE",
+                                          NULL};
+static const char *const unstable_words[] = {"error", "warn", "enable",
+                                             NULL};
+
+#define INT_KEY(n, old, lo, hi, f) {n, old, K_INT, lo, hi, NULL, false, f}
+#define BOOL_KEY(n, f) {n, NULL, K_BOOL, 0, 1, NULL, false, f}
+#define WORD_KEY(n, w, cs, f) {n, NULL, K_WORD, 0, 0, w, cs, f}
+
+static const Key keys[] = {
+    INT_KEY("max_strlen", "BPFTRACE_STRLEN", 1, MAX_STRLEN_LIMIT, F_STRLEN),
+    INT_KEY("max_map_keys", "BPFTRACE_MAP_KEYS_MAX", 1, 1 << 24,
+            F_MAP_KEYS),
+    BOOL_KEY("print_maps_on_exit", F_PRINT_MAPS),
+    WORD_KEY("missing_probes", missing_words, false, F_MISSING),
+    WORD_KEY("license", license_words, true, F_LICENSE),
+    INT_KEY("perf_rb_pages", NULL, 1, 1 << 18, F_RB_PAGES),
+    INT_KEY("on_stack_limit", NULL, 0, 1 << 20, F_IGNORED),
+    INT_KEY("log_size", NULL, 1, 1LL << 32, F_IGNORED),
+    INT_KEY("max_bpf_progs", NULL, 1, 1 << 24, F_IGNORED),
+    INT_KEY("max_cat_bytes", NULL, 1, 1 << 24, F_IGNORED),
+    INT_KEY("max_probes", NULL, 1, 1 << 24, F_IGNORED),
+    WORD_KEY("cache_user_symbols", cache_words, false, F_IGNORED),
+    BOOL_KEY("cpp_demangle", F_IGNORED),
+    BOOL_KEY("lazy_symbolication", F_IGNORED),
+    BOOL_KEY("show_debug_info", F_IGNORED),
+    WORD_KEY("stack_mode", stack_words, false, F_IGNORED),
+    WORD_KEY("str_trunc_trailer", NULL, true, F_IGNORED),
+    WORD_KEY("unstable_tseries", unstable_words, false, F_IGNORED),
+    WORD_KEY("unstable_dw_ustack", unstable_words, false, F_IGNORED),
+};
+#define NKEYS (int)(sizeof keys / sizeof keys[0])
+
+/* The key written `name` in a config block, or NULL. */
+static const Key *find_key(const char *name) {
+  const char *bare = name;
+  if (!strncasecmp(bare, "BPFTRACE_", 9)) bare += 9;
+  for (int i = 0; i < NKEYS; i++)
+    if (!strcasecmp(bare, keys[i].name) ||
+        (keys[i].old_name && !strcasecmp(name, keys[i].old_name)))
+      return &keys[i];
+  return NULL;
+}
+
+/* "a, b, c": the valid values, for a message. */
+static void list_words(const char *const *w, char *buf, size_t size) {
+  size_t len = 0;
+  buf[0] = 0;
+  for (int i = 0; w[i] && len < size; i++)
+    len += (size_t)snprintf(buf + len, size - len, "%s%s", i ? ", " : "",
+                            w[i]);
+}
+
+/* Reads `text`, the value of k written as `shown`, into *ival or *word.
+ * NULL, or why not (in `err`). */
+static const char *parse_value(const Key *k, const char *shown,
+                               const char *text,
+                               long long *ival, const char **word,
+                               char *err, size_t size) {
+  char *end;
+  if (k->kind == K_INT) {
+    long long v = strtoll(text, &end, 0);
+    if (!*text || *end || v < k->lo || v > k->hi) {
+      if (k->field == F_STRLEN && !*end && v > k->hi)
+        snprintf(err, size, "loupe supports %s up to %lld bytes (found %s)",
+                 shown, k->hi, text);
+      else
+        snprintf(err, size, "Invalid value for %s. Found: %s. Valid values: "
+                 "integers from %lld to %lld", shown, text, k->lo, k->hi);
+      return err;
+    }
+    *ival = v;
+  } else if (k->kind == K_BOOL) {
+    if (!strcmp(text, "1") || !strcasecmp(text, "true")) *ival = 1;
+    else if (!strcmp(text, "0") || !strcasecmp(text, "false")) *ival = 0;
+    else {
+      snprintf(err, size, "Invalid value for %s. Found: %s. Valid values: "
+               "true, false", shown, text);
+      return err;
+    }
+  } else {
+    *word = text;
+    for (int i = 0; k->words && k->words[i]; i++)
+      if (k->word_case ? !strcmp(text, k->words[i])
+                       : !strcasecmp(text, k->words[i])) {
+        *ival = i;
+        *word = k->words[i];
+        return NULL;
+      }
+    if (k->words) {
+      char valid[256];
+      list_words(k->words, valid, sizeof valid);
+      snprintf(err, size, "Invalid value for %s. Found: %s. Valid values: %s",
+               shown, text, valid);
+      return err;
+    }
+  }
+  return NULL;
+}
+
+static void apply(Settings *st, const Key *k, long long v, const char *w) {
+  switch (k->field) {
+  case F_STRLEN: st->max_strlen = (int)v; break;
+  case F_MAP_KEYS: st->max_map_keys = (int)v; break;
+  case F_PRINT_MAPS: st->print_maps_on_exit = v != 0; break;
+  case F_MISSING: st->missing_probes = (MissingProbes)v; break;
+  case F_LICENSE: st->license = w; break;
+  case F_RB_PAGES: st->perf_rb_pages = (int)v; break;
+  case F_IGNORED: break;
+  }
+}
+
+/* A config block value as text: 8, "GPL" or a bare word such as raw. */
+static const char *value_text(const Node *v, char *buf, size_t size) {
+  if (v->kind == N_INT) {
+    snprintf(buf, size, "%lld", (long long)v->ival);
+    return buf;
+  }
+  if (v->kind == N_STR) return v->sval;
+  if (v->kind == N_BUILTIN) return v->name;
+  return NULL;
+}
+
+static void read_block(Script *s, Diag *d) {
+  for (ConfigItem *it = s->config; it; it = it->next) {
+    const Key *k = find_key(it->key);
+    if (!k) {
+      diag_error(d, it->span, "%s: not a known configuration option",
+                 it->key);
+      continue;
+    }
+    char buf[32], err[512];
+    const char *text = value_text(it->value, buf, sizeof buf);
+    long long v = 0;
+    const char *w = NULL;
+    if (!text) {
+      diag_error(d, it->value->span, "Invalid value for %s: expected a "
+                 "number, a word or a string", it->key);
+    } else if (parse_value(k, it->key, text, &v, &w, err, sizeof err)) {
+      diag_error(d, it->value->span, "%s", err);
+    } else if (k->field == F_IGNORED) {
+      diag_warning(d, it->span, "loupe ignores the config setting %s",
+                   it->key);
+    } else {
+      apply(&s->settings, k, v, w);
+    }
+  }
+}
+
+/* BPFTRACE_NAME (and the key's older name) from the environment. */
+static void read_env(Script *s, Diag *d) {
+  for (int i = 0; i < NKEYS; i++) {
+    const Key *k = &keys[i];
+    char name[64];
+    snprintf(name, sizeof name, "BPFTRACE_%s", k->name);
+    for (char *p = name; *p; p++)
+      if (*p >= 'a' && *p <= 'z') *p = (char)(*p - 'a' + 'A');
+    const char *env = getenv(name), *used = name;
+    if ((!env || !*env) && k->old_name) {
+      env = getenv(k->old_name);
+      used = k->old_name;
+    }
+    if (!env || !*env) continue;
+    char err[512];
+    long long v = 0;
+    const char *w = NULL;
+    if (parse_value(k, used, env, &v, &w, err, sizeof err))
+      diag_error(d, (Span){0}, "%s", err);
+    else if (k->field == F_IGNORED)
+      diag_warning(d, (Span){0}, "loupe ignores the setting %s", used);
+    else
+      apply(&s->settings, k, v, w);
+  }
+}
+
+int config_read(Script *s, Diag *d) {
+  int before = d->errors;
+  s->settings = (Settings){
+      .max_strlen = DEFAULT_STRLEN,
+      .max_map_keys = DEFAULT_MAP_KEYS,
+      .print_maps_on_exit = true,
+      .missing_probes = MISSING_ERROR,
+      .license = "GPL",
+  };
+  read_block(s, d);
+  read_env(s, d);
+  return d->errors - before;
+}

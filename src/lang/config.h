@@ -1,0 +1,28 @@
+/* config: the settings of bpftrace's config variables, from the script's
+ * `config = { ... }` block and the BPFTRACE_* environment variables. */
+#ifndef LOUPE_CONFIG_H
+#define LOUPE_CONFIG_H
+
+#include <stdbool.h>
+
+typedef enum { MISSING_ERROR, MISSING_WARN, MISSING_IGNORE } MissingProbes;
+
+typedef struct Settings {
+  int max_strlen;           /* str() and buf() size */
+  int max_map_keys;         /* entries of each map */
+  bool print_maps_on_exit;  /* false: maps are not printed at exit */
+  MissingProbes missing_probes;
+  const char *license;      /* the license programs are loaded under */
+  int perf_rb_pages;        /* ring buffer pages; 0: loupe's default */
+} Settings;
+
+struct Script;
+struct Diag;
+
+/* Fills s->settings: defaults, then the config block, then the
+ * environment (which bpftrace lets win). Bad keys and values are located
+ * errors; keys loupe does not act on are warnings. Returns the number of
+ * errors. */
+int config_read(struct Script *s, struct Diag *d);
+
+#endif
