@@ -492,6 +492,12 @@ static void check_index(Checker *c, Node *n) {
              TYPE_NAME(n->rhs->type));
     return;
   }
+  if (t.kind != TY_INT && t.ctype->nelems > 0 && n->rhs->kind == N_INT &&
+      (n->rhs->ival < 0 || n->rhs->ival >= t.ctype->nelems)) {
+    error_at(c, n->span, "the index %lld is out of bounds for array of size "
+             "%d", (long long)n->rhs->ival, t.ctype->nelems);
+    return;
+  }
   n->field_offset = elem->size;   /* the element size, for codegen */
   if (!type_of_ctype(elem, space_of(c, t), &n->type)) {
     char name[120];
