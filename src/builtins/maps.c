@@ -30,10 +30,10 @@ static void check_print_value(Checker *c, Node *n) {
     return;
   }
   check_expr(c, a);
-  Type t = a->type;
+  Type t = ty_stored(a->type);
   if (t.kind == TY_NONE) return;
   if (t.kind != TY_INT && t.kind != TY_STR && t.kind != TY_TUPLE &&
-      t.kind != TY_BUF) {
+      t.kind != TY_BUF && t.kind != TY_CVAL) {
     error_at(c, a->span, "print() can not print %s yet", TYPE_NAME(t));
     return;
   }

@@ -8,7 +8,8 @@
 
 /* Values that live in the scratch area rather than in a register. */
 bool is_buffer(Type t) {
-  return t.kind == TY_STR || t.kind == TY_TUPLE || t.kind == TY_BUF;
+  return t.kind == TY_STR || t.kind == TY_TUPLE || t.kind == TY_BUF ||
+         t.kind == TY_RECORD || t.kind == TY_CVAL;
 }
 
 

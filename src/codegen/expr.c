@@ -60,6 +60,10 @@ void emit_op(Gen *g, int op, int dst, int src, int32_t imm,
 /* Generates string expression n into the scratch buffer at dst (capacity
  * cap >= the string's capacity), zero-padded. */
 void gen_buf(Gen *g, Node *n, int dst, int cap) {
+  if (n->type.kind == TY_RECORD && in_memory(n)) {
+    gen_mem_copy(g, n, dst, cap);   /* a struct or array, copied */
+    return;
+  }
   switch (n->kind) {
   case N_STR:
     emit_literal(g, n->sval, n->slen, dst, cap);
@@ -185,7 +189,8 @@ int gen_logical(Gen *g, Node *n) {
 
 int gen_binop(Gen *g, Node *n) {
   if (n->op == OP_AND || n->op == OP_OR) return gen_logical(g, n);
-  if (n->lhs->type.kind == TY_STR) return gen_str_compare(g, n);
+  if (n->lhs->type.kind == TY_STR || is_buffer(n->lhs->type))
+    return gen_str_compare(g, n);
   bool is_signed = operands_signed(n);
   int a = gen_int(g, n->lhs);
   int64_t k;

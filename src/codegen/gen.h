@@ -131,6 +131,7 @@ int read_helper(AddrSpace as);
 int gen_addr(Gen *g, Node *n);
 int gen_mem_int(Gen *g, Node *n);
 void gen_mem_str(Gen *g, Node *n, int dst, int cap);
+void gen_mem_copy(Gen *g, Node *n, int dst, int cap);
 
 /* ---- maps.c ---- */
 int gen_key(Gen *g, Node *mapnode);

@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "codegen/gen.h"
+#include "lang/ctype.h"
 
 /* The field's offset in this program's target (fields can sit at different
  * offsets in different tracepoints). */
@@ -76,7 +77,8 @@ bool in_memory(Node *n) {
   Type lt = n->lhs ? n->lhs->type : (Type){0};
   switch (n->kind) {
   case N_FIELD:
-    return lt.kind == TY_RECORD || (lt.kind == TY_INT && lt.is_pointer);
+    return lt.kind == TY_RECORD || lt.kind == TY_CVAL ||
+           (lt.kind == TY_INT && lt.is_pointer);
   case N_UNOP:
     return n->op == '*';
   case N_INDEX:
@@ -90,37 +92,81 @@ int read_helper(AddrSpace as) {
   return as == AS_USER ? BPF_FUNC_probe_read_user : BPF_FUNC_probe_read_kernel;
 }
 
-/* The address of a value that lives in memory (see in_memory), in a new
- * register. */
-int gen_addr(Gen *g, Node *n) {
-  Node *lhs = n->lhs;
-  if (n->kind == N_UNOP) return gen_int(g, lhs);
-  int base = lhs->type.kind == TY_RECORD ? gen_addr(g, lhs) : gen_int(g, lhs);
-  if (n->kind == N_FIELD) {
-    if (n->field_offset)
-      emit(g, I_ALU64_IMM(BPF_ADD, base, n->field_offset));
-    return base;
+/* Where the value n reads lives: in a copy this program made (a struct
+ * or array value: $s.m, $a[1].x), which is kernel memory, or else where
+ * the pointer it goes through points. */
+static bool in_copy(Node *n) {
+  for (Node *at = n; at->kind == N_FIELD || at->kind == N_INDEX;
+       at = at->lhs) {
+    if (at->lhs->type.kind == TY_CVAL) return true;
+    if (at->lhs->type.kind != TY_RECORD) break;
   }
-  /* N_INDEX: base + index * element size */
+  return false;
+}
+
+static AddrSpace mem_space(Node *n) {
+  return in_copy(n) ? AS_KERNEL : n->lhs->type.as;
+}
+
+/* The address of a struct or array value's copy, in a new register. */
+static int gen_copy_addr(Gen *g, Node *n) {
+  int off = buf_ref(g, n);
+  int r = reg_alloc(g);
+  emit(g, I_MOV64_REG(r, SCRATCH));
+  emit(g, I_ALU64_IMM(BPF_ADD, r, off));
+  return r;
+}
+
+/* a[i]: base + index * element size. In a copy on the stack the verifier
+ * wants the index within the array: one outside it gives address 0, which
+ * reads as 0. */
+static int gen_index_addr(Gen *g, Node *n, int base) {
   int64_t k;
   if (fold(g, n->rhs, &k) && fits32(k * n->field_offset)) {
     if (k) emit(g, I_ALU64_IMM(BPF_ADD, base, (int32_t)(k * n->field_offset)));
     return base;
   }
+  const CType *arr = n->lhs->type.kind == TY_INT ? NULL : n->lhs->type.ctype;
+  bool check = in_copy(n) && arr && arr->kind == C_ARRAY;
   Held h = hold(g, base);
   int i = gen_int(g, n->rhs);
+  int outside = -1;
+  if (check)
+    outside = emit_jump(g, I_JMP_IMM(BPF_JGE, i, arr->nelems, 0));
   emit(g, I_ALU64_IMM(BPF_MUL, i, n->field_offset));
   base = held_reg(g, h, BPF_REG_0);
   emit(g, I_ALU64_REG(BPF_ADD, i, base));
   if (base != BPF_REG_0) reg_free(g, base);
+  if (check) {
+    int done = emit_jump(g, I_JA(0));
+    patch_here(g, outside);
+    emit(g, I_MOV64_IMM(i, 0));
+    patch_here(g, done);
+  }
   return i;
+}
+
+/* The address of a value that lives in memory (see in_memory), in a new
+ * register. */
+int gen_addr(Gen *g, Node *n) {
+  Node *lhs = n->lhs;
+  if (n->kind == N_UNOP) return gen_int(g, lhs);
+  int base = lhs->type.kind == TY_RECORD ? gen_addr(g, lhs)
+             : lhs->type.kind == TY_CVAL ? gen_copy_addr(g, lhs)
+                                         : gen_int(g, lhs);
+  if (n->kind == N_FIELD) {
+    if (n->field_offset)
+      emit(g, I_ALU64_IMM(BPF_ADD, base, n->field_offset));
+    return base;
+  }
+  return gen_index_addr(g, n, base);
 }
 
 /* An integer or pointer read from memory. */
 int gen_mem_int(Gen *g, Node *n) {
   int addr = gen_addr(g, n);
   int size = n->type.is_pointer ? 8 : n->type.size;
-  AddrSpace as = n->lhs->type.as;
+  AddrSpace as = mem_space(n);
   int slot = stack_alloc(g, 8);
   emit(g, I_MOV64_REG(BPF_REG_3, addr));
   emit(g, I_MOV64_REG(BPF_REG_1, BPF_REG_10));
@@ -141,13 +187,25 @@ int gen_mem_int(Gen *g, Node *n) {
   return r;
 }
 
-/* A char array in memory, read as a string. */
-void gen_mem_str(Gen *g, Node *n, int dst, int cap) {
+/* Reads n (in memory) into dst with a probe_read helper, up to cap bytes,
+ * after zeroing dst up to cap. */
+static void gen_mem_read(Gen *g, Node *n, int dst, int cap, int helper) {
   int addr = gen_addr(g, n);
   emit_zero(g, dst, cap);
   emit(g, I_MOV64_REG(BPF_REG_3, addr));
   reg_free(g, addr);
   emit_scratch(g, BPF_REG_1, dst);
   emit(g, I_MOV64_IMM(BPF_REG_2, n->type.size < cap ? n->type.size : cap));
-  emit_call(g, probe_read_str_helper(n->lhs->type.as));
+  emit_call(g, helper);
+}
+
+/* A char array in memory, read as a string. */
+void gen_mem_str(Gen *g, Node *n, int dst, int cap) {
+  gen_mem_read(g, n, dst, cap, probe_read_str_helper(mem_space(n)));
+}
+
+/* A struct or array in memory, copied whole into dst and zero-padded to
+ * cap, so that copies compare and hash as whole words. */
+void gen_mem_copy(Gen *g, Node *n, int dst, int cap) {
+  gen_mem_read(g, n, dst, cap, read_helper(mem_space(n)));
 }

@@ -22,6 +22,9 @@ typedef enum TypeKind {
   TY_BUF,    /* buf(p, n): an 8-byte length then `size` data bytes */
   TY_RECORD, /* a C struct/union in kernel (or user) memory; the value in
                 codegen is its address. Type.ctype describes it. */
+  TY_CVAL,   /* a copy of a C struct, union or array (Type.ctype): its
+                bytes in a buffer of `size` rounded up to 8, zero-padded;
+                what a TY_RECORD becomes when stored */
 } TypeKind;
 
 typedef enum AggKind {
@@ -237,6 +240,10 @@ typedef struct StructField {
                         "struct Bar *", "unsigned long", "uint64" */
   char *name;
   int array_len;     /* 0 unless an array: "char b[10]" gives 10 */
+  int dims[4];       /* every dimension: "int y[2][3]" gives 2, 3 */
+  int ndims;
+  struct StructDef *inline_def;  /* "struct { int x; } bar": its members
+                                    (type is then "struct") */
 } StructField;
 
 /* struct Foo { ... } or union Foo { ... } at the top level of a script. */

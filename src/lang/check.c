@@ -163,14 +163,16 @@ void check_map_keys(Checker *c, Node *n) {
                MAX_MAP_KEYS);
       return;
     }
-    if (k->type.kind != TY_INT && k->type.kind != TY_STR &&
-        k->type.kind != TY_BUF && k->type.kind != TY_TUPLE) {
-      if (k->type.kind != TY_NONE)
+    /* a struct in memory is copied into the key */
+    Type kt = k->type.kind == TY_RECORD ? ty_stored(k->type) : k->type;
+    if (kt.kind != TY_INT && kt.kind != TY_STR && kt.kind != TY_BUF &&
+        kt.kind != TY_TUPLE && kt.kind != TY_CVAL) {
+      if (kt.kind != TY_NONE)
         error_at(c, k->span, "%s can not be used as a map key",
-                 TYPE_NAME(k->type));
+                 TYPE_NAME(kt));
       return;
     }
-    keys[nkeys++] = k->type;
+    keys[nkeys++] = kt;
   }
   if (m->nkeys < 0) {
     m->nkeys = nkeys;
@@ -202,12 +204,12 @@ void check_map_keys(Checker *c, Node *n) {
  * at `at` whose operator is at op (where tuple mismatches point). */
 static void map_set_value(Checker *c, MapSym *m, Type t, Span at, Span op) {
   if (t.kind == TY_NONE) return;
+  t = ty_stored(t);
   if (t.kind != TY_INT && t.kind != TY_STR && t.kind != TY_AGG &&
-      t.kind != TY_TUPLE && t.kind != TY_BUF) {
+      t.kind != TY_TUPLE && t.kind != TY_BUF && t.kind != TY_CVAL) {
     error_at(c, at, "%s can not be stored in a map", TYPE_NAME(t));
     return;
   }
-  t = ty_stored(t);
   Type *v = &m->value_type;
   if (v->kind == TY_NONE) {
     *v = t;
@@ -219,7 +221,8 @@ static void map_set_value(Checker *c, MapSym *m, Type t, Span at, Span op) {
     return;
   }
   bool same = v->kind == t.kind && (t.kind != TY_AGG || v->agg == t.agg) &&
-              (t.kind != TY_BUF || same_layout(*v, t));
+              ((t.kind != TY_BUF && t.kind != TY_CVAL) ||
+               same_layout(*v, t));
   if (!same) {
     error_at(c, at, "Type mismatch for %s: trying to assign value of type "
              "'%s' when map already contains a value of type '%s'",
@@ -384,7 +387,7 @@ void check_assigned(Checker *c, Node *n) {
     }
     lhs->var = v;
     if (t.kind == TY_NONE) return;
-    if (t.kind == TY_RECORD || t.kind == TY_ARGS) {
+    if (t.kind == TY_ARGS) {
       error_at(c, n->rhs->span, "a variable can not hold %s; keep a pointer "
                "to it instead", TYPE_NAME(t));
       return;
@@ -400,7 +403,8 @@ void check_assigned(Checker *c, Node *n) {
                TYPE_NAME(t));
       return;
     } else if (v->type.kind != t.kind ||
-               (t.kind == TY_BUF && !same_layout(v->type, t))) {
+               ((t.kind == TY_BUF || t.kind == TY_CVAL) &&
+                !same_layout(v->type, t))) {
       error_at(c, at, "Type mismatch for %s: trying to assign value of "
                "type '%s' when variable already contains a value of type "
                "'%s'", lhs->name, TYPE_NAME(t), TYPE_NAME(v->type));

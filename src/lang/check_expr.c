@@ -171,7 +171,7 @@ static void check_field(Checker *c, Node *n) {
     check_tuple_field(c, n);
     return;
   }
-  if (n->lhs->type.kind == TY_RECORD ||
+  if (n->lhs->type.kind == TY_RECORD || n->lhs->type.kind == TY_CVAL ||
       (n->lhs->type.kind == TY_INT && n->lhs->type.is_pointer &&
        n->lhs->type.ctype)) {
     check_struct_field(c, n);
@@ -294,7 +294,8 @@ static void check_tuple(Checker *c, Node *n) {
   for (Node *e = n->args; e; e = e->next) {
     check_expr(c, e);
     if (e->type.kind != TY_INT && e->type.kind != TY_STR &&
-        e->type.kind != TY_TUPLE && e->type.kind != TY_BUF) {
+        e->type.kind != TY_TUPLE && e->type.kind != TY_BUF &&
+        e->type.kind != TY_RECORD && e->type.kind != TY_CVAL) {
       if (e->type.kind != TY_NONE)
         error_at(c, e->span, "%s can not be part of a tuple",
                  TYPE_NAME(e->type));
@@ -314,7 +315,7 @@ static void check_tuple(Checker *c, Node *n) {
   t->offs = calloc(k, sizeof(int));
   int i = 0;
   for (Node *e = n->args; e; e = e->next, i++) {
-    t->elems[i] = e->type.kind == TY_INT ? ty_widened(e->type) : e->type;
+    t->elems[i] = ty_stored(e->type);
     t->offs[i] = t->size;
     t->size += value_cap(t->elems[i]);
   }
@@ -449,6 +450,11 @@ const char *op_text(int op) {
   }
 }
 
+/* A struct, union or array, in memory or copied: what == compares whole. */
+static bool is_cvalue(Type t) {
+  return t.kind == TY_RECORD || t.kind == TY_CVAL;
+}
+
 static bool is_comparison(int op) {
   return op == OP_EQ || op == OP_NE || op == '<' || op == '>' ||
          op == OP_LE || op == OP_GE;
@@ -470,6 +476,11 @@ static void check_binop(Checker *c, Node *n) {
   if (l.kind == TY_STR && r.kind == TY_STR &&
       (n->op == OP_EQ || n->op == OP_NE)) {
     n->type = ty_int(8, false);
+    return;
+  }
+  if (is_cvalue(l) && is_cvalue(r) && l.ctype == r.ctype &&
+      (n->op == OP_EQ || n->op == OP_NE)) {
+    n->type = ty_int(8, false);   /* compared byte by byte */
     return;
   }
   if (l.kind != TY_INT || r.kind != TY_INT) {
@@ -519,7 +530,8 @@ static void check_index(Checker *c, Node *n) {
   const CType *elem = NULL;
   if (t.kind == TY_INT && t.is_pointer && t.ctype)
     elem = t.ctype;
-  else if (t.kind == TY_RECORD && t.ctype->kind == C_ARRAY)
+  else if ((t.kind == TY_RECORD || t.kind == TY_CVAL) &&
+           t.ctype->kind == C_ARRAY)
     elem = t.ctype->target;
   if (!elem || elem->size <= 0) {
     error_at(c, n->span, "The array index operator [] can not be used on "
@@ -529,6 +541,12 @@ static void check_index(Checker *c, Node *n) {
   if (n->rhs->type.kind != TY_INT) {
     error_at(c, n->rhs->span, "an index must be an integer, not %s",
              TYPE_NAME(n->rhs->type));
+    return;
+  }
+  if (t.kind != TY_INT && t.ctype->nelems > 0 && n->rhs->kind == N_INT &&
+      (n->rhs->ival < 0 || n->rhs->ival >= t.ctype->nelems)) {
+    error_at(c, n->span, "the index %lld is out of bounds for array of size "
+             "%d", (long long)n->rhs->ival, t.ctype->nelems);
     return;
   }
   n->field_offset = elem->size;   /* the element size, for codegen */
@@ -547,7 +565,8 @@ static void check_sizeof(Checker *c, Node *n) {
     check_expr(c, n->lhs);
     Type t = n->lhs->type;
     value = t.kind == TY_INT ? (t.is_pointer ? 8 : t.size)
-            : t.kind == TY_RECORD ? t.size : value_cap(t);
+            : t.kind == TY_RECORD || t.kind == TY_CVAL ? t.size
+                                                          : value_cap(t);
   } else {
     const CType *ct = ctype_parse(n->name, err, sizeof(err));
     if (!ct) {

@@ -639,8 +639,29 @@ const char *ctype_name(const CType *t, char *buf, size_t len) {
 static int align_up(int n, int align) { return (n + align - 1) / align * align; }
 
 /* The type of one member as declared, or NULL after reporting why. */
+static void lay_out(CType *t, const StructDef *def, Diag *d);
+
+/* An array of t for each of the member's dimensions, innermost first. */
+static const CType *member_array(const StructField *sf, const CType *t) {
+  for (int i = sf->ndims - 1; i >= 0; i--) {
+    CType *arr = new_type(C_ARRAY, NULL, t->size * sf->dims[i], t->align);
+    arr->target = t;
+    arr->nelems = sf->dims[i];
+    t = arr;
+  }
+  return t;
+}
+
 static const CType *member_type(const StructField *sf, Diag *d) {
   char err[256];
+  if (sf->inline_def) {
+    /* struct { ... } name: laid out as its own anonymous type */
+    CType *inner = new_type(sf->inline_def->is_union ? C_UNION : C_STRUCT,
+                            NULL, 0, 1);
+    inner->from_script = true;
+    lay_out(inner, sf->inline_def, d);
+    return member_array(sf, inner);
+  }
   const CType *t = ctype_parse(sf->type, err, sizeof err);
   if (!t) {
     /* C allows pointers to structs declared nowhere; they stay opaque. */
@@ -668,13 +689,7 @@ static const CType *member_type(const StructField *sf, Diag *d) {
                sf->name, sf->type);
     return NULL;
   }
-  if (sf->array_len > 0) {
-    CType *arr = new_type(C_ARRAY, NULL, t->size * sf->array_len, t->align);
-    arr->target = t;
-    arr->nelems = sf->array_len;
-    t = arr;
-  }
-  return t;
+  return member_array(sf, t);
 }
 
 /* Lays out one script struct: each member at the next multiple of its

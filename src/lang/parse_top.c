@@ -106,6 +106,8 @@ static ConfigItem *parse_config(Parser *P) {
 /* One member of a struct definition: "unsigned long a;", "char b[10];",
  * "struct Bar *next;". The last word before '[' or ';' is the name; the
  * words and '*'s before it are the type. */
+static StructField *parse_struct_body(Parser *P);
+
 static StructField *parse_struct_member(Parser *P) {
   StructField *f = calloc(1, sizeof *f);
   if (!f) abort();
@@ -134,11 +136,25 @@ static StructField *parse_struct_member(Parser *P) {
     }
     next(P);
   }
-  if (is_punct(P, '{') && name.len &&
-      (token_is_word(&name, "struct") || token_is_word(&name, "union")))
-    parse_error(P, P->tok.span,
-                "nested struct/union definitions are not supported: define "
-                "it at top level and name it");
+  if (is_punct(P, '{') && !len && name.len &&
+      (token_is_word(&name, "struct") || token_is_word(&name, "union"))) {
+    /* struct { ... } name: an anonymous struct defined in place */
+    StructDef *def = calloc(1, sizeof *def);
+    if (!def) abort();
+    def->is_union = token_is_word(&name, "union");
+    def->name = "<anonymous>";
+    def->span = name.span;
+    f->type_span = name.span;
+    next(P);
+    def->fields = parse_struct_body(P);
+    next(P);
+    f->inline_def = def;
+    memcpy(type, name.text, (size_t)name.len);
+    len = (size_t)name.len;
+    if (P->tok.kind != TK_IDENT) unexpected(P, "identifier");
+    name = P->tok;
+    next(P);
+  }
   if (!len || !name.len) unexpected(P, len ? "identifier" : "type");
   type[len] = 0;
   f->type = dup_text(type, (int)len);
@@ -147,21 +163,35 @@ static StructField *parse_struct_member(Parser *P) {
   if (is_punct(P, ':'))
     parse_error(P, P->tok.span,
                 "bitfields are not supported in script struct definitions");
-  if (is_punct(P, '[')) {
+  while (is_punct(P, '[')) {
+    if (f->ndims == 4)
+      parse_error(P, P->tok.span, "an array can have at most 4 dimensions");
     next(P);
     if (P->tok.kind != TK_INT) unexpected(P, "integer");
     if (P->tok.ival < 1 || P->tok.ival > (1 << 20))
       parse_error(P, P->tok.span, "array length must be 1 to %d", 1 << 20);
-    f->array_len = (int)P->tok.ival;
+    f->dims[f->ndims++] = (int)P->tok.ival;
     next(P);
     expect(P, ']', "]");
-    if (is_punct(P, '['))
-      parse_error(P, P->tok.span,
-                  "multi-dimensional arrays are not supported in script "
-                  "struct definitions");
   }
-  expect(P, ';', ";");
+  f->array_len = f->ndims ? f->dims[0] : 0;
+  /* the last member's ';' may be left out */
+  if (!is_punct(P, '}')) expect(P, ';', ";");
   return f;
+}
+
+/* The members between '{' and '}' (the current token: '{' is behind). */
+static StructField *parse_struct_body(Parser *P) {
+  StructField head = {0}, *cur = &head;
+  while (!is_punct(P, '}')) {
+    if (is_punct(P, ';')) {
+      next(P);
+      continue;
+    }
+    if (P->tok.kind == TK_EOF) unexpected(P, "}");
+    cur = cur->next = parse_struct_member(P);
+  }
+  return head.next;
 }
 
 /* struct Foo { members } or union Foo { ... } at top level; the ';' after
@@ -178,16 +208,7 @@ static StructDef *parse_struct_definition(Parser *P) {
   next(P);
   if (!is_punct(P, '{')) unexpected(P, "{");
   next(P);
-  StructField head = {0}, *cur = &head;
-  while (!is_punct(P, '}')) {
-    if (is_punct(P, ';')) {
-      next(P);
-      continue;
-    }
-    if (P->tok.kind == TK_EOF) unexpected(P, "}");
-    cur = cur->next = parse_struct_member(P);
-  }
-  def->fields = head.next;
+  def->fields = parse_struct_body(P);
   next_top(P);
   if (is_punct(P, ';')) next_top(P);
   return def;

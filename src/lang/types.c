@@ -14,7 +14,10 @@ Type ty_int(int size, bool is_signed) {
   return t;
 }
 
-Type ty_stored(Type t) { return t.kind == TY_INT ? ty_widened(t) : t; }
+Type ty_stored(Type t) {
+  if (t.kind == TY_RECORD) t.kind = TY_CVAL;   /* stored as a copy */
+  return t.kind == TY_INT ? ty_widened(t) : t;
+}
 
 Type ty_str(int size) {
   Type t = {.kind = TY_STR, .size = size};
@@ -128,6 +131,7 @@ const char *type_name(Type t, char *buf, size_t len) {
   }
   case TY_BUF: snprintf(buf, len, "buffer[%d]", t.size); break;
   case TY_RECORD:
+  case TY_CVAL:
     ctype_name(t.ctype, buf, len);
     break;
   case TY_STR: snprintf(buf, len, "string[%d]", t.size); break;
@@ -150,6 +154,7 @@ const char *kind_name(Type t) {
   case TY_TUPLE: return "tuple";
   case TY_BUF: return "buffer";
   case TY_RECORD:
+  case TY_CVAL:
     return t.ctype && t.ctype->kind == C_ARRAY ? "array" : "record";
   case TY_VOID: return "void";
   default: return "none";
@@ -162,6 +167,8 @@ int value_cap(Type t) {
   case TY_STR: return align8(t.size);
   case TY_BUF: return 8 + align8(t.size);
   case TY_TUPLE: return t.tuple->size;
+  case TY_RECORD:
+  case TY_CVAL: return align8(t.size);
   default: return 8;
   }
 }
@@ -171,6 +178,7 @@ int value_cap(Type t) {
 bool same_layout(Type a, Type b) {
   if (a.kind != b.kind) return false;
   if (a.kind == TY_STR || a.kind == TY_BUF) return a.size == b.size;
+  if (a.kind == TY_CVAL) return a.ctype == b.ctype;
   if (a.kind != TY_TUPLE) return true;
   if (a.tuple->n != b.tuple->n) return false;
   if (!a.tuple->names != !b.tuple->names) return false;  /* record, tuple */

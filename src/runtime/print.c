@@ -690,6 +690,9 @@ static void put_value(const Type *t, const uint8_t *p, int stored,
   case TY_TUPLE:
     if (t->tuple) put_tuple(t->tuple, p, div, json, out);
     break;
+  case TY_CVAL:
+    print_cvalue(t->ctype, p, json, out);
+    break;
   case TY_BUF:
     if (json) {
       MemText mt;

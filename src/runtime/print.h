@@ -51,6 +51,12 @@ void print_all_maps(const Compiled *c, FILE *out);  /* in text */
 void print_value(const Type *t, const void *p, int stored, bool json,
                  FILE *out);
 
+/* Prints a copy of a C struct, union or array of type ct at p
+ * (print_cvalue.c). */
+struct CType;
+void print_cvalue(const struct CType *ct, const void *p, bool json,
+                  FILE *out);
+
 /* Writes s (len bytes) as a quoted JSON string, escaped as bpftrace
  * escapes it (bytes >= 0x80 become \uffffffNN, as there). */
 void print_json_string(const char *s, size_t len, FILE *out);

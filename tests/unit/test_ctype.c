@@ -155,13 +155,33 @@ static void test_script_struct_errors(void) {
                         "'struct B'") != NULL);
   parse_and_define(&p, "struct A { int a : 3; } BEGIN { }");
   EXPECT("errors_bitfield", !p.script && strstr(p.msgs, "bitfields"));
-  parse_and_define(&p, "struct A { int a } BEGIN { }");
+  parse_and_define(&p, "struct A { int a[2] int b; } BEGIN { }");
   EXPECT("errors_missing_semicolon",
-         !p.script && strstr(p.msgs, "unexpected }, expecting ;"));
+         !p.script && strstr(p.msgs, "unexpected identifier, expecting ;"));
   parse_and_define(&p, "struct A { int; } BEGIN { }");
   EXPECT("errors_no_name", !p.script);
-  parse_and_define(&p, "struct A { struct { int x; } y; } BEGIN { }");
-  EXPECT("errors_nested", !p.script && strstr(p.msgs, "nested struct"));
+}
+
+/* Members defined in place (struct { ... } name), arrays of arrays, and a
+ * last member without its ';'. */
+static void test_script_struct_nested(void) {
+  Parsed p;
+  parse_and_define(&p, "struct A { char c; struct { int x; long y } in; "
+                       "int m[2][3] } BEGIN { }");
+  EXPECT("nested_parse", p.script && p.errors == 0);
+  if (!p.script) return;
+  const CType *a = type_of("struct A");
+  EXPECT("nested_layout", a && offset_of(a, "in") == 8 &&
+                              offset_of(a, "m") == 24 && a->size == 48);
+  CField in, m;
+  EXPECT("nested_inner", a && ctype_field(a, "in", &in) &&
+                             in.type->kind == C_STRUCT && !in.type->name &&
+                             in.type->size == 16 &&
+                             offset_of(in.type, "y") == 8);
+  EXPECT("nested_2d", a && ctype_field(a, "m", &m) &&
+                          m.type->kind == C_ARRAY && m.type->nelems == 2 &&
+                          m.type->target->kind == C_ARRAY &&
+                          m.type->target->nelems == 3 && m.type->size == 24);
 }
 
 /* Script enums: implicit values count up, "enum Foo" names the type (an
@@ -537,6 +557,7 @@ int main(void) {
   test_script_struct_layout();
   test_script_struct_forms();
   test_script_struct_errors();
+  test_script_struct_nested();
   test_script_enums();
   test_parser_type_grammar();
   test_preprocessor_guards();
