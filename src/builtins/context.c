@@ -118,6 +118,7 @@ static void check_getopt(Checker *c, Node *n) {
     if (!strcmp(c->script->options[i].name, name->sval))
       o = &c->script->options[i];
   if (o) o->used = true;
+  script_add_getopt_name(c->script, name->sval);
   const char *v = o ? o->value : NULL;
   if (is_str) {
     const char *text = o ? (v ? v : "") : dflt->sval;

@@ -319,6 +319,8 @@ typedef struct Script {
   struct ProgramOption *options;  /* --name[=value] words after "--", for
                                      getopt(); split from params by check */
   int noptions;
+  const char **getopt_names;      /* the names getopt() asks for, once each */
+  int ngetopt_names;
   StructDef *structs;  /* struct/union definitions, in script order */
   EnumDef *enums;      /* enum definitions, in script order */
   MapDecl *map_decls; /* let @m = hash(N); declarations, in script order */

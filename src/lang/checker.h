@@ -137,7 +137,10 @@ typedef struct ProgramOption {
 /* Moves the --name[=value] words out of the script's parameters (the
  * others stay positional parameters, numbered without them). */
 void options_split(Script *s);
-/* Reports --name words no getopt() asked for; the number reported. */
+/* Records a name getopt() asks for (for the hint below). */
+void script_add_getopt_name(Script *s, const char *name);
+/* Reports --name words no getopt() asked for, with a hint naming the
+ * options the script takes; the number reported. */
 int options_report_unused(const Script *s, Diag *d);
 
 /* ---- the walk (check.c, check_expr.c) ------------------------------- */

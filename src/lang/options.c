@@ -29,6 +29,16 @@ void options_split(Script *s) {
   s->nparams = kept;
 }
 
+void script_add_getopt_name(Script *s, const char *name) {
+  for (int i = 0; i < s->ngetopt_names; i++)
+    if (!strcmp(s->getopt_names[i], name)) return;
+  const char **names = realloc(s->getopt_names,
+                               sizeof(char *) * (size_t)(s->ngetopt_names + 1));
+  if (!names) abort();
+  s->getopt_names = names;
+  s->getopt_names[s->ngetopt_names++] = name;
+}
+
 int options_report_unused(const Script *s, Diag *d) {
   int unused = 0;
   for (int i = 0; i < s->noptions; i++)
@@ -47,6 +57,18 @@ int options_report_unused(const Script *s, Diag *d) {
   fclose(f);
   Span none = {0};
   diag_error(d, none, "unexpected program command line options: %s", list);
+  free(list);
+  if (s->ngetopt_names == 0) {
+    diag_hint(d, "the script takes no program options (getopt)");
+    return unused;
+  }
+  list = NULL;
+  f = open_memstream(&list, &len);
+  if (!f) return unused;
+  for (int i = 0; i < s->ngetopt_names; i++)
+    fprintf(f, "%s--%s", i ? ", " : "", s->getopt_names[i]);
+  fclose(f);
+  diag_hint(d, "expected program options: %s", list);
   free(list);
   return unused;
 }
