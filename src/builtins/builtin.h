@@ -92,6 +92,10 @@ typedef struct AggOps {
   bool zero_when_empty;     /* keyless and empty, it still prints 0 */
 } AggOps;
 
+/* The value of the call's first argument: for builtins whose value is it,
+ * marked with another type (kptr, uptr, strerror, signal_name). */
+int emit_first_argument(Gen *g, Node *n);
+
 /* A record of EventKind `kind` laid out by the PrintfDef of n->printf_id,
  * holding the values of the argument list that starts at `first`
  * (printf, system, cat: after the format; print(value): the value). */

@@ -95,8 +95,6 @@ static void check_address_space(Checker *c, Node *n) {
 
 /* ---- code ------------------------------------------------------------ */
 
-/* The value is the argument's, in another space. */
-static int emit_argument(Gen *g, Node *n) { return gen_int(g, n->args); }
 
 /* BPF_END to big endian swaps on x86-64's little-endian machine. */
 static int emit_bswap(Gen *g, Node *n) {
@@ -125,9 +123,9 @@ const Builtin builtins_kernel[] = {
      NULL, 0, NULL},
     {"bswap", BI_CALL, 1, 1, true, check_bswap, emit_bswap, NULL, NULL, NULL,
      0, NULL},
-    {"kptr", BI_CALL, 1, 1, true, check_address_space, emit_argument, NULL,
+    {"kptr", BI_CALL, 1, 1, true, check_address_space, emit_first_argument, NULL,
      NULL, NULL, 0, NULL},
-    {"uptr", BI_CALL, 1, 1, true, check_address_space, emit_argument, NULL,
+    {"uptr", BI_CALL, 1, 1, true, check_address_space, emit_first_argument, NULL,
      NULL, NULL, 0, NULL},
     NOT_YET("kstack", BI_WORD),
     NOT_YET("ustack", BI_WORD),

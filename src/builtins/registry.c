@@ -25,9 +25,16 @@ const Builtin *builtin_for_event(uint32_t kind) {
   return NULL;
 }
 
+/* Printing asks for a map's AggOps for every entry it sorts: the records
+ * are looked up once, then kept by kind. */
 const AggOps *agg_ops(AggKind kind) {
-  for (int g = 0; groups[g]; g++)
-    for (const Builtin *b = groups[g]; b->name; b++)
-      if (b->agg && b->agg->kind == kind) return b->agg;
-  return NULL;
+  static const AggOps *by_kind[AGG_STATS + 1];
+  if ((unsigned)kind > AGG_STATS) return NULL;
+  if (!by_kind[kind])
+    for (int g = 0; groups[g]; g++)
+      for (const Builtin *b = groups[g]; b->name; b++)
+        if (b->agg && b->agg->kind == kind) by_kind[kind] = b->agg;
+  return by_kind[kind];
 }
+
+int emit_first_argument(Gen *g, Node *n) { return gen_int(g, n->args); }

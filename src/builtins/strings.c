@@ -128,7 +128,6 @@ static void check_named(Checker *c, Node *n) {
 
 /* ---- code ------------------------------------------------------------ */
 
-static int gen_named(Gen *g, Node *n) { return gen_int(g, n->args); }
 
 static void gen_str_fn(Gen *g, Node *n, int dst, int cap) {
   Node *arg = n->args;
@@ -286,9 +285,9 @@ const Builtin builtins_strings[] = {
      NULL, 0, NULL},
     {"strcontains", BI_CALL, 2, 2, true, check_strcontains, gen_strcontains,
      NULL, NULL, NULL, 0, NULL},
-    {"strerror", BI_CALL, 1, 1, true, check_named, gen_named, NULL, NULL,
+    {"strerror", BI_CALL, 1, 1, true, check_named, emit_first_argument, NULL, NULL,
      NULL, 0, NULL},
-    {"signal_name", BI_CALL, 1, 1, true, check_named, gen_named, NULL, NULL,
+    {"signal_name", BI_CALL, 1, 1, true, check_named, emit_first_argument, NULL, NULL,
      NULL, 0, NULL},
     {"strlen", BI_CALL, 1, 1, true, check_strlen, gen_strlen, NULL, NULL,
      NULL, 0, NULL},
