@@ -19,12 +19,9 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "lang/check.h"
+#include "compile.h"
 #include "codegen/codegen.h"
-#include "probes/expand.h"
 #include "runtime/load.h"
-#include "lang/macro.h"
-#include "lang/parse.h"
 #include "probes/provider.h"
 #include "runtime/run.h"
 
@@ -412,24 +409,18 @@ static int read_source(const Options *o, Source *src) {
   return 0;
 }
 
-/* parse → macros → expand → check → codegen; 0, or -1 once a stage has reported. */
+/* Compiles the script with what the command line says about this run. */
 static int compile(const Source *src, const Options *o, Compiled *c,
                    Diag *d) {
-  script = parse_script(src, d);
-  if (!script || d->errors) return -1;
-  script->params = o->script_args;
-  script->nparams = o->nscript_args;
-  script->unsafe = o->unsafe;
-  script->has_command = o->command != NULL;
-  script->cpid = child.pid > 0 ? child.pid : 0;
-  script->target_pid = o->pid;
-  if (config_read(script, d) > 0) return -1;
-  if (substitute_attach_params(script, d) > 0) return -1;
-  if (macro_expand_script(script, d) < 0 || d->errors) return -1;
-  if (expand_script(script, d) < 0 || d->errors) return -1;
-  if (check_script(script, c, d) < 0 || d->errors) return -1;
-  if (codegen_script(script, c, d) < 0 || d->errors) return -1;
-  return 0;
+  CompileSettings cs = {
+      .params = o->script_args,
+      .nparams = o->nscript_args,
+      .unsafe = o->unsafe,
+      .has_command = o->command != NULL,
+      .cpid = child.pid > 0 ? child.pid : 0,
+      .target_pid = o->pid,
+  };
+  return compile_script(src, &cs, &script, c, d);
 }
 
 static void print_programs(const Compiled *c, const Source *src, FILE *out) {

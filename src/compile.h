@@ -1,0 +1,29 @@
+/* compile: the whole front end and code generator in one call — parse,
+ * config block, attach-point parameters, macros, probe expansion, checks,
+ * code generation. Shared by main and the fuzzing harness (tests/fuzz). */
+#ifndef LOUPE_COMPILE_H
+#define LOUPE_COMPILE_H
+
+#include <stdbool.h>
+
+#include "codegen/program.h"
+#include "lang/ast.h"
+#include "lang/diag.h"
+
+/* What the command line tells the compiler about this run. */
+typedef struct CompileSettings {
+  char **params;     /* positional parameters $1.. */
+  int nparams;
+  bool unsafe;       /* --unsafe */
+  bool has_command;  /* -c COMMAND given */
+  int cpid;          /* the command's pid (0 if none yet) */
+  int target_pid;    /* -p PID (0: none) */
+} CompileSettings;
+
+/* Compiles src into c. *script receives the AST (also on failure, when
+ * parsing got that far); it points into src->text and is never freed.
+ * Returns 0, or -1 once a stage has reported errors through d. */
+int compile_script(const Source *src, const CompileSettings *cs,
+                   Script **script, Compiled *c, Diag *d);
+
+#endif
