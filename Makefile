@@ -4,6 +4,7 @@
 #   make check      unit tests, then the runtime and error tests (root)
 #   make asan       build with ASan/UBSan into ./loupe
 #   make deps       install the Debian packages to build and test (root)
+#   make fuzz       fuzz the compiler in-process (clang, libFuzzer)
 #   make demo       count system calls by process for 5 s under load (root)
 VERSION  := 0.1.0
 CC       ?= cc
@@ -56,7 +57,7 @@ clean:
 
 # Build and test dependencies, from Debian 12 packages; apt only runs when
 # one is missing.
-DEB_PKGS := gcc make pkg-config libbpf-dev libelf-dev zlib1g-dev bpftool
+DEB_PKGS := gcc make pkg-config libbpf-dev libelf-dev zlib1g-dev bpftool clang
 deps:
 	@dpkg -s $(DEB_PKGS) >/dev/null 2>&1 || { apt-get update && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y $(DEB_PKGS); }
@@ -69,5 +70,24 @@ demo: loupe
 	  ./loupe -e 'tracepoint:raw_syscalls:sys_enter { @[comm] = count(); }'; \
 	  status=$$?; wait; exit $$status
 
-.PHONY: all static asan unit check clean deps demo
+# In-process fuzzing of the compiler (tests/fuzz): clang's libFuzzer with
+# ASan and UBSan, built apart from ./loupe under build/fuzz.
+FUZZ_CC    := clang
+FUZZ_FLAGS := -O1 -g -fsanitize=fuzzer-no-link,address,undefined \
+              -fno-sanitize-recover=undefined -fno-omit-frame-pointer
+FUZZ_OBJS  := $(LIBOBJS:build/%.o=build/fuzz/%.o)
+
+build/fuzz/%.o: src/%.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_FLAGS) -c -o $@ $<
+
+build/fuzz/fuzz_compile: tests/fuzz/fuzz_compile.c $(FUZZ_OBJS)
+	$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+
+# make fuzz [FUZZ_SECONDS=N]: a fuzzing run from the seed corpus.
+FUZZ_SECONDS ?= 60
+fuzz: build/fuzz/fuzz_compile
+	tests/fuzz/run.sh $(FUZZ_SECONDS)
+
+.PHONY: all static asan unit check clean deps demo fuzz
 -include $(OBJS:.o=.d)

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs loupe's test suite: the unit test binaries (build/unit/test_*), then
 # every declarative test under tests/runtime and tests/errors, then the
-# test scripts tests/tetris/*.sh (exit 0 passes, 77 skips), and with
+# test scripts tests/tetris/*.sh (exit 0 passes, 77 skips), the fuzzing
+# smoke run tests/fuzz/smoke.sh (LOUPE_FUZZ_SECONDS, default 60), and with
 # LOUPE_VM_TESTS=1 the scripts tests/vm/*.sh, which boot a kernel with
 # kprobes under QEMU (slow: left out by default, and of CI).
 #
@@ -322,6 +323,10 @@ main() {
     [ $# -gt 0 ] && ! matches_filter "$file" "$@" && continue
     run_script_test "$file"
   done
+  file=$ROOT/tests/fuzz/smoke.sh
+  if [ $# -eq 0 ] || matches_filter "$file" "$@"; then
+    run_script_test "$file" 600
+  fi
   if [ "${LOUPE_VM_TESTS:-}" = 1 ]; then
     for file in "$ROOT"/tests/vm/*.sh; do
       [ -x "$file" ] || continue

@@ -196,8 +196,12 @@ int gen_binop(Gen *g, Node *n) {
   int64_t k;
   if (n->type.is_pointer && n->field_offset > 1) {
     /* pointer arithmetic: the offset counts elements */
-    if (fold(g, n->rhs, &k) && fits32(k * n->field_offset)) {
-      emit_op(g, n->op, a, -1, (int32_t)(k * n->field_offset), false);
+    /* the machine's multiplication: wraps, as the BPF_MUL below does */
+    int64_t bytes = 0;
+    if (fold(g, n->rhs, &k))
+      bytes = (int64_t)((uint64_t)k * (uint64_t)n->field_offset);
+    if (fold(g, n->rhs, &k) && fits32(bytes)) {
+      emit_op(g, n->op, a, -1, (int32_t)bytes, false);
       return a;
     }
     Held h = hold(g, a);
