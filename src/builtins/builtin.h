@@ -130,5 +130,6 @@ extern const Builtin builtins_strings[];     /* strings.c */
 extern const Builtin builtins_aggregation[]; /* aggregation.c */
 extern const Builtin builtins_histogram[];   /* histogram.c */
 extern const Builtin builtins_kernel[];      /* kernel.c */
+extern const Builtin builtins_net[];         /* net.c */
 
 #endif

@@ -40,7 +40,10 @@ typedef enum AggKind {
 } AggKind;
 
 /* Integers that user space prints as names (Type.named). */
-enum { NAMED_NONE, NAMED_ERRNO, NAMED_SIGNAL };
+enum { NAMED_NONE, NAMED_ERRNO, NAMED_SIGNAL,
+       NAMED_INET,    /* TY_BUF of ntop(): family, then the address */
+       NAMED_MAC,     /* TY_BUF of macaddr(): six bytes */
+};
 
 /* Where a pointer-valued integer points; decides probe_read_user vs kernel. */
 typedef enum AddrSpace { AS_NONE, AS_KERNEL, AS_USER } AddrSpace;
