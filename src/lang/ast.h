@@ -168,7 +168,7 @@ struct Node {
   int64_t ival;
   char *sval;         /* N_STR bytes (NUL-terminated as well) */
   int slen;           /* N_STR length without the NUL */
-  Span part_span;     /* N_ASSIGN: the operator ('='); N_CAST: the type
+  Span part_span;     /* N_ASSIGN, N_BINOP: the operator; N_CAST: the type
                          with its parentheses; where bpftrace points */
 
   /* check annotations */
