@@ -515,7 +515,6 @@ const Builtin builtins_context[] = {
     STRING_WORD("pcomm", check_pcomm, NULL),
     {"getopt", BI_CALL, 1, 3, true, check_getopt, NULL, NULL, NULL, NULL, 0,
      NULL},
-    NOT_YET("username"),
     NOT_YET("sarg0"),
     {0},
 };

@@ -8,7 +8,7 @@
 static const Builtin *const groups[] = {
     builtins_context,     builtins_output, builtins_maps,
     builtins_strings,     builtins_aggregation, builtins_histogram,
-    builtins_kernel,      builtins_net,
+    builtins_kernel,      builtins_net,         builtins_system,
     NULL,
 };
 

@@ -43,6 +43,8 @@ typedef enum AggKind {
 enum { NAMED_NONE, NAMED_ERRNO, NAMED_SIGNAL,
        NAMED_INET,    /* TY_BUF of ntop(): family, then the address */
        NAMED_MAC,     /* TY_BUF of macaddr(): six bytes */
+       NAMED_USER,    /* username: a uid */
+       NAMED_CGROUP,  /* cgroup_path(): a cgroup id */
 };
 
 /* Where a pointer-valued integer points; decides probe_read_user vs kernel. */
@@ -65,6 +67,8 @@ typedef struct Type {
                                   what they point to (NULL: unknown) */
   const struct EnumDef *enum_def;  /* TY_INT of an enum type: prints as
                                       the name of its enumerator (ONE) */
+  const char *name_filter;  /* NAMED_CGROUP: the hierarchies to name it
+                               in (a glob), NULL for all */
 } Type;
 
 /* A tuple's elements, each at an 8-byte aligned offset: integers take 8

@@ -288,6 +288,7 @@ static void put_conv(const Conv *cv, const FmtArg *arg, const uint8_t *payload,
   size_t need = (size_t)(cv->width > 0 ? cv->width : 0) +
                 (size_t)(cv->prec > 0 ? cv->prec : 0) + 64;
   if (arg->type.kind == TY_STR) need += arg->type.size;
+  if (cv->letter == 's' && arg->type.kind != TY_STR) need += 512;  /* text */
   if (need > sizeof small) buf = malloc(need);
   if (!buf) return;
 
