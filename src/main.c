@@ -159,7 +159,8 @@ static void report_bad_option(int c, char **argv) {
     fprintf(stderr, "loupe: unknown option '-%c'\n", optopt);
   else
     fprintf(stderr, "loupe: unknown option '%s'\n", arg);
-  usage_hint();
+  /* As bpftrace does, the usage follows, so the user sees what exists. */
+  fputs(usage_text, stderr);
 }
 
 /* The largest pid the kernel hands out, as bpftrace bounds -p. */
@@ -212,6 +213,7 @@ static void parse_options(int argc, char **argv, Options *o) {
       {"dry-run", no_argument, NULL, OPT_DRY_RUN},
       {"no-warnings", no_argument, NULL, OPT_NO_WARNINGS},
       {"pid", required_argument, NULL, 'p'},
+      {"cmd", required_argument, NULL, 'c'},
       {NULL, 0, NULL, 0},
   };
   memset(o, 0, sizeof(*o));
@@ -243,8 +245,9 @@ static void parse_options(int argc, char **argv, Options *o) {
       } else if (!strcmp(optarg, "json")) {
         o->format = OUT_JSON;
       } else {
-        fprintf(stderr, "loupe: -f must be 'text' or 'json', not '%s'\n",
-                optarg);
+        /* bpftrace's words: scripts' wrappers may look for them. */
+        fprintf(stderr, "ERROR: Invalid output format \"%s\"\n"
+                "Valid formats: 'text', 'json'\n", optarg);
         exit(1);
       }
       break;
@@ -297,10 +300,25 @@ static void parse_options(int argc, char **argv, Options *o) {
 
 /* ---- -l ------------------------------------------------------------- */
 
+static bool list_no_warnings;   /* --no-warnings, for the warning below */
+
+/* "loupe -l typo.bt": the user most likely meant a script that is not
+ * there; say so, as bpftrace does, before matching it as a pattern. */
+static void warn_missing_script(const char *pattern) {
+  size_t n = pattern ? strlen(pattern) : 0;
+  if (list_no_warnings || n < 4 || strcmp(pattern + n - 3, ".bt") ||
+      strchr(pattern, ':') || access(pattern, F_OK) == 0)
+    return;
+  fprintf(stderr, "WARNING: It appears that '%s' is a filename but the file "
+          "does not exist. Treating '%s' as a search pattern.\n",
+          pattern, pattern);
+}
+
 /* Lists the probes matching pattern, as bpftrace -l does: "provider:..."
  * asks that provider (aliases allowed); a pattern without ':' is offered
  * to every provider, which match it against their full probe names. */
 static int list_probes(const char *pattern, FILE *out) {
+  warn_missing_script(pattern);
   if (!pattern || !*pattern) {
     for (int i = 0; providers[i]; i++)
       if (providers[i]->list) providers[i]->list(NULL, out);
@@ -391,8 +409,8 @@ static int read_source(const Options *o, Source *src) {
   bool from_stdin = !strcmp(o->script_path, "-");
   FILE *f = from_stdin ? stdin : fopen(o->script_path, "r");
   if (!f) {
-    fprintf(stderr, "loupe: cannot open '%s': %s\n", o->script_path,
-            strerror(errno));
+    fprintf(stderr, "ERROR: failed to open file '%s': %s\n",
+            o->script_path, strerror(errno));
     return -1;
   }
   errno = 0;
@@ -625,6 +643,7 @@ int main(int argc, char **argv) {
   probe_target_pid = o.pid;
   /* -l -p PID: the process's probes, its uprobes */
   if (o.list && o.pid && !o.list_pattern) o.list_pattern = "uprobe:*:*";
+  list_no_warnings = o.no_warnings;
   if (o.list) return list_probes(o.list_pattern, stdout);
 
   if (read_source(&o, &source) < 0) return 1;

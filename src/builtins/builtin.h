@@ -130,5 +130,7 @@ extern const Builtin builtins_strings[];     /* strings.c */
 extern const Builtin builtins_aggregation[]; /* aggregation.c */
 extern const Builtin builtins_histogram[];   /* histogram.c */
 extern const Builtin builtins_kernel[];      /* kernel.c */
+extern const Builtin builtins_net[];         /* net.c */
+extern const Builtin builtins_system[];      /* system.c */
 
 #endif

@@ -463,6 +463,21 @@ static void emit_func(Gen *g, Node *n, int dst, int cap) {
                cap);
 }
 
+/* ctx: the address of the program's context (pt_regs for kprobes and
+ * uprobes, bpf_perf_event_data for perf events, the record of a
+ * tracepoint), of no type: it is read through a cast. */
+static void check_ctx(Checker *c, Node *n) {
+  n->type = ty_int(8, false);
+  n->type.is_pointer = true;
+  n->type.as = AS_KERNEL;
+}
+
+static int emit_ctx_word(Gen *g, Node *n) {
+  int r = reg_alloc(g);
+  emit_ctx(g, r);
+  return r;
+}
+
 #define WORD(name, check, emit_int) \
   {name, BI_WORD, 0, 0, false, check, emit_int, NULL, NULL, NULL, 0, NULL}
 #define STRING_WORD(name, check, emit_buf) \
@@ -485,6 +500,7 @@ const Builtin builtins_context[] = {
     WORD("usermode", check_usermode, emit_usermode),
     STRING_WORD("probetype", check_probetype, emit_probetype),
     WORD("curtask", check_curtask, emit_curtask),
+    WORD("ctx", check_ctx, emit_ctx_word),
     WORD("cpid", check_cpid, NULL),   /* folded to its value by check */
     WORD("ncpus", check_ncpus, NULL), /* likewise */
     WORD("true", check_true, NULL),
@@ -515,7 +531,6 @@ const Builtin builtins_context[] = {
     STRING_WORD("pcomm", check_pcomm, NULL),
     {"getopt", BI_CALL, 1, 3, true, check_getopt, NULL, NULL, NULL, NULL, 0,
      NULL},
-    NOT_YET("username"),
     NOT_YET("sarg0"),
     {0},
 };

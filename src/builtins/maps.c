@@ -95,7 +95,10 @@ static bool want_entry(Checker *c, Node *n) {
   return true;
 }
 
-static void check_delete(Checker *c, Node *n) { want_entry(c, n); }
+/* delete(): true if the entry was there (and is now gone). */
+static void check_delete(Checker *c, Node *n) {
+  if (want_entry(c, n)) n->type = ty_bool();
+}
 
 static void check_has_key(Checker *c, Node *n) {
   if (want_entry(c, n)) n->type = ty_bool();
@@ -136,6 +139,16 @@ static bool emit_delete(Gen *g, Node *n) {
   emit_scratch(g, BPF_REG_2, key);
   emit_call(g, BPF_FUNC_map_delete_elem);
   return false;
+}
+
+/* delete() as a value: the helper returns 0 once the entry is deleted. */
+static int emit_delete_value(Gen *g, Node *n) {
+  emit_delete(g, n);
+  int r = reg_alloc(g);
+  emit(g, I_MOV64_IMM(r, 0));
+  emit(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 1));
+  emit(g, I_MOV64_IMM(r, 1));
+  return r;
 }
 
 static int emit_has_key(Gen *g, Node *n) {
@@ -221,8 +234,8 @@ const Builtin builtins_maps[] = {
      NULL, EV_CLEAR_MAP, on_clear},
     {"zero", BI_CALL, 1, 1, false, check_clear, NULL, NULL, emit_zero_map,
      NULL, EV_ZERO_MAP, on_zero},
-    {"delete", BI_CALL, 1, 2, false, check_delete, NULL, NULL, emit_delete,
-     NULL, 0, NULL},
+    {"delete", BI_CALL, 1, 2, true, check_delete, emit_delete_value, NULL,
+     emit_delete, NULL, 0, NULL},
     {"has_key", BI_CALL, 1, 2, false, check_has_key, emit_has_key, NULL,
      NULL, NULL, 0, NULL},
     {"len", BI_CALL, 1, 1, true, check_len, emit_len, NULL, NULL, NULL, 0,

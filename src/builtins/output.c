@@ -57,7 +57,8 @@ static void check_printf(Checker *c, Node *n) {
     bool ok = a->type.kind == want ||
               (want == TY_BUF && a->type.kind == TY_STR) ||
               (want == TY_STR && a->type.kind == TY_INT &&
-               (a->type.enum_def || a->type.time_fmt || a->type.named));
+               (a->type.enum_def || a->type.time_fmt || a->type.named)) ||
+              (want == TY_STR && a->type.kind == TY_BUF && a->type.named);
     if (!ok) {
       const char *what = want == TY_STR ? "a string"
                          : want == TY_BUF ? "a buffer" : "an integer";

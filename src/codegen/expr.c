@@ -36,8 +36,8 @@ int jmp_code(int op, bool is_signed) {
 }
 
 /* Emits `dst = dst op src` (src a register, or the immediate imm when
- * src < 0) for any integer operator but && and ||. Signed division and
- * modulo use the signed forms (off = 1). */
+ * src < 0) for any integer operator but && and ||. Division and modulo
+ * are unsigned, as BPF has them before cpu v4 (and as bpftrace does). */
 void emit_op(Gen *g, int op, int dst, int src, int32_t imm,
                     bool is_signed) {
   int alu = alu_code(op, is_signed);
@@ -45,7 +45,6 @@ void emit_op(Gen *g, int op, int dst, int src, int32_t imm,
   if (alu >= 0) {
     struct bpf_insn i = use_imm ? I_ALU64_IMM(alu, dst, imm)
                                 : I_ALU64_REG(alu, dst, src);
-    if (is_signed && (alu == BPF_DIV || alu == BPF_MOD)) i.off = 1;
     emit(g, i);
     return;
   }
@@ -187,6 +186,8 @@ int gen_logical(Gen *g, Node *n) {
   return r;
 }
 
+static void gen_checked_division(Gen *g, Node *n, int ar, int b);
+
 int gen_binop(Gen *g, Node *n) {
   if (n->op == OP_AND || n->op == OP_OR) return gen_logical(g, n);
   if (n->lhs->type.kind == TY_STR || is_buffer(n->lhs->type))
@@ -225,13 +226,29 @@ int gen_binop(Gen *g, Node *n) {
   Held h = hold(g, a);
   int b = gen_int(g, n->rhs);
   int ar = held_reg(g, h, BPF_REG_0);
-  emit_op(g, n->op, ar, b, 0, is_signed);
+  if (n->op == '/' || n->op == '%')
+    gen_checked_division(g, n, ar, b);
+  else
+    emit_op(g, n->op, ar, b, 0, is_signed);
   if (ar == BPF_REG_0) {
     emit(g, I_MOV64_REG(b, BPF_REG_0));
     return b;
   }
   reg_free(g, b);
   return ar;
+}
+
+/* ar = ar / b (or %): 1 when b is 0, with a warning record when the
+ * checker asked for one (n->ival). The record's helper call may clobber
+ * ar if it is r0, so ar is set after it. */
+static void gen_checked_division(Gen *g, Node *n, int ar, int b) {
+  int zero = emit_jump(g, I_JMP_IMM(BPF_JEQ, b, 0, 0));
+  emit_op(g, n->op, ar, b, 0, false);
+  int done = emit_jump(g, I_JA(0));
+  patch_here(g, zero);
+  if (n->ival) emit_event(g, EV_WARNF, (uint32_t)n->printf_id);
+  emit(g, I_MOV64_IMM(ar, 1));
+  patch_here(g, done);
 }
 
 int gen_unop(Gen *g, Node *n) {

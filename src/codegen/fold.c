@@ -22,11 +22,9 @@ bool apply_op(int op, int64_t a, int64_t b, bool is_signed,
   case '*': *out = (int64_t)(ua * ub); return true;
   case '/':
   case '%':
-    if (b == 0 || (is_signed && a == INT64_MIN && b == -1)) return false;
-    if (is_signed)
-      *out = op == '/' ? a / b : a % b;
-    else
-      *out = (int64_t)(op == '/' ? ua / ub : ua % ub);
+    /* unsigned, as the code generated for them (expr.c) */
+    if (b == 0) return false;
+    *out = (int64_t)(op == '/' ? ua / ub : ua % ub);
     return true;
   case '&': *out = a & b; return true;
   case '|': *out = a | b; return true;

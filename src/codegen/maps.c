@@ -50,8 +50,17 @@ int gen_map_int(Gen *g, Node *n) {
   int miss = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
   emit(g, I_LDX(BPF_DW, r, BPF_REG_0, 0));
   if (m->value_type.kind == TY_AGG && m->value_type.agg == AGG_AVG) {
+    /* sum / count, signed: the sum's magnitude divided (BPF divides
+     * unsigned before cpu v4), the sign put back */
     emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 8));
-    emit(g, I_SDIV64_REG(r, BPF_REG_1));
+    int positive = emit_jump(g, I_JMP_IMM(BPF_JSGE, r, 0, 0));
+    emit(g, I_NEG64(r));
+    emit(g, I_ALU64_REG(BPF_DIV, r, BPF_REG_1));
+    emit(g, I_NEG64(r));
+    int done = emit_jump(g, I_JA(0));
+    patch_here(g, positive);
+    emit(g, I_ALU64_REG(BPF_DIV, r, BPF_REG_1));
+    patch_here(g, done);
   }
   patch_here(g, miss);
   return r;

@@ -40,7 +40,12 @@ typedef enum AggKind {
 } AggKind;
 
 /* Integers that user space prints as names (Type.named). */
-enum { NAMED_NONE, NAMED_ERRNO, NAMED_SIGNAL };
+enum { NAMED_NONE, NAMED_ERRNO, NAMED_SIGNAL,
+       NAMED_INET,    /* TY_BUF of ntop(): family, then the address */
+       NAMED_MAC,     /* TY_BUF of macaddr(): six bytes */
+       NAMED_USER,    /* username: a uid */
+       NAMED_CGROUP,  /* cgroup_path(): a cgroup id */
+};
 
 /* Where a pointer-valued integer points; decides probe_read_user vs kernel. */
 typedef enum AddrSpace { AS_NONE, AS_KERNEL, AS_USER } AddrSpace;
@@ -62,6 +67,8 @@ typedef struct Type {
                                   what they point to (NULL: unknown) */
   const struct EnumDef *enum_def;  /* TY_INT of an enum type: prints as
                                       the name of its enumerator (ONE) */
+  const char *name_filter;  /* NAMED_CGROUP: the hierarchies to name it
+                               in (a glob), NULL for all */
 } Type;
 
 /* A tuple's elements, each at an 8-byte aligned offset: integers take 8
@@ -165,7 +172,7 @@ struct Node {
   int64_t ival;
   char *sval;         /* N_STR bytes (NUL-terminated as well) */
   int slen;           /* N_STR length without the NUL */
-  Span part_span;     /* N_ASSIGN: the operator ('='); N_CAST: the type
+  Span part_span;     /* N_ASSIGN, N_BINOP: the operator; N_CAST: the type
                          with its parentheses; where bpftrace points */
 
   /* check annotations */

@@ -468,6 +468,35 @@ static bool result_signed(Type a, Type b) {
   return !(a_unsigned || b_unsigned);
 }
 
+/* An operand of / or % that the division treats as unsigned without
+ * surprise: an unsigned value or a literal that is not negative. */
+static bool unsigned_operand(const Node *e) {
+  return !e->type.is_signed || (e->kind == N_INT && e->ival >= 0);
+}
+
+/* / and %: BPF divides unsigned (signed division needs cpu v4, kernel
+ * 6.6), so signed operands get bpftrace's warning. A divisor that is not
+ * a known non-zero constant is tested at run time: dividing by 0 gives 1
+ * and a warning record (printf_id; ival 1 unless --no-warnings). */
+static void check_division(Checker *c, Node *n) {
+  if (c->pass != 2) return;
+  if (!unsigned_operand(n->lhs) || !unsigned_operand(n->rhs))
+    diag_warning(c->d, n->part_span.line ? n->part_span : n->span,
+                 "signed operands for '%s' can lead to "
+                 "undefined behavior (cast to unsigned to silence warning)",
+                 op_text(n->op));
+  n->ival = 0;
+  if (n->rhs->kind == N_INT && n->rhs->ival != 0) return;
+  if (c->d->no_warnings) return;
+  PrintfDef def = {.fmt = "Divide or modulo by 0 detected. This can lead "
+                          "to unexpected results. 1 is being used as the "
+                          "result.\n",
+                   .span = n->span};
+  def.prefix = diag_prefix(c->d, n->span, "WARNING");
+  n->printf_id = add_printf_def(c, def);
+  n->ival = n->printf_id >= 0;
+}
+
 static void check_binop(Checker *c, Node *n) {
   check_expr(c, n->lhs);
   check_expr(c, n->rhs);
@@ -496,6 +525,7 @@ static void check_binop(Checker *c, Node *n) {
     n->field_offset = pointer_step(l);
   } else {
     n->type = ty_int(8, result_signed(l, r));
+    if (n->op == '/' || n->op == '%') check_division(c, n);
     /* arg0 + 8 is still an address in arg0's space */
     if (n->op == '+' || n->op == '-') n->type.as = l.as ? l.as : r.as;
   }

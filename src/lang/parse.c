@@ -472,10 +472,12 @@ static Node *parse_binary(Parser *P, int min_prec) {
     int prec = binary_precedence(&P->tok);
     if (prec == 0 || prec < min_prec) return lhs;
     int op = P->tok.op;
+    Span op_span = P->tok.span;
     next(P);
     Node *rhs = parse_binary(P, prec + 1);
     Node *n = node_new(N_BINOP, span_join(lhs->span, rhs->span));
     n->op = op;
+    n->part_span = op_span;
     n->lhs = lhs;
     n->rhs = rhs;
     lhs = n;

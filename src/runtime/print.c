@@ -262,19 +262,7 @@ static const char *int_text(const Type *t, uint64_t v, char *buf,
     format_timestamp(t->time_fmt, v, buf, len);
     return buf;
   }
-  if (t->named == NAMED_ERRNO) {
-    snprintf(buf, len, "%s", strerror((int)v));
-    return buf;
-  }
-  if (t->named == NAMED_SIGNAL) {
-    const char *abbrev = (int)v > 0 && (int)v < NSIG ? sigabbrev_np((int)v)
-                                                       : NULL;
-    if (abbrev)
-      snprintf(buf, len, "SIG%s", abbrev);
-    else
-      snprintf(buf, len, "%" PRId64, (int64_t)v);
-    return buf;
-  }
+  if (t->named) return named_int_text(t, v, buf, len);
   if (t->enum_def) return enum_text(t, v, buf, len);
   return NULL;
 }
@@ -300,10 +288,17 @@ static void put_conv(const Conv *cv, const FmtArg *arg, const uint8_t *payload,
   size_t need = (size_t)(cv->width > 0 ? cv->width : 0) +
                 (size_t)(cv->prec > 0 ? cv->prec : 0) + 64;
   if (arg->type.kind == TY_STR) need += arg->type.size;
+  if (cv->letter == 's' && arg->type.kind != TY_STR) need += 512;  /* text */
   if (need > sizeof small) buf = malloc(need);
   if (!buf) return;
 
-  if (arg->type.kind == TY_STR) {
+  if (arg->type.kind == TY_BUF) {   /* %s of an address: its text */
+    char text[64];
+    c_spec(cv, "", 's', spec, sizeof spec);
+    snprintf(buf, need, spec,
+             named_buf_text(&arg->type, payload + arg->offset, text,
+                            sizeof text));
+  } else if (arg->type.kind == TY_STR) {
     int size = arg->type.size;
     char *s = malloc(size + 1);
     if (s) {
@@ -694,7 +689,14 @@ static void put_value(const Type *t, const uint8_t *p, int stored,
     print_cvalue(t->ctype, p, json, out);
     break;
   case TY_BUF:
-    if (json) {
+    if (t->named) {
+      char text[64];
+      named_buf_text(t, p, text, sizeof text);
+      if (json)
+        print_json_string(text, strlen(text), out);
+      else
+        fputs(text, out);
+    } else if (json) {
       MemText mt;
       if (memtext_open(&mt)) put_buf(t, p, false, mt.f);
       memtext_put_json(&mt, out);

@@ -57,6 +57,14 @@ struct CType;
 void print_cvalue(const struct CType *ct, const void *p, bool json,
                   FILE *out);
 
+/* The text of a value whose Type.named says how it prints
+ * (print_named.c): of an integer (strerror, signal_name), or of a TY_BUF
+ * (ntop, macaddr) stored at p. In buf; NULL if t has no such name. */
+const char *named_int_text(const Type *t, uint64_t v, char *buf,
+                           size_t len);
+const char *named_buf_text(const Type *t, const uint8_t *p, char *buf,
+                           size_t len);
+
 /* Writes s (len bytes) as a quoted JSON string, escaped as bpftrace
  * escapes it (bytes >= 0x80 become \uffffffNN, as there). */
 void print_json_string(const char *s, size_t len, FILE *out);
