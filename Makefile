@@ -90,4 +90,4 @@ fuzz: build/fuzz/fuzz_compile
 	tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 .PHONY: all static asan unit check clean deps demo fuzz
--include $(OBJS:.o=.d)
+-include $(OBJS:.o=.d) $(FUZZ_OBJS:.o=.d)
