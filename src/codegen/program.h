@@ -77,6 +77,9 @@ static inline int lhist_buckets(const MapSym *m) {
 /* The internal map holding the time `elapsed` counts from (u64 ns of
  * CLOCK_MONOTONIC, i.e. bpf_ktime_get_ns), written by main after load. */
 #define ELAPSED_MAP_NAME "@@elapsed_base"
+/* The internal one-slot array exit() sets to 1 in the kernel; every
+ * program but END's returns at once when it is set. */
+#define EXITED_MAP_NAME "@@exited"
 /* An internal one-slot array that is never written: zeroes to insert new
  * histogram entries from. */
 #define ZERO_MAP_NAME "@@zero"
