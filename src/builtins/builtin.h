@@ -85,7 +85,11 @@ typedef struct AggOps {
   /* Prints a reduced value, divided by div (print(@m, top, div)). */
   void (*print_value)(const MapSym *m, const uint8_t *val, int64_t div,
                       bool json, FILE *out);
+  /* Before a map's entries print: their reduced values (a tseries learns
+   * the latest interval of them all); NULL if not needed. */
+  void (*print_begin)(const MapSym *m, const uint8_t *const *vals, int n);
   const char *json_type;    /* the JSON record's "type": map, hist, stats */
+  bool bare_colon;          /* text: "@m[k]:" with no space after (tseries) */
   bool multiline;           /* text: on lines after "@m[k]: " (hist) */
   bool blank_line_after;    /* text: an empty line after the map */
   bool ignores_top;         /* print(@m, top) prints every entry */
@@ -106,6 +110,10 @@ void emit_record(Gen *g, Node *n, Node *first, uint32_t kind);
  * arguments, the first an integer. False if it failed. */
 bool check_aggregation(Checker *c, Node *n, int min, int max);
 int64_t agg_read_s64(const uint8_t *p);
+/* r0 = this CPU's value of @m[scratch + key]; a missing entry is first
+ * inserted from the zero map (values too big to build on the stack).
+ * Adds to `none` the jumps taken when there is no entry after all. */
+void agg_lookup_or_insert(Gen *g, MapSym *m, int key, Jumps *none);
 /* Adds every 8-byte word of the per-CPU values (count, sum, avg, ...). */
 void agg_reduce_sum(const MapSym *m, const uint8_t *buf, int slots,
                     int slot_size, uint8_t *out);
@@ -132,5 +140,6 @@ extern const Builtin builtins_histogram[];   /* histogram.c */
 extern const Builtin builtins_kernel[];      /* kernel.c */
 extern const Builtin builtins_net[];         /* net.c */
 extern const Builtin builtins_system[];      /* system.c */
+extern const Builtin builtins_tseries[];     /* tseries.c */
 
 #endif

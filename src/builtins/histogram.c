@@ -149,6 +149,21 @@ static void emit_lhist_index(Gen *g, int idx, int v, const MapSym *m) {
   patch_here(g, done2);
 }
 
+void agg_lookup_or_insert(Gen *g, MapSym *m, int key, Jumps *none) {
+  emit_lookup(g, m, key);
+  int have = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 0));
+  emit_lookup_slot0(g, find_map(g, ZERO_MAP_NAME));
+  jumps_add(none, emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0)));
+  emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_0));
+  emit_map(g, BPF_REG_1, m->id);
+  emit_scratch(g, BPF_REG_2, key);
+  emit(g, I_MOV64_IMM(BPF_REG_4, BPF_NOEXIST));
+  emit_call(g, BPF_FUNC_map_update_elem);
+  emit_lookup(g, m, key);
+  jumps_add(none, emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0)));
+  patch_here(g, have);
+}
+
 /* @m[k] = hist(v) / lhist(v, ...): one bucket of this CPU's slot counts
  * up; a missing entry is first inserted from the zero map. */
 static void gen_histogram(Gen *g, Node *mapnode, Node *call) {
@@ -164,19 +179,8 @@ static void gen_histogram(Gen *g, Node *mapnode, Node *call) {
   emit(g, I_JMP_IMM(BPF_JLE, idx, nb - 1, 1));
   emit(g, I_MOV64_IMM(idx, nb - 1));
   Held hidx = hold(g, idx);
-  int key = gen_key(g, mapnode);
-  emit_lookup(g, m, key);
-  int have = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 0));
-  emit_lookup_slot0(g, find_map(g, ZERO_MAP_NAME));
-  int nozero = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
-  emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_0));
-  emit_map(g, BPF_REG_1, m->id);
-  emit_scratch(g, BPF_REG_2, key);
-  emit(g, I_MOV64_IMM(BPF_REG_4, BPF_NOEXIST));
-  emit_call(g, BPF_FUNC_map_update_elem);
-  emit_lookup(g, m, key);
-  int gone = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
-  patch_here(g, have);
+  Jumps none = {0};
+  agg_lookup_or_insert(g, m, gen_key(g, mapnode), &none);
   int r = held_reg(g, hidx, BPF_REG_1);
   emit(g, I_MOV64_REG(BPF_REG_1, r));
   emit(g, I_ALU64_IMM(BPF_LSH, BPF_REG_1, 3));
@@ -184,8 +188,7 @@ static void gen_histogram(Gen *g, Node *mapnode, Node *call) {
   emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
   emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_1, 1));
   emit(g, I_STX(BPF_DW, BPF_REG_0, BPF_REG_1, 0));
-  patch_here(g, nozero);
-  patch_here(g, gone);
+  jumps_patch_here(g, &none);
   held_free(g, hidx);
 }
 

@@ -9,7 +9,7 @@ static const Builtin *const groups[] = {
     builtins_context,     builtins_output, builtins_maps,
     builtins_strings,     builtins_aggregation, builtins_histogram,
     builtins_kernel,      builtins_net,         builtins_system,
-    NULL,
+    builtins_tseries,     NULL,
 };
 
 const Builtin *builtin_find(const char *name, BuiltinForm form) {
@@ -29,8 +29,8 @@ const Builtin *builtin_for_event(uint32_t kind) {
 /* Printing asks for a map's AggOps for every entry it sorts: the records
  * are looked up once, then kept by kind. */
 const AggOps *agg_ops(AggKind kind) {
-  static const AggOps *by_kind[AGG_STATS + 1];
-  if ((unsigned)kind > AGG_STATS) return NULL;
+  static const AggOps *by_kind[AGG_TSERIES + 1];
+  if ((unsigned)kind > AGG_TSERIES) return NULL;
   if (!by_kind[kind])
     for (int g = 0; groups[g]; g++)
       for (const Builtin *b = groups[g]; b->name; b++)

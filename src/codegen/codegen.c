@@ -82,6 +82,15 @@ static void gen_body(Gen *g, Probe *probe, int buf_base) {
   /* prologue: keep ctx if fields are read; find the scratch area */
   if (probe->uses_ctx)
     emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_1, SLOT_CTX));
+  int exited = find_map(g, EXITED_MAP_NAME);
+  if (exited >= 0 && !g->is_end) {
+    /* after exit(), nothing but END runs */
+    emit_lookup_slot0(g, exited);
+    emit(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 4));
+    emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
+    emit(g, I_JMP_IMM(BPF_JEQ, BPF_REG_1, 0, 2));
+    emit_return(g);
+  }
   if (g->pid_filter) {
     /* -p PID: as if /pid == PID/ came first (pid as loupe's PID namespace
      * numbers it, as PID is given) */
@@ -135,6 +144,7 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
   BpfProg *p = new_prog(g->c, probe, ap, t);
   g->p = p;
   g->pid_filter = ap_is_special(ap) ? 0 : target_pid;
+  g->is_end = !strcasecmp(ap->prov ? ap->prov->name : ap->provider, "END");
   g->probe = probe;
   g->target = t;
   /* Buffers go on the stack when they fit: no scratch lookup then. */

@@ -31,6 +31,7 @@ typedef struct Gen {
   Probe *probe;
   Target *target;      /* the one target, for per-target programs */
   int pid_filter;      /* -p PID for this program (not BEGIN/END); 0: none */
+  bool is_end;         /* END's program, which still runs after exit() */
   Span span;           /* source of the instructions being emitted */
   bool reg_used[11];
   int *subcalls[NSUBS];  /* calls to patch, per subprogram (SUB_*) */

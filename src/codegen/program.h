@@ -42,6 +42,9 @@
  *   AGG_LHIST:          uint64 buckets[(max - min) / step + 2], summed:
  *                       [0] counts v < min, [1 + (v - min) / step] the
  *                       values in [min, max), the last one v >= max.
+ *   AGG_TSERIES:        tseries_intervals slots of { uint64 epoch; int64
+ *                       value; uint64 count }, epoch = time / interval, in
+ *                       slot epoch % tseries_intervals; count 0: empty.
  */
 typedef struct MapSym {
   char *name;
@@ -61,6 +64,9 @@ typedef struct MapSym {
   bool agg_params_set;             /* hist_bits / lhist_* are known */
   int hist_bits;                   /* AGG_HIST */
   int64_t lhist_min, lhist_max, lhist_step;  /* AGG_LHIST */
+  int64_t tseries_interval;        /* AGG_TSERIES: ns per interval, */
+  int tseries_intervals;           /* how many are kept, */
+  int tseries_agg;                 /* how values in one combine */
 } MapSym;
 
 static inline int hist_buckets(int bits) { return 2 + (64 << bits); }
@@ -71,6 +77,9 @@ static inline int lhist_buckets(const MapSym *m) {
 /* The internal map holding the time `elapsed` counts from (u64 ns of
  * CLOCK_MONOTONIC, i.e. bpf_ktime_get_ns), written by main after load. */
 #define ELAPSED_MAP_NAME "@@elapsed_base"
+/* The internal one-slot array exit() sets to 1 in the kernel; every
+ * program but END's returns at once when it is set. */
+#define EXITED_MAP_NAME "@@exited"
 /* An internal one-slot array that is never written: zeroes to insert new
  * histogram entries from. */
 #define ZERO_MAP_NAME "@@zero"

@@ -37,6 +37,7 @@ typedef enum AggKind {
   AGG_HIST,   /* hist(v[, bits]) */
   AGG_LHIST,  /* lhist(v, min, max, step) */
   AGG_STATS,  /* stats(v) */
+  AGG_TSERIES,  /* tseries(v, interval, n[, agg]) */
 } AggKind;
 
 /* Integers that user space prints as names (Type.named). */

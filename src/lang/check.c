@@ -674,16 +674,16 @@ static void map_layout(MapSym *m) {
   }
 }
 
-/* `elapsed` counts from the time loupe started: user space writes that
- * base into a one-slot array map before anything runs. */
-static void add_elapsed_base(Compiled *out) {
+/* A one-slot array map of loupe's own (never printed). */
+static void add_internal_array(Compiled *out, const char *name,
+                               int value_size) {
   MapSym *m = calloc(1, sizeof(*m));
-  m->name = strdup(ELAPSED_MAP_NAME);
+  m->name = strdup(name);
   m->id = out->nmaps;
   m->nkeys = 0;
   m->key_size = 4;
   m->value_type = ty_int(8, false);
-  m->value_size = 8;
+  m->value_size = value_size;
   m->bpf_type = BPF_MAP_TYPE_ARRAY;
   m->max_entries = 1;
   m->fd = -1;
@@ -701,24 +701,16 @@ static void add_zero_map(Compiled *out) {
     if (m->value_type.kind == TY_AGG && m->value_size > size)
       size = m->value_size;
   }
-  MapSym *m = calloc(1, sizeof(*m));
-  m->name = strdup(ZERO_MAP_NAME);
-  m->id = out->nmaps;
-  m->key_size = 4;
-  m->value_type = ty_int(8, false);
-  m->value_size = size;
-  m->bpf_type = BPF_MAP_TYPE_ARRAY;
-  m->max_entries = 1;
-  m->fd = -1;
-  m->internal = true;
-  out->maps = realloc(out->maps, sizeof(MapSym *) * (out->nmaps + 1));
-  out->maps[out->nmaps++] = m;
+  add_internal_array(out, ZERO_MAP_NAME, size);
 }
 
-/* Whether any expression of the script reads `name`. */
+/* Whether any expression of the script reads the builtin word or calls
+ * the function `name`. */
 static bool uses_builtin(Node *n, const char *name) {
   for (; n; n = n->next) {
-    if (n->kind == N_BUILTIN && strcmp(n->name, name) == 0) return true;
+    if ((n->kind == N_BUILTIN || n->kind == N_CALL) &&
+        strcmp(n->name, name) == 0)
+      return true;
     if (uses_builtin(n->lhs, name) || uses_builtin(n->rhs, name) ||
         uses_builtin(n->cond, name) || uses_builtin(n->then, name) ||
         uses_builtin(n->els, name) || uses_builtin(n->args, name) ||
@@ -768,9 +760,18 @@ int check_script(Script *s, Compiled *out, Diag *d) {
     big_values |= out->maps[i]->value_type.kind == TY_AGG &&
                   out->maps[i]->value_size > 16;
   if (big_values) add_zero_map(out);
+  /* `elapsed` counts from the time loupe started: user space writes that
+   * base into a one-slot array map before anything runs. */
   for (Probe *p = s->probes; p; p = p->next)
     if (uses_builtin(p->pred, "elapsed") || uses_builtin(p->body, "elapsed")) {
-      add_elapsed_base(out);
+      add_internal_array(out, ELAPSED_MAP_NAME, 8);
+      break;
+    }
+  /* exit() raises a flag every probe but END checks first: none runs on
+   * once it was called, while user space catches up and detaches. */
+  for (Probe *p = s->probes; p; p = p->next)
+    if (uses_builtin(p->body, "exit")) {
+      add_internal_array(out, EXITED_MAP_NAME, 8);
       break;
     }
   return d->errors > errors_before ? -1 : 0;

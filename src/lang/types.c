@@ -68,6 +68,7 @@ const char *agg_name(AggKind a) {
   case AGG_HIST: return "hist";
   case AGG_LHIST: return "lhist";
   case AGG_STATS: return "stats";
+  case AGG_TSERIES: return "tseries";
   default: return "none";
   }
 }

@@ -797,7 +797,7 @@ static void text_map(const MapSym *m, const MapDump *d, int first,
       put_keys(m, e->key, ", ", false, out);
       fputc(']', out);
     }
-    fputs(": ", out);
+    fputs(agg_of(m) && agg_of(m)->bare_colon ? ":" : ": ", out);
     if (is_multiline(m)) fputc('\n', out);
     put_entry_value(m, e, div, false, out);
     if (!is_multiline(m)) fputc('\n', out);
@@ -850,6 +850,12 @@ int print_map_as(const MapSym *m, int64_t top, int64_t div, OutFormat fmt,
   if (top > 0 && top < d.n && !(agg_of(m) && agg_of(m)->ignores_top))
     first = d.n - (int)top;
   if (div <= 0) div = 1;
+  if (agg_of(m) && agg_of(m)->print_begin) {
+    const uint8_t **vals = malloc(sizeof *vals * (d.n + 1));
+    for (int i = first; vals && i < d.n; i++) vals[i - first] = d.entries[i].val;
+    if (vals) agg_of(m)->print_begin(m, vals, d.n - first);
+    free(vals);
+  }
   if (fmt == OUT_JSON)
     json_map(m, &d, first, div, out);
   else
