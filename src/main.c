@@ -634,6 +634,7 @@ int main(int argc, char **argv) {
   probe_target_pid = o.pid;
   /* -l -p PID: the process's probes, its uprobes */
   if (o.list && o.pid && !o.list_pattern) o.list_pattern = "uprobe:*:*";
+  probe_list_verbose = o.show_programs;
   if (o.list) return list_probes(o.list_pattern, stdout);
 
   if (read_source(&o, &source) < 0) return 1;

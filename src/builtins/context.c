@@ -223,9 +223,13 @@ static void check_args(Checker *c, Node *n) {
              "need into a map first");
     return;
   }
+  if (probe_is_uprobe(c->probe)) {
+    check_uprobe_args(c, n);
+    return;
+  }
   if (!probe_is_tracepoint(c->probe)) {
-    error_at(c, n->span,
-             "The args builtin can only be used with tracepoint probes");
+    error_at(c, n->span, "The args builtin can only be used with "
+             "tracepoint and uprobe probes");
     return;
   }
   c->probe->uses_args = c->probe->uses_ctx = true;
@@ -492,7 +496,8 @@ const Builtin builtins_context[] = {
     STRING_WORD("comm", check_comm, emit_comm),
     STRING_WORD("probe", check_probe, emit_probe),
     STRING_WORD("func", check_func, emit_func),
-    WORD("args", check_args, NULL),   /* read through its fields */
+    /* tracepoints: read through its fields; uprobes: a value too */
+    STRING_WORD("args", check_args, emit_uprobe_args),
     WORD("arg0", check_register, emit_register),
     WORD("arg1", check_register, emit_register),
     WORD("arg2", check_register, emit_register),

@@ -171,6 +171,9 @@ static void check_field(Checker *c, Node *n) {
     check_tuple_field(c, n);
     return;
   }
+  if (n->lhs->kind == N_BUILTIN && n->lhs->type.kind == TY_CVAL &&
+      check_uprobe_args_field(c, n))
+    return;   /* a uprobe's args: not one of its readable parameters */
   if (n->lhs->type.kind == TY_RECORD || n->lhs->type.kind == TY_CVAL ||
       (n->lhs->type.kind == TY_INT && n->lhs->type.is_pointer &&
        n->lhs->type.ctype)) {

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "probes/provider.h"
+#include "sym/dwarf.h"
 #include "sym/elf.h"
 
 
@@ -77,6 +78,7 @@ static void add_target(AttachPoint *ap, const char *shown_path,
   t->event = strdup(f->name);
   t->binary = strdup(real_path);
   t->offset = f->offset;
+  dwinfo_note_binary(real_path);   /* its types, for casts and args */
   Target **tail = &ap->targets;
   while (*tail) tail = &(*tail)->next;
   *tail = t;
@@ -191,6 +193,17 @@ static int uretprobe_attach(const Target *t, int prog_fd, LinkSet *links,
   return attach_uprobe(t, true, prog_fd, links, err, errlen);
 }
 
+/* -lv: the function's parameters, one per line as bpftrace shows them
+ * ("    int* n"), when the binary's debug information describes it. */
+static void list_params(const char *path, const char *func, FILE *out) {
+  const DwParam *params;
+  char err[PATH_MAX + 200];
+  int n = dwinfo_func_params(path, func, &params, err, sizeof err);
+  for (int i = 0; i < n; i++)
+    fprintf(out, "    %s%s%s\n", params[i].type_text,
+            params[i].name ? " " : "", params[i].name ? params[i].name : "");
+}
+
 /* Lists provider:BINARY:FUNC for the functions of the binary that the
  * pattern names ("uprobe:/bin/bash:read*"). Every process's files cannot
  * be listed, so a pattern without a binary lists nothing. */
@@ -218,8 +231,10 @@ static void list_functions(const char *pname, const char *pattern,
   if (elf_read_functions(real, &funcs, err, sizeof err) < 0) return;
   const char *shown = strchr(written, '/') ? written : found;
   for (int i = 0; i < funcs.n; i++)
-    if (glob_match(func_pattern, funcs.funcs[i].name))
+    if (glob_match(func_pattern, funcs.funcs[i].name)) {
       fprintf(out, "%s:%s:%s\n", pname, shown, funcs.funcs[i].name);
+      if (probe_list_verbose) list_params(real, funcs.funcs[i].name, out);
+    }
   elf_funcs_free(&funcs);
 }
 
