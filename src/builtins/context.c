@@ -268,6 +268,41 @@ static void check_register(Checker *c, Node *n) {
   if (probe_is_uprobe(c->probe)) n->type.as = AS_USER;
 }
 
+/* reg("name"): a register of x86-64's struct pt_regs, in its order. */
+static const char *const pt_regs_names[] = {
+    "r15", "r14", "r13", "r12", "bp", "bx", "r11", "r10", "r9", "r8", "ax",
+    "cx", "dx", "si", "di", "orig_ax", "ip", "cs", "flags", "sp", "ss"};
+
+static void check_reg(Checker *c, Node *n) {
+  Node *arg = n->args;
+  if (arg->kind != N_STR) {
+    error_at(c, arg->span, "reg() expects a string literal: the register's "
+             "name (\"ip\", \"sp\", \"di\", ...)");
+    return;
+  }
+  const char *name = !strcmp(arg->sval, "pc") ? "ip" : arg->sval;
+  int i = 0, nregs = sizeof pt_regs_names / sizeof pt_regs_names[0];
+  while (i < nregs && strcmp(pt_regs_names[i], name)) i++;
+  if (i == nregs) {
+    error_at(c, arg->span, "'%s' is not a valid register on this "
+             "architecture", arg->sval);
+    return;
+  }
+  n->ival = i * 8;
+  const char *saved = n->name;
+  n->name = "reg";
+  check_register(c, n);   /* the same probes and rules as argN */
+  n->name = (char *)saved;
+}
+
+/* reg(): the register's pt_regs slot, read from the context. */
+static int emit_reg(Gen *g, Node *n) {
+  int r = reg_alloc(g);
+  emit_ctx(g, r);
+  emit(g, I_LDX(BPF_DW, r, r, (int16_t)n->ival));
+  return r;
+}
+
 static void check_func(Checker *c, Node *n) {
   const char *other = probe_not_kprobe(c->probe, true);
   if (other) {
@@ -518,6 +553,8 @@ const Builtin builtins_context[] = {
      NULL},
     WORD("ppid", check_ppid, NULL),   /* rewritten by check into fields */
     STRING_WORD("pcomm", check_pcomm, NULL),
+    {"reg", BI_CALL, 1, 1, true, check_reg, emit_reg, NULL, NULL, NULL, 0,
+     NULL},
     {"getopt", BI_CALL, 1, 3, true, check_getopt, NULL, NULL, NULL, NULL, 0,
      NULL},
     NOT_YET("username"),

@@ -40,6 +40,12 @@ void check_uprobe_args(Checker *c, Node *n) {
                ap->provider);
       return;
     }
+    if (strchr(ap->parts[0], '@')) {
+      error_at(c, n->span, "args can not be used at a source location (%s): "
+               "the arguments are only where they were at a function's "
+               "entry", ap->text);
+      return;
+    }
     for (Target *t = ap->targets; t; t = t->next) {
       char err[600];
       const CType *r = dwinfo_args_record(t->binary, t->event, err,

@@ -131,6 +131,42 @@ static bool match_mapped(const char *path, void *arg) {
   return false;
 }
 
+/* uprobe:BINARY@FILE:LINE — the first statement of a source line, found
+ * in the binary's line tables. */
+static int expand_source_line(AttachPoint *ap, Diag *d) {
+  const char *at = strchr(ap->parts[0], '@');
+  char binary[PATH_MAX], found[PATH_MAX], real[PATH_MAX], err[PATH_MAX + 200];
+  char *end;
+  long line = strtol(ap->parts[1], &end, 10);
+  if (*end || line <= 0 || !at[1] || strcmp(ap->prov->name, "uprobe")) {
+    diag_error(d, ap->span, "a source location is written "
+               "uprobe:BINARY@FILE:LINE, with a line number, on a uprobe");
+    return -1;
+  }
+  snprintf(binary, sizeof binary, "%.*s", (int)(at - ap->parts[0]),
+           ap->parts[0]);
+  if (!find_binary(binary, found, real)) {
+    diag_error(d, ap->span, "uprobe target file '%s' does not exist or is "
+               "not executable", binary);
+    return -1;
+  }
+  Func f = {.name = ap->parts[1]};
+  const char *in_func;
+  if (!dwinfo_line_offset(real, at + 1, (int)line, &f.offset, &in_func,
+                          err, sizeof err)) {
+    diag_error(d, ap->span, "%s", err);
+    return -1;
+  }
+  add_target(ap, ap->parts[0], real, &f);
+  Target *t = ap->targets;
+  while (t->next) t = t->next;
+  if (in_func) {   /* `func` is the function the line is in */
+    free(t->event);
+    t->event = strdup(in_func);
+  }
+  return 0;
+}
+
 static int uprobe_expand(AttachPoint *ap, Diag *d) {
   const char *pname = ap->prov->name;
   if (ap->nparts != 2 || !*ap->parts[0] || !*ap->parts[1]) {
@@ -143,6 +179,8 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
     return -1;
   }
   const char *binary = ap->parts[0], *func = ap->parts[1];
+  if (strchr(binary, '@') && !has_wildcard(binary))
+    return expand_source_line(ap, d);
   if (probe_target_pid > 0 && has_wildcard(binary)) {
     MappedMatch m = {.ap = ap, .binary = binary, .func = func};
     elf_each_mapped_file(probe_target_pid, match_mapped, &m);

@@ -5,6 +5,7 @@
  * dwarf_types.c. */
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
+#include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +29,7 @@ typedef struct DwBinary {
   char *path;
   bool opened;         /* reading was attempted */
   Dwfl *dwfl;
+  Dwfl_Module *mod;
   Dwarf *dbg;          /* NULL: no debug information */
   DwFunc *funcs;       /* every defined function, indexed on first use */
   int nfuncs;
@@ -65,10 +67,10 @@ static Dwarf *binary_dwarf(DwBinary *b) {
   b->opened = true;
   b->dwfl = dwfl_begin(&offline_callbacks);
   if (!b->dwfl) return NULL;
-  Dwfl_Module *mod = dwfl_report_offline(b->dwfl, "", b->path, -1);
+  b->mod = dwfl_report_offline(b->dwfl, "", b->path, -1);
   dwfl_report_end(b->dwfl, NULL, NULL);
   Dwarf_Addr bias;
-  b->dbg = mod ? dwfl_module_getdwarf(mod, &bias) : NULL;
+  b->dbg = b->mod ? dwfl_module_getdwarf(b->mod, &bias) : NULL;
   return b->dbg;
 }
 
@@ -210,20 +212,27 @@ static void read_params(DwFunc *f) {
   } while (dwarf_siblingof(&child, &child) == 0);
 }
 
-/* The function `func` of path, its parameters read; NULL with a message. */
-static DwFunc *find_func(const char *path, const char *func, char *err,
-                         size_t errlen) {
-  DwBinary *b = binary_named(path, true);
+/* The binary's DWARF with its functions indexed; NULL with a message if
+ * it has none. */
+static Dwarf *indexed_dwarf(DwBinary *b, char *err, size_t errlen) {
   Dwarf *dbg = binary_dwarf(b);
   if (!dbg) {
     snprintf(err, errlen, "No debuginfo found for %s (it was built without "
-             "-g, or its debug information is not installed)", path);
+             "-g, or its debug information is not installed)", b->path);
     return NULL;
   }
   if (!b->indexed) {
     b->indexed = true;
     each_unit(dbg, index_unit, b);
   }
+  return dbg;
+}
+
+/* The function `func` of path, its parameters read; NULL with a message. */
+static DwFunc *find_func(const char *path, const char *func, char *err,
+                         size_t errlen) {
+  DwBinary *b = binary_named(path, true);
+  if (!indexed_dwarf(b, err, errlen)) return NULL;
   for (int i = 0; i < b->nfuncs; i++)
     if (!strcmp(b->funcs[i].name, func)) {
       if (b->funcs[i].nparams < 0) read_params(&b->funcs[i]);
@@ -322,4 +331,93 @@ bool dwinfo_param_not_in_registers(const char *path, const char *func,
   for (int i = 0; i < f->nleft_out; i++)
     if (!strcmp(f->left_out[i], name)) return true;
   return false;
+}
+
+/* ---- source lines ------------------------------------------------------ */
+
+typedef struct LineQuery {
+  const char *file;
+  int line;
+  bool found;
+  Dwarf_Addr addr;   /* the lowest address of a statement on the line */
+} LineQuery;
+
+/* "dir/uprobe_test.c" names the file "uprobe_test.c" too, as does
+ * "./uprobe_test.c" or a longer tail of its path. */
+static bool same_source(const char *path, const char *file) {
+  while (!strncmp(file, "./", 2)) file += 2;
+  size_t lp = strlen(path), lf = strlen(file);
+  return lp >= lf && !strcmp(path + lp - lf, file) &&
+         (lp == lf || path[lp - lf - 1] == '/');
+}
+
+static bool lines_of_unit(Dwarf_Die *cu, void *arg) {
+  LineQuery *q = arg;
+  Dwarf_Lines *lines;
+  size_t n;
+  if (dwarf_getsrclines(cu, &lines, &n) != 0) return false;
+  for (size_t i = 0; i < n; i++) {
+    Dwarf_Line *l = dwarf_onesrcline(lines, i);
+    int lineno;
+    bool stmt;
+    Dwarf_Addr addr;
+    const char *src;
+    if (!l || dwarf_lineno(l, &lineno) != 0 || lineno != q->line ||
+        dwarf_linebeginstatement(l, &stmt) != 0 || !stmt ||
+        dwarf_lineaddr(l, &addr) != 0 ||
+        !(src = dwarf_linesrc(l, NULL, NULL)) || !same_source(src, q->file))
+      continue;
+    if (!q->found || addr < q->addr) q->addr = addr;
+    q->found = true;
+  }
+  return false;
+}
+
+/* The offset in the ELF file of the address vaddr (as its program
+ * headers and its DWARF give addresses). */
+static bool file_offset(DwBinary *b, Dwarf_Addr vaddr, uint64_t *offset) {
+  Dwarf_Addr bias;
+  Elf *elf = b->mod ? dwfl_module_getelf(b->mod, &bias) : NULL;
+  size_t nph;
+  if (!elf || elf_getphdrnum(elf, &nph) != 0) return false;
+  for (size_t i = 0; i < nph; i++) {
+    GElf_Phdr ph;
+    if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD ||
+        !(ph.p_flags & PF_X))
+      continue;
+    if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_filesz) {
+      *offset = vaddr - ph.p_vaddr + ph.p_offset;
+      return true;
+    }
+  }
+  return false;
+}
+
+/* The name of the function whose code holds addr, or NULL. */
+static const char *function_at(DwBinary *b, Dwarf_Addr addr) {
+  for (int i = 0; i < b->nfuncs; i++)
+    if (dwarf_haspc(&b->funcs[i].die, addr) == 1) return b->funcs[i].name;
+  return NULL;
+}
+
+bool dwinfo_line_offset(const char *path, const char *file, int line,
+                        uint64_t *offset, const char **func, char *err,
+                        size_t errlen) {
+  DwBinary *b = binary_named(path, true);
+  Dwarf *dbg = indexed_dwarf(b, err, errlen);
+  if (!dbg) return false;
+  LineQuery q = {.file = file, .line = line};
+  each_unit(dbg, lines_of_unit, &q);
+  if (!q.found) {
+    snprintf(err, errlen, "the debug information of %s has no code at "
+             "%s:%d", path, file, line);
+    return false;
+  }
+  *func = function_at(b, q.addr);
+  if (!file_offset(b, q.addr, offset)) {
+    snprintf(err, errlen, "the code of %s:%d (0x%llx) is in no executable "
+             "segment of %s", file, line, (unsigned long long)q.addr, path);
+    return false;
+  }
+  return true;
 }

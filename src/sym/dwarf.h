@@ -12,6 +12,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "lang/ctype.h"
 
@@ -51,5 +52,14 @@ const CType *dwinfo_args_record(const char *path, const char *func,
  * record (not passed in general-purpose registers). */
 bool dwinfo_param_not_in_registers(const char *path, const char *func,
                                    const char *name);
+
+/* The offset in the ELF file at path of the first statement of source
+ * line `line` of `file` ("uprobe_test.c", or a longer tail of its path),
+ * the lowest where the line has several, and the name of the function
+ * it is in (NULL if none is known). False with a message in err if there
+ * is no debug information or no code at that line. */
+bool dwinfo_line_offset(const char *path, const char *file, int line,
+                        uint64_t *offset, const char **func, char *err,
+                        size_t errlen);
 
 #endif
