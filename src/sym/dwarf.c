@@ -69,8 +69,18 @@ static Dwarf *binary_dwarf(DwBinary *b) {
   if (!b->dwfl) return NULL;
   b->mod = dwfl_report_offline(b->dwfl, "", b->path, -1);
   dwfl_report_end(b->dwfl, NULL, NULL);
+  /* Debug information is looked for on this machine only: with
+   * DEBUGINFOD_URLS set, libdwfl would download what is missing, and a
+   * script would wait on the network before its probes attach. */
+  const char *urls = getenv("DEBUGINFOD_URLS");
+  char *saved = urls ? strdup(urls) : NULL;
+  if (saved) unsetenv("DEBUGINFOD_URLS");
   Dwarf_Addr bias;
   b->dbg = b->mod ? dwfl_module_getdwarf(b->mod, &bias) : NULL;
+  if (saved) {
+    setenv("DEBUGINFOD_URLS", saved, 1);
+    free(saved);
+  }
   return b->dbg;
 }
 
