@@ -54,7 +54,8 @@ static const char usage_text[] =
     "    -l [PATTERN]   list the probes whose names match PATTERN, a glob\n"
     "                   with '*' and '?' ('tracepoint:sched:*', 't:sched:*',\n"
     "                   '*sleep*'); a plain tracepoint event name matches\n"
-    "                   too; without PATTERN, list every probe\n"
+    "                   too; without PATTERN, list every probe; with -v,\n"
+    "                   a uprobe's parameters from its debug information\n"
     "    -o FILE        write printf and map output to FILE, not stdout\n"
     "    -c 'COMMAND'   run COMMAND once the probes are attached, and stop\n"
     "                   when it exits; the builtin cpid is its pid\n"
@@ -644,6 +645,7 @@ int main(int argc, char **argv) {
   /* -l -p PID: the process's probes, its uprobes */
   if (o.list && o.pid && !o.list_pattern) o.list_pattern = "uprobe:*:*";
   list_no_warnings = o.no_warnings;
+  probe_list_verbose = o.show_programs;
   if (o.list) return list_probes(o.list_pattern, stdout);
 
   if (read_source(&o, &source) < 0) return 1;

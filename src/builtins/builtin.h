@@ -123,6 +123,14 @@ void agg_reduce_sum(const MapSym *m, const uint8_t *buf, int slots,
  * pid, and -p's check in every program's prologue. */
 int emit_task_id(Gen *g, bool want_pid, bool init_ns);
 
+/* `args` in uprobes: the probed function's parameters, by name, from the
+ * binary's debug information (uprobe_args.c). */
+void check_uprobe_args(Checker *c, Node *n);
+/* args.name (n) in a uprobe: true after reporting a name that is not a
+ * readable parameter. */
+bool check_uprobe_args_field(Checker *c, Node *n);
+void emit_uprobe_args(Gen *g, Node *n, int dst, int cap);
+
 /* The record for name used as `form`, or NULL. */
 const Builtin *builtin_find(const char *name, BuiltinForm form);
 /* The record that handles records of EventKind `kind`, or NULL. */

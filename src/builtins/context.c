@@ -223,9 +223,13 @@ static void check_args(Checker *c, Node *n) {
              "need into a map first");
     return;
   }
+  if (probe_is_uprobe(c->probe)) {
+    check_uprobe_args(c, n);
+    return;
+  }
   if (!probe_is_tracepoint(c->probe)) {
-    error_at(c, n->span,
-             "The args builtin can only be used with tracepoint probes");
+    error_at(c, n->span, "The args builtin can only be used with "
+             "tracepoint and uprobe probes");
     return;
   }
   c->probe->uses_args = c->probe->uses_ctx = true;
@@ -262,6 +266,41 @@ static void check_register(Checker *c, Node *n) {
   /* Not a pointer type (it prints as a number), but str() of it reads
    * user memory in uprobes. */
   if (probe_is_uprobe(c->probe)) n->type.as = AS_USER;
+}
+
+/* reg("name"): a register of x86-64's struct pt_regs, in its order. */
+static const char *const pt_regs_names[] = {
+    "r15", "r14", "r13", "r12", "bp", "bx", "r11", "r10", "r9", "r8", "ax",
+    "cx", "dx", "si", "di", "orig_ax", "ip", "cs", "flags", "sp", "ss"};
+
+static void check_reg(Checker *c, Node *n) {
+  Node *arg = n->args;
+  if (arg->kind != N_STR) {
+    error_at(c, arg->span, "reg() expects a string literal: the register's "
+             "name (\"ip\", \"sp\", \"di\", ...)");
+    return;
+  }
+  const char *name = !strcmp(arg->sval, "pc") ? "ip" : arg->sval;
+  int i = 0, nregs = sizeof pt_regs_names / sizeof pt_regs_names[0];
+  while (i < nregs && strcmp(pt_regs_names[i], name)) i++;
+  if (i == nregs) {
+    error_at(c, arg->span, "'%s' is not a valid register on this "
+             "architecture", arg->sval);
+    return;
+  }
+  n->ival = i * 8;
+  const char *saved = n->name;
+  n->name = "reg";
+  check_register(c, n);   /* the same probes and rules as argN */
+  n->name = (char *)saved;
+}
+
+/* reg(): the register's pt_regs slot, read from the context. */
+static int emit_reg(Gen *g, Node *n) {
+  int r = reg_alloc(g);
+  emit_ctx(g, r);
+  emit(g, I_LDX(BPF_DW, r, r, (int16_t)n->ival));
+  return r;
 }
 
 static void check_func(Checker *c, Node *n) {
@@ -508,7 +547,8 @@ const Builtin builtins_context[] = {
     STRING_WORD("comm", check_comm, emit_comm),
     STRING_WORD("probe", check_probe, emit_probe),
     STRING_WORD("func", check_func, emit_func),
-    WORD("args", check_args, NULL),   /* read through its fields */
+    /* tracepoints: read through its fields; uprobes: a value too */
+    STRING_WORD("args", check_args, emit_uprobe_args),
     WORD("arg0", check_register, emit_register),
     WORD("arg1", check_register, emit_register),
     WORD("arg2", check_register, emit_register),
@@ -529,6 +569,8 @@ const Builtin builtins_context[] = {
      NULL},
     WORD("ppid", check_ppid, NULL),   /* rewritten by check into fields */
     STRING_WORD("pcomm", check_pcomm, NULL),
+    {"reg", BI_CALL, 1, 1, true, check_reg, emit_reg, NULL, NULL, NULL, 0,
+     NULL},
     {"getopt", BI_CALL, 1, 3, true, check_getopt, NULL, NULL, NULL, NULL, 0,
      NULL},
     NOT_YET("sarg0"),

@@ -99,8 +99,9 @@ void check_let(Checker *c, Node *n) {
   check_expr(c, n->rhs);
   if (n->cond) {
     Type r = n->rhs->type;
+    TypeKind rk = r.kind == TY_RECORD ? TY_CVAL : r.kind;  /* copied */
     if (r.kind != TY_NONE &&
-        (r.kind != t.kind || r.is_pointer != t.is_pointer)) {
+        (rk != t.kind || r.is_pointer != t.is_pointer)) {
       char want[64], got[64];
       error_at(c, n->rhs->span, "%s is declared %s; it can not hold %s",
                var->name, type_name(t, want, sizeof want),

@@ -171,6 +171,9 @@ static void check_field(Checker *c, Node *n) {
     check_tuple_field(c, n);
     return;
   }
+  if (n->lhs->kind == N_BUILTIN && n->lhs->type.kind == TY_CVAL &&
+      check_uprobe_args_field(c, n))
+    return;   /* a uprobe's args: not one of its readable parameters */
   if (n->lhs->type.kind == TY_RECORD || n->lhs->type.kind == TY_CVAL ||
       (n->lhs->type.kind == TY_INT && n->lhs->type.is_pointer &&
        n->lhs->type.ctype)) {
@@ -373,12 +376,43 @@ static bool scalar_type_named(Checker *c, const char *name, Span at,
   return true;
 }
 
-/* A declared variable's type: an integer, a pointer, or `string`. */
+/* A declared struct, union or array ("struct Foo", "struct Foo *[2]"):
+ * a value of that C type. False if name is none of these. */
+static bool value_type_named(Checker *c, const char *name, Span at,
+                             Type *out) {
+  const char *dims = strchr(name, '[');
+  char base[256], err[200];
+  snprintf(base, sizeof base, "%.*s",
+           (int)(dims ? (size_t)(dims - name) : strlen(name)), name);
+  const CType *ct = ctype_parse(base, err, sizeof err);
+  if (!ct && dims) {
+    error_at(c, at, "%s", err);   /* the element type is unknown */
+    return false;
+  }
+  if (!ct || (!dims && ct->kind != C_STRUCT && ct->kind != C_UNION))
+    return false;
+  int n[8], k = 0;
+  for (const char *p = dims; p && *p == '[' && k < 8; p = strchr(p, ']') + 1)
+    n[k++] = atoi(p + 1);
+  for (int i = k - 1; i >= 0; i--) {
+    CType *arr = ctype_new(C_ARRAY, NULL, ct->size * n[i], ct->align);
+    arr->target = ct;
+    arr->nelems = n[i];
+    ct = arr;
+  }
+  *out = (Type){.kind = TY_CVAL, .size = ct->size, .ctype = ct};
+  return ct->size > 0;
+}
+
+/* A declared variable's type: an integer, a pointer, `string`, or a
+ * struct or array value. */
 bool type_named(Checker *c, const char *name, Span at, Type *out) {
   if (!strcmp(name, "string")) {
     *out = ty_str(c->strlen);
     return true;
   }
+  if (value_type_named(c, name, at, out)) return true;
+  if (strchr(name, '[')) return false;   /* reported */
   Type none = {0};
   return scalar_type_named(c, name, at, at, space_of(c, none), out);
 }

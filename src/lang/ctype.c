@@ -37,6 +37,7 @@ static struct {
    * change, since they take precedence. */
   struct { char *text; const CType *type; } *parsed;
   int nparsed, capparsed;
+  CTypeLookup user;     /* types of probed user programs (DWARF), or NULL */
 } reg;
 
 static void *xcalloc(size_t n, size_t size) {
@@ -502,6 +503,7 @@ static const CType *tagged(const char *tag, const char *name, char *err,
                : !strcmp(tag, "enum") ? C_ENUM : C_STRUCT;
   const CType *t = script_named(name, kind);
   if (t) return t;
+  if (reg.user && (t = reg.user(name, kind)) != NULL) return t;
   t = btf_named(name, kind == C_UNION    ? BTF_KIND_UNION
                       : kind == C_ENUM ? BTF_KIND_ENUM
                                        : BTF_KIND_STRUCT);
@@ -513,12 +515,14 @@ static const CType *tagged(const char *tag, const char *name, char *err,
   return NULL;
 }
 
-/* A one-word name: built-in, then a script struct, then the kernel's
+/* A one-word name: built-in, then a script struct, then a user program's
+ * typedef, struct, union or enum, then the kernel's
  * typedefs, structs, unions and enums. */
 static const CType *plain_named(const char *name, char *err, size_t errlen) {
   const CType *t = builtin_named(name);
   if (!t) t = script_named(name, C_STRUCT);
   if (!t) t = script_named(name, C_UNION);
+  if (!t && reg.user) t = reg.user(name, C_VOID);
   if (!t) t = btf_named(name, BTF_KIND_TYPEDEF);
   if (!t) t = btf_named(name, BTF_KIND_STRUCT);
   if (!t) t = btf_named(name, BTF_KIND_UNION);
@@ -633,6 +637,35 @@ const char *ctype_name(const CType *t, char *buf, size_t len) {
   if (t) name_into(t, buf, len);
   return buf;
 }
+
+/* ---- types from other sources ------------------------------------------ */
+
+void ctype_set_user_lookup(CTypeLookup lookup) {
+  reg.user = lookup;
+  forget_parsed();
+}
+
+CType *ctype_new(CKind kind, const char *name, int size, int align) {
+  return new_type(kind, name, size, align);
+}
+
+void ctype_set_fields(CType *t, CField *fields, int n) {
+  t->fields_ = fields;
+  t->nfields_ = n;
+  t->fields_done_ = true;
+}
+
+void ctype_place_bitfield(CField *f, int bitoff, int bits) {
+  place_bitfield(f, bitoff, bits);
+}
+
+const CType *ctype_int(int size, bool is_signed) {
+  return size >= 1 && size <= 8 ? int_type(size, is_signed) : NULL;
+}
+
+const CType *ctype_char(bool is_signed) { return char_type(is_signed); }
+const CType *ctype_bool(void) { return bool_type(); }
+const CType *ctype_void(void) { return void_type(); }
 
 /* ---- script struct layout ------------------------------------------------ */
 

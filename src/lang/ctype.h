@@ -114,6 +114,29 @@ const char *ctype_name(const CType *t, char *buf, size_t len);
  * with the culprit's span; returns the number of errors. */
 int ctype_define_script_structs(Script *s, Diag *d);
 
+/* ---- other sources of types (the DWARF of user programs) ----
+ * Such a source builds its types with these and answers names through a
+ * lookup, asked after the script's own structs and before kernel BTF. */
+
+/* The struct, union or enum (kind) or, for kind C_VOID, the typedef named
+ * `name`; NULL if the source has none. */
+typedef const CType *(*CTypeLookup)(const char *name, CKind kind);
+void ctype_set_user_lookup(CTypeLookup lookup);
+
+/* A new type, to be completed by its source. */
+CType *ctype_new(CKind kind, const char *name, int size, int align);
+/* Gives a struct or union its members (the array is kept). */
+void ctype_set_fields(CType *t, CField *fields, int n);
+/* Sets f's offset, bit_offset and bit_size for a bitfield of `bits` bits
+ * `bitoff` bits into its record; f->type must be set. */
+void ctype_place_bitfield(CField *f, int bitoff, int bits);
+/* The shared integer types: size 1, 2, 4 or 8 (else NULL); char; bool;
+ * void. */
+const CType *ctype_int(int size, bool is_signed);
+const CType *ctype_char(bool is_signed);
+const CType *ctype_bool(void);
+const CType *ctype_void(void);
+
 /* True once kernel BTF has been loaded (tests and start-up measurements). */
 bool ctype_btf_loaded(void);
 

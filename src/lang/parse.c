@@ -599,6 +599,22 @@ static Node *parse_jump(Parser *P, NodeKind kind) {
 
 static Node *parse_simple_stmt(Parser *P);
 
+/* A declared type's array dimensions, "[2][3]", appended to its text. */
+static void parse_array_dims(Parser *P, char **text, Span *at) {
+  while (is_punct(P, '[')) {
+    next(P);
+    if (P->tok.kind != TK_INT) unexpected(P, "array size");
+    size_t len = strlen(*text) + 24;
+    char *grown = malloc(len);
+    if (!grown) abort();
+    snprintf(grown, len, "%s[%llu]", *text, (unsigned long long)P->tok.ival);
+    free(*text);
+    *text = grown;
+    next(P);
+    *at = span_join(*at, expect(P, ']', "]"));
+  }
+}
+
 /* let $x [: type] [= value]: a variable of the enclosing block (the
  * checker scopes it), given its type, its value or neither. */
 static Node *parse_let(Parser *P) {
@@ -615,6 +631,7 @@ static Node *parse_let(Parser *P) {
     Span at;
     Node *t = node_new(N_CAST, P->tok.span);
     t->name = parse_type_text(P, &at);
+    parse_array_dims(P, &t->name, &at);
     t->span = at;
     n->cond = t;
     n->span = span_join(n->span, at);

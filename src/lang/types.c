@@ -175,12 +175,21 @@ int value_cap(Type t) {
   }
 }
 
+/* Two C types of one layout: the same type, or arrays of as many
+ * elements of such types (an array declared in `let` and the member it
+ * is given are made separately). */
+static bool same_ctype(const CType *a, const CType *b) {
+  if (a == b) return true;
+  return a && b && a->kind == C_ARRAY && b->kind == C_ARRAY &&
+         a->nelems == b->nelems && same_ctype(a->target, b->target);
+}
+
 /* Tuples are compatible when their elements are of the same kinds and
  * sizes (the layouts then agree). */
 bool same_layout(Type a, Type b) {
   if (a.kind != b.kind) return false;
   if (a.kind == TY_STR || a.kind == TY_BUF) return a.size == b.size;
-  if (a.kind == TY_CVAL) return a.ctype == b.ctype;
+  if (a.kind == TY_CVAL) return same_ctype(a.ctype, b.ctype);
   if (a.kind != TY_TUPLE) return true;
   if (a.tuple->n != b.tuple->n) return false;
   if (!a.tuple->names != !b.tuple->names) return false;  /* record, tuple */

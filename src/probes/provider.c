@@ -191,6 +191,7 @@ int probe_pmu_type(const char *pmu) {
 }
 
 int probe_target_pid;
+bool probe_list_verbose;
 
 int probe_pmu_attach(const char *pmu, bool retprobe, int pid, uint64_t config1,
                      uint64_t config2, int prog_fd, LinkSet *links,

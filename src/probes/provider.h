@@ -76,6 +76,10 @@ bool has_wildcard(const char *s);
  * every process. Set by main before anything is attached. */
 extern int probe_target_pid;
 
+/* -lv: providers that can describe a probe's arguments list them under
+ * it. Set by main before listing. */
+extern bool probe_list_verbose;
+
 /* Shared by the providers built on perf events (tracepoint, interval,
  * profile, software): opens the event described by attr (its size is
  * filled in) for process `pid` on any CPU, or (pid -1) for every process

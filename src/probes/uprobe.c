@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "probes/provider.h"
+#include "sym/dwarf.h"
 #include "sym/elf.h"
 
 
@@ -77,6 +78,7 @@ static void add_target(AttachPoint *ap, const char *shown_path,
   t->event = strdup(f->name);
   t->binary = strdup(real_path);
   t->offset = f->offset;
+  dwinfo_note_binary(real_path);   /* its types, for casts and args */
   Target **tail = &ap->targets;
   while (*tail) tail = &(*tail)->next;
   *tail = t;
@@ -129,6 +131,42 @@ static bool match_mapped(const char *path, void *arg) {
   return false;
 }
 
+/* uprobe:BINARY@FILE:LINE — the first statement of a source line, found
+ * in the binary's line tables. */
+static int expand_source_line(AttachPoint *ap, Diag *d) {
+  const char *at = strchr(ap->parts[0], '@');
+  char binary[PATH_MAX], found[PATH_MAX], real[PATH_MAX], err[PATH_MAX + 200];
+  char *end;
+  long line = strtol(ap->parts[1], &end, 10);
+  if (*end || line <= 0 || !at[1] || strcmp(ap->prov->name, "uprobe")) {
+    diag_error(d, ap->span, "a source location is written "
+               "uprobe:BINARY@FILE:LINE, with a line number, on a uprobe");
+    return -1;
+  }
+  snprintf(binary, sizeof binary, "%.*s", (int)(at - ap->parts[0]),
+           ap->parts[0]);
+  if (!find_binary(binary, found, real)) {
+    diag_error(d, ap->span, "uprobe target file '%s' does not exist or is "
+               "not executable", binary);
+    return -1;
+  }
+  Func f = {.name = ap->parts[1]};
+  const char *in_func;
+  if (!dwinfo_line_offset(real, at + 1, (int)line, &f.offset, &in_func,
+                          err, sizeof err)) {
+    diag_error(d, ap->span, "%s", err);
+    return -1;
+  }
+  add_target(ap, ap->parts[0], real, &f);
+  Target *t = ap->targets;
+  while (t->next) t = t->next;
+  if (in_func) {   /* `func` is the function the line is in */
+    free(t->event);
+    t->event = strdup(in_func);
+  }
+  return 0;
+}
+
 static int uprobe_expand(AttachPoint *ap, Diag *d) {
   const char *pname = ap->prov->name;
   if (ap->nparts != 2 || !*ap->parts[0] || !*ap->parts[1]) {
@@ -141,6 +179,8 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
     return -1;
   }
   const char *binary = ap->parts[0], *func = ap->parts[1];
+  if (strchr(binary, '@') && !has_wildcard(binary))
+    return expand_source_line(ap, d);
   if (probe_target_pid > 0 && has_wildcard(binary)) {
     MappedMatch m = {.ap = ap, .binary = binary, .func = func};
     elf_each_mapped_file(probe_target_pid, match_mapped, &m);
@@ -191,6 +231,17 @@ static int uretprobe_attach(const Target *t, int prog_fd, LinkSet *links,
   return attach_uprobe(t, true, prog_fd, links, err, errlen);
 }
 
+/* -lv: the function's parameters, one per line as bpftrace shows them
+ * ("    int* n"), when the binary's debug information describes it. */
+static void list_params(const char *path, const char *func, FILE *out) {
+  const DwParam *params;
+  char err[PATH_MAX + 200];
+  int n = dwinfo_func_params(path, func, &params, err, sizeof err);
+  for (int i = 0; i < n; i++)
+    fprintf(out, "    %s%s%s\n", params[i].type_text,
+            params[i].name ? " " : "", params[i].name ? params[i].name : "");
+}
+
 /* Lists provider:BINARY:FUNC for the functions of the binary that the
  * pattern names ("uprobe:/bin/bash:read*"). Every process's files cannot
  * be listed, so a pattern without a binary lists nothing. */
@@ -218,8 +269,10 @@ static void list_functions(const char *pname, const char *pattern,
   if (elf_read_functions(real, &funcs, err, sizeof err) < 0) return;
   const char *shown = strchr(written, '/') ? written : found;
   for (int i = 0; i < funcs.n; i++)
-    if (glob_match(func_pattern, funcs.funcs[i].name))
+    if (glob_match(func_pattern, funcs.funcs[i].name)) {
       fprintf(out, "%s:%s:%s\n", pname, shown, funcs.funcs[i].name);
+      if (probe_list_verbose) list_params(real, funcs.funcs[i].name, out);
+    }
   elf_funcs_free(&funcs);
 }
 

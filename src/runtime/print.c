@@ -739,7 +739,17 @@ static void put_key(const MapSym *m, int i, const uint8_t *key, bool json,
   const uint8_t *k = key + m->key_off[i];
   const Type *t = &m->key_types[i];
   int end = i + 1 < m->nkeys ? m->key_off[i + 1] : m->key_size;
-  if (t->kind == TY_INT && t->enum_def && !json) {
+  if (t->kind == TY_TUPLE && t->tuple && !t->tuple->names && !json &&
+      m->nkeys == 1) {
+    /* @[$t] with a tuple $t is @[a, b]: shown as those keys would be */
+    const TupleType *tt = t->tuple;
+    for (int e = 0; e < tt->n; e++) {
+      if (e) fputs(", ", out);
+      int eend = e + 1 < tt->n ? tt->offs[e + 1] : tt->size;
+      put_value(&tt->elems[e], k + tt->offs[e], eend - tt->offs[e], 1,
+                false, out);
+    }
+  } else if (t->kind == TY_INT && t->enum_def && !json) {
     fputs(enum_text(t, (uint64_t)read_s64(k), (char[24]){0}, 24), out);
   } else if (t->kind == TY_INT && !t->is_bool && !t->is_pointer &&
              !t->time_fmt && !t->named) {
