@@ -22,6 +22,7 @@
 #include "lang/check.h"
 #include "codegen/codegen.h"
 #include "probes/expand.h"
+#include "probes/list.h"
 #include "runtime/load.h"
 #include "lang/macro.h"
 #include "lang/parse.h"
@@ -270,12 +271,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     exit(1);
   }
   if (o->list) {
-    if (o->program) {
-      fputs("loupe: -l cannot be combined with -e\n", stderr);
-      usage_hint();
-      exit(1);
-    }
-    if (nrest > 1) {
+    if (nrest > (o->program ? 0 : 1)) {
       fputs("loupe: -l takes at most one PATTERN\n", stderr);
       usage_hint();
       exit(1);
@@ -296,53 +292,6 @@ static void parse_options(int argc, char **argv, Options *o) {
   }
   o->script_args = rest;
   o->nscript_args = nrest;
-}
-
-/* ---- -l ------------------------------------------------------------- */
-
-/* Lists the probes matching pattern, as bpftrace -l does: "provider:..."
- * asks that provider (aliases allowed); a pattern without ':' is offered
- * to every provider, which match it against their full probe names. */
-static int list_probes(const char *pattern, FILE *out) {
-  if (!pattern || !*pattern) {
-    for (int i = 0; providers[i]; i++)
-      if (providers[i]->list) providers[i]->list(NULL, out);
-    return 0;
-  }
-  const char *colon = strchr(pattern, ':');
-  size_t plen = colon ? (size_t)(colon - pattern) : strlen(pattern);
-  char *pname = strndup(pattern, plen);
-  const Provider *prov = provider_find(pname);
-  free(pname);
-
-  if (!colon) {
-    /* "loupe -l tracepoint" lists every tracepoint. */
-    if (prov) {
-      if (prov->list) prov->list(NULL, out);
-      return 0;
-    }
-    for (int i = 0; providers[i]; i++)
-      if (providers[i]->list) providers[i]->list(pattern, out);
-    return 0;
-  }
-  if (!prov) {
-    fprintf(stderr, "loupe: unknown probe type '%.*s' in '%s'\n", (int)plen,
-            pattern, pattern);
-    fputs("HINT: patterns start with a probe type, e.g. "
-          "'tracepoint:sched:*', or have no ':' at all, e.g. '*sched*'\n",
-          stderr);
-    return 1;
-  }
-  if (!prov->list) return 0;
-  /* Providers print canonical names, so match against the canonical
-   * spelling of the pattern ("t:sched:*" → "tracepoint:sched:*"). */
-  size_t len = strlen(prov->name) + strlen(colon) + 1;
-  char *canonical = malloc(len);
-  if (!canonical) return 1;
-  snprintf(canonical, len, "%s%s", prov->name, colon);
-  prov->list(canonical, out);
-  free(canonical);
-  return 0;
 }
 
 /* ---- the script ----------------------------------------------------- */
@@ -430,6 +379,56 @@ static int compile(const Source *src, const Options *o, Compiled *c,
   if (check_script(script, c, d) < 0 || d->errors) return -1;
   if (codegen_script(script, c, d) < 0 || d->errors) return -1;
   return 0;
+}
+
+/* ---- -l with a script ----------------------------------------------- */
+
+/* Lists the probes of the script (-e, or the FILE given to -l) as they
+ * expand: parse → macros → expand, and every target's name (with -v its
+ * arguments). Returns the exit status. */
+static int list_script(const Options *o) {
+  if (read_source(o, &source) < 0) return 1;
+  Diag d;
+  diag_init(&d, &source);
+  d.no_warnings = o->no_warnings;
+  script = parse_script(&source, &d);
+  if (!script || d.errors) return 1;
+  script->target_pid = o->pid;
+  if (config_read(script, &d) > 0 || substitute_attach_params(script, &d) > 0)
+    return 1;
+  if (macro_expand_script(script, &d) < 0 || d.errors) return 1;
+  if (expand_script(script, &d) < 0 || d.errors) return 1;
+  for (Probe *p = script->probes; p; p = p->next)
+    for (AttachPoint *ap = p->aps; ap; ap = ap->next)
+      for (Target *t = ap->targets; t; t = t->next) {
+        /* timers and perf events as -l lists them, without the count:
+         * "interval:ms:1000" is an "interval:ms:" probe */
+        const char *colon = strchr(t->name, ':');
+        colon = colon ? strchr(colon + 1, ':') : NULL;
+        bool counted = (t->period || t->freq) && colon;
+        printf("%.*s\n", counted ? (int)(colon + 1 - t->name)
+                                  : (int)strlen(t->name), t->name);
+        if (probe_list_verbose) list_fields(t->format, stdout);
+      }
+  return 0;
+}
+
+/* -l: a script's probes (-e, or a PATTERN naming a file), else the probes
+ * matching PATTERN. */
+static int run_list(Options *o) {
+  const char *pattern = o->list_pattern;
+  if (!o->program && pattern && access(pattern, F_OK) == 0 &&
+      !has_wildcard(pattern)) {
+    o->script_path = pattern;
+    return list_script(o);
+  }
+  if (o->program) return list_script(o);
+  size_t len = pattern ? strlen(pattern) : 0;
+  if (len > 3 && !strcmp(pattern + len - 3, ".bt") && !strchr(pattern, ':'))
+    fprintf(stderr, "WARNING: It appears that '%s' is a filename but the "
+            "file does not exist. Treating '%s' as a search pattern.\n",
+            pattern, pattern);
+  return list_probes(pattern, stdout);
 }
 
 static void print_programs(const Compiled *c, const Source *src, FILE *out) {
@@ -632,9 +631,11 @@ int main(int argc, char **argv) {
   Options o;
   parse_options(argc, argv, &o);
   probe_target_pid = o.pid;
+  probe_unsafe = o.unsafe;
   /* -l -p PID: the process's probes, its uprobes */
   if (o.list && o.pid && !o.list_pattern) o.list_pattern = "uprobe:*:*";
-  if (o.list) return list_probes(o.list_pattern, stdout);
+  probe_list_verbose = o.list && o.show_programs;   /* -lv */
+  if (o.list) return run_list(&o);
 
   if (read_source(&o, &source) < 0) return 1;
   Diag d;

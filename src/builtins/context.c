@@ -223,7 +223,7 @@ static void check_args(Checker *c, Node *n) {
              "need into a map first");
     return;
   }
-  if (!probe_is_tracepoint(c->probe)) {
+  if (!probe_is_tracepoint(c->probe) && !probe_is_rawtracepoint(c->probe)) {
     error_at(c, n->span,
              "The args builtin can only be used with tracepoint probes");
     return;
@@ -236,7 +236,8 @@ static void check_args(Checker *c, Node *n) {
 static void check_register(Checker *c, Node *n) {
   const char *s = n->name;
   bool is_retval = !strcmp(s, "retval");
-  if (!is_retval && probe_not_kprobe(c->probe, false)) {
+  if (!is_retval && probe_not_kprobe(c->probe, false) &&
+      !probe_is_rawtracepoint(c->probe)) {
     error_at(c, n->span, "The %s builtin can only be used with 'kprobes', "
              "'uprobes' and 'usdt' probes", s);
     return;
@@ -430,11 +431,15 @@ static int pt_regs_offset(const char *builtin) {
   return 0;
 }
 
-/* kprobe programs may read their struct pt_regs context directly. */
+/* kprobe programs may read their struct pt_regs context directly; a raw
+ * tracepoint's context is its arguments, a u64 each. */
 static int emit_register(Gen *g, Node *n) {
   int r = reg_alloc(g);
+  int offset = g->p->prog_type == BPF_PROG_TYPE_RAW_TRACEPOINT
+                   ? 8 * atoi(n->name + 3)
+                   : pt_regs_offset(n->name);
   emit_ctx(g, r);
-  emit(g, I_LDX(BPF_DW, r, r, pt_regs_offset(n->name)));
+  emit(g, I_LDX(BPF_DW, r, r, offset));
   return r;
 }
 
