@@ -83,6 +83,11 @@ static const char usage_text[] =
     "    --dry-run      compile and check the script, then exit without\n"
     "                   loading or running anything (no BEGIN, no maps)\n"
     "    --no-warnings  do not print warnings (\"WARNING: ...\")\n"
+    "    --probe-filter REGEX\n"
+    "                   attach only the probes whose full names\n"
+    "                   (\"interval:ms:200\", \"tracepoint:sched:sched_switch\")\n"
+    "                   the extended regex REGEX finds a match in; BEGIN\n"
+    "                   and END always run\n"
     "    --unsafe       allow functions that act on the system: system(),\n"
     "                   signal(); uprobes on symbols of size 0\n"
     "    -h, --help     show this help and exit\n"
@@ -132,6 +137,7 @@ typedef struct Options {
   bool dry_run;            /* -d, --dry-run: compile only, load nothing */
   bool show_programs;      /* -d, -v: print the programs as assembly */
   bool no_warnings;        /* --no-warnings */
+  const char *probe_filter;  /* --probe-filter REGEX */
   bool unsafe;             /* --unsafe: allow system() and signal() */
   const char *command;     /* -c: run this, trace until it exits */
   int pid;                 /* -p: trace only this process; 0: none */
@@ -210,7 +216,7 @@ static int parse_pid(const char *arg) {
 }
 
 /* Long options without a short form, beyond every char value. */
-enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS };
+enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_PROBE_FILTER };
 
 /* Fills o from argv. Exits for --help, --version and bad usage. */
 static void parse_options(int argc, char **argv, Options *o) {
@@ -220,6 +226,7 @@ static void parse_options(int argc, char **argv, Options *o) {
       {"unsafe", no_argument, NULL, 'U'},
       {"dry-run", no_argument, NULL, OPT_DRY_RUN},
       {"no-warnings", no_argument, NULL, OPT_NO_WARNINGS},
+      {"probe-filter", required_argument, NULL, OPT_PROBE_FILTER},
       {"pid", required_argument, NULL, 'p'},
       {NULL, 0, NULL, 0},
   };
@@ -262,6 +269,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     case 'v': o->show_programs = true; break;
     case OPT_DRY_RUN: o->dry_run = true; break;
     case OPT_NO_WARNINGS: o->no_warnings = true; break;
+    case OPT_PROBE_FILTER: o->probe_filter = optarg; break;
     case 'U': o->unsafe = true; break;
     case 'h': fputs(usage_text, stdout); exit(0);
     case 'V': printf("loupe v%s\n", LOUPE_VERSION); exit(0);
@@ -381,6 +389,8 @@ static int compile(const Source *src, const Options *o, Compiled *c,
   if (substitute_attach_params(script, d) > 0) return -1;
   if (macro_expand_script(script, d) < 0 || d->errors) return -1;
   if (expand_script(script, d) < 0 || d->errors) return -1;
+  if (o->probe_filter && expand_filter(script, o->probe_filter) < 0)
+    return -1;
   if (check_script(script, c, d) < 0 || d->errors) return -1;
   if (codegen_script(script, c, d) < 0 || d->errors) return -1;
   return 0;
@@ -403,6 +413,8 @@ static int list_script(const Options *o) {
     return 1;
   if (macro_expand_script(script, &d) < 0 || d.errors) return 1;
   if (expand_script(script, &d) < 0 || d.errors) return 1;
+  if (o->probe_filter && expand_filter(script, o->probe_filter) < 0)
+    return 1;
   for (Probe *p = script->probes; p; p = p->next)
     for (AttachPoint *ap = p->aps; ap; ap = ap->next)
       for (Target *t = ap->targets; t; t = t->next) {
