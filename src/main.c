@@ -83,6 +83,10 @@ static const char usage_text[] =
     "    --dry-run      compile and check the script, then exit without\n"
     "                   loading or running anything (no BEGIN, no maps)\n"
     "    --no-warnings  do not print warnings (\"WARNING: ...\")\n"
+    "    --mode MODE    'run' (default), or 'bench': run BEGIN, then each\n"
+    "                   bench:NAME probe many times, print the average time\n"
+    "                   of one run (with the system call that runs it),\n"
+    "                   then run END; without it bench probes are ignored\n"
     "    --probe-filter REGEX\n"
     "                   attach only the probes whose full names\n"
     "                   (\"interval:ms:200\", \"tracepoint:sched:sched_switch\")\n"
@@ -138,6 +142,7 @@ typedef struct Options {
   bool show_programs;      /* -d, -v: print the programs as assembly */
   bool no_warnings;        /* --no-warnings */
   const char *probe_filter;  /* --probe-filter REGEX */
+  bool bench;              /* --mode bench */
   bool unsafe;             /* --unsafe: allow system() and signal() */
   const char *command;     /* -c: run this, trace until it exits */
   int pid;                 /* -p: trace only this process; 0: none */
@@ -216,7 +221,7 @@ static int parse_pid(const char *arg) {
 }
 
 /* Long options without a short form, beyond every char value. */
-enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_PROBE_FILTER };
+enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_PROBE_FILTER, OPT_MODE };
 
 /* Fills o from argv. Exits for --help, --version and bad usage. */
 static void parse_options(int argc, char **argv, Options *o) {
@@ -227,6 +232,7 @@ static void parse_options(int argc, char **argv, Options *o) {
       {"dry-run", no_argument, NULL, OPT_DRY_RUN},
       {"no-warnings", no_argument, NULL, OPT_NO_WARNINGS},
       {"probe-filter", required_argument, NULL, OPT_PROBE_FILTER},
+      {"mode", required_argument, NULL, OPT_MODE},
       {"pid", required_argument, NULL, 'p'},
       {NULL, 0, NULL, 0},
   };
@@ -270,6 +276,14 @@ static void parse_options(int argc, char **argv, Options *o) {
     case OPT_DRY_RUN: o->dry_run = true; break;
     case OPT_NO_WARNINGS: o->no_warnings = true; break;
     case OPT_PROBE_FILTER: o->probe_filter = optarg; break;
+    case OPT_MODE:
+      if (strcmp(optarg, "run") && strcmp(optarg, "bench")) {
+        fprintf(stderr, "loupe: --mode must be 'run' or 'bench', not "
+                "'%s'\n", optarg);
+        exit(1);
+      }
+      o->bench = !strcmp(optarg, "bench");
+      break;
     case 'U': o->unsafe = true; break;
     case 'h': fputs(usage_text, stdout); exit(0);
     case 'V': printf("loupe v%s\n", LOUPE_VERSION); exit(0);
@@ -520,7 +534,7 @@ static int attach_and_run(Compiled *c, const Options *o, FILE *out, Diag *d) {
             "{\"probes\": %d}}\n", attach_all(c, NULL, d));
   RunOptions run_opts = {.out = out, .timeout_ms = 0, .format = o->format,
                          .child_pid = child.pid, .child_go_fd = child.go_fd,
-                         .target_pid = o->pid};
+                         .target_pid = o->pid, .bench = o->bench};
   child.go_fd = -1;   /* the run releases (and closes) it */
   Run *run = run_begin(c, &run_opts);
   if (!run) return 1;
@@ -649,6 +663,7 @@ int main(int argc, char **argv) {
   parse_options(argc, argv, &o);
   probe_target_pid = o.pid;
   probe_unsafe = o.unsafe;
+  probe_bench_mode = o.bench;
   /* -l -p PID: the process's probes, its uprobes */
   if (o.list && o.pid && !o.list_pattern) o.list_pattern = "uprobe:*:*";
   probe_list_verbose = o.list && o.show_programs;   /* -lv */

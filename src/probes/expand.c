@@ -31,8 +31,13 @@ static int expand_probe(Probe *p, MissingProbes missing, Diag *d) {
   for (AttachPoint **link = &p->aps; *link;) {
     AttachPoint *ap = *link;
     if (missing == MISSING_ERROR) {
-      if (expand_attach_point(ap, d) < 0) result = -1;
-      link = &ap->next;
+      int r = expand_attach_point(ap, d);
+      if (r < 0) result = -1;
+      /* no targets and no error: left out (bench outside --mode bench) */
+      if (r == 0 && ap->ntargets == 0)
+        *link = ap->next;
+      else
+        link = &ap->next;
       continue;
     }
     int saved = d->demote;

@@ -27,6 +27,7 @@ extern const Provider uretprobe_provider;
 extern const Provider rawtracepoint_provider;
 extern const Provider begin_provider;
 extern const Provider end_provider;
+extern const Provider bench_provider;
 
 /* ---- providers loupe knows by name but does not implement yet ------- */
 
@@ -55,7 +56,7 @@ UNSUPPORTED(fexit_provider, "fexit", NULL);
 UNSUPPORTED(iter_provider, "iter", "it");
 
 const Provider *const providers[] = {
-    &begin_provider,     &end_provider,
+    &begin_provider,     &end_provider,       &bench_provider,
     &interval_provider,  &profile_provider,
     &software_provider,  &hardware_provider,
     &tracepoint_provider,

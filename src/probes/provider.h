@@ -92,6 +92,9 @@ extern bool probe_list_verbose;
  * every process. Set by main before anything is attached. */
 extern int probe_target_pid;
 
+/* --mode bench: bench probes have targets (else they are left out). */
+extern bool probe_bench_mode;
+
 /* --unsafe: uprobes may go where loupe cannot check the bounds (symbols
  * of size 0). Set by main before expanding. */
 extern bool probe_unsafe;

@@ -1,8 +1,11 @@
-/* special: the BEGIN and END probes.
+/* special: the BEGIN and END probes, and bench:NAME.
  *
  * They attach to nothing. Their programs load as raw tracepoint programs,
  * which the kernel lets user space run directly (BPF_PROG_TEST_RUN), so
- * the run stage executes BEGIN before the event loop and END after it. */
+ * the run stage executes BEGIN before the event loop and END after it.
+ * Under --mode bench, the run stage runs each bench probe many times
+ * instead of waiting for events and prints how long one run took;
+ * otherwise bench probes are left out, as bpftrace ignores them. */
 #include <linux/bpf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -39,6 +42,33 @@ const Provider end_provider = {
     .alias = "end",
     .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
     .expand = special_expand,
+    .attach = NULL,
+    .list = special_list,
+};
+
+bool probe_bench_mode;
+
+static int bench_expand(AttachPoint *ap, Diag *d) {
+  if (ap->nparts != 1 || !*ap->parts[0]) {
+    diag_error(d, ap->span, "bench probe type requires 1 argument");
+    return -1;
+  }
+  if (!probe_bench_mode) return 0;   /* no target: the probe is left out */
+  Target *t = calloc(1, sizeof *t);
+  size_t len = strlen(ap->parts[0]) + 8;
+  t->name = malloc(len);
+  snprintf(t->name, len, "bench:%s", ap->parts[0]);
+  t->event = strdup(ap->parts[0]);
+  ap->targets = t;
+  ap->ntargets = 1;
+  return 0;
+}
+
+const Provider bench_provider = {
+    .name = "bench",
+    .alias = NULL,
+    .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
+    .expand = bench_expand,
     .attach = NULL,
     .list = special_list,
 };
