@@ -403,9 +403,10 @@ static int compile(const Source *src, const Options *o, Compiled *c,
   if (substitute_attach_params(script, d) > 0) return -1;
   if (macro_expand_script(script, d) < 0 || d->errors) return -1;
   if (expand_script(script, d) < 0 || d->errors) return -1;
+  if (check_script(script, c, d) < 0 || d->errors) return -1;
+  /* after check, so that the probes left out are checked all the same */
   if (o->probe_filter && expand_filter(script, o->probe_filter) < 0)
     return -1;
-  if (check_script(script, c, d) < 0 || d->errors) return -1;
   if (codegen_script(script, c, d) < 0 || d->errors) return -1;
   return 0;
 }

@@ -11,6 +11,7 @@
 
 #include "builtins/builtin.h"
 #include "lang/ctype.h"
+#include "probes/provider.h"
 
 /* The inode number of the initial PID namespace (include/linux/proc_ns.h). */
 #define PROC_PID_INIT_INO 0xEFFFFFFCU
@@ -232,6 +233,23 @@ static void check_args(Checker *c, Node *n) {
   n->type.kind = TY_ARGS;
 }
 
+/* A raw tracepoint's argN exists only up to its argument count (the
+ * kernel refuses to attach a program reading past it). */
+static bool rawtp_arg_exists(Checker *c, Node *n) {
+  int index = atoi(n->name + 3);
+  for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
+    for (Target *t = ap->targets; t; t = t->next)
+      if (t->format && t->format->nfields > 0 &&
+          index >= t->format->nfields) {
+        error_at(c, n->span, "rawtracepoint %s:%s has %d argument%s "
+                 "(arg0 to arg%d)", t->category, t->event,
+                 t->format->nfields, t->format->nfields == 1 ? "" : "s",
+                 t->format->nfields - 1);
+        return false;
+      }
+  return true;
+}
+
 /* argN and retval read the probed function's registers from the context. */
 static void check_register(Checker *c, Node *n) {
   const char *s = n->name;
@@ -258,6 +276,9 @@ static void check_register(Checker *c, Node *n) {
              "variable first", s);
     return;
   }
+  if (!is_retval && probe_is_rawtracepoint(c->probe) &&
+      !rawtp_arg_exists(c, n))
+    return;
   c->probe->uses_ctx = true;
   n->type = ty_int(8, false);
   /* Not a pointer type (it prints as a number), but str() of it reads
