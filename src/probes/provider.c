@@ -28,6 +28,7 @@ extern const Provider rawtracepoint_provider;
 extern const Provider begin_provider;
 extern const Provider end_provider;
 extern const Provider bench_provider;
+extern const Provider self_provider;
 
 /* ---- providers loupe knows by name but does not implement yet ------- */
 
@@ -57,6 +58,7 @@ UNSUPPORTED(iter_provider, "iter", "it");
 
 const Provider *const providers[] = {
     &begin_provider,     &end_provider,       &bench_provider,
+    &self_provider,
     &interval_provider,  &profile_provider,
     &software_provider,  &hardware_provider,
     &tracepoint_provider,

@@ -1,11 +1,12 @@
-/* special: the BEGIN and END probes, and bench:NAME.
+/* special: the BEGIN and END probes, bench:NAME and self:signal:SIGUSR1.
  *
  * They attach to nothing. Their programs load as raw tracepoint programs,
  * which the kernel lets user space run directly (BPF_PROG_TEST_RUN), so
  * the run stage executes BEGIN before the event loop and END after it.
  * Under --mode bench, the run stage runs each bench probe many times
  * instead of waiting for events and prints how long one run took;
- * otherwise bench probes are left out, as bpftrace ignores them. */
+ * otherwise bench probes are left out, as bpftrace ignores them.
+ * self:signal:SIGUSR1 runs whenever loupe receives SIGUSR1. */
 #include <linux/bpf.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +70,33 @@ const Provider bench_provider = {
     .alias = NULL,
     .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
     .expand = bench_expand,
+    .attach = NULL,
+    .list = special_list,
+};
+
+static int self_expand(AttachPoint *ap, Diag *d) {
+  if (ap->nparts != 2) {
+    diag_error(d, ap->span, "self probe type requires 2 arguments");
+    return -1;
+  }
+  if (strcmp(ap->parts[0], "signal") || strcmp(ap->parts[1], "SIGUSR1")) {
+    diag_error(d, ap->span, "self:%s:%s is not a self probe: the only one "
+               "is self:signal:SIGUSR1", ap->parts[0], ap->parts[1]);
+    return -1;
+  }
+  Target *t = calloc(1, sizeof *t);
+  t->name = strdup("self:signal:SIGUSR1");
+  t->event = strdup("SIGUSR1");
+  ap->targets = t;
+  ap->ntargets = 1;
+  return 0;
+}
+
+const Provider self_provider = {
+    .name = "self",
+    .alias = NULL,
+    .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
+    .expand = self_expand,
     .attach = NULL,
     .list = special_list,
 };

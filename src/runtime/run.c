@@ -113,23 +113,37 @@ static void drain(RunState *st, struct ring_buffer *rb) {
 static void on_stop_signal(int sig) { loupe_stop_requested = 1; }
 
 typedef struct SavedSignals {
-  struct sigaction old_int, old_term;
+  struct sigaction old_int, old_term, old_usr1;
+  bool usr1;         /* SIGUSR1 is caught too */
 } SavedSignals;
 
 /* Without SA_RESTART, so a signal interrupts the poll at once. A second
  * Ctrl-C while END runs or maps print only sets the flag again. */
-static void catch_signals(SavedSignals *saved) {
+/* SIGUSR1 arrived: the self:signal:SIGUSR1 probes are due. */
+static volatile sig_atomic_t usr1_pending;
+
+static void on_usr1(int sig) { usr1_pending = 1; }
+
+/* usr1: the script has self:signal:SIGUSR1 probes, so SIGUSR1 runs them
+ * rather than ending loupe. */
+static void catch_signals(SavedSignals *saved, bool usr1) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &saved->old_int);
   sigaction(SIGTERM, &sa, &saved->old_term);
+  saved->usr1 = usr1;
+  if (usr1) {
+    sa.sa_handler = on_usr1;
+    sigaction(SIGUSR1, &sa, &saved->old_usr1);
+  }
 }
 
 static void restore_signals(const SavedSignals *saved) {
   sigaction(SIGINT, &saved->old_int, NULL);
   sigaction(SIGTERM, &saved->old_term, NULL);
+  if (saved->usr1) sigaction(SIGUSR1, &saved->old_usr1, NULL);
 }
 
 /* ---- BEGIN and END ---------------------------------------------------- */
@@ -312,6 +326,10 @@ static void event_loop(RunState *st, struct ring_buffer *rb, int timeout_ms) {
     } else {
       usleep(slice * 1000);
     }
+    if (usr1_pending) {
+      usr1_pending = 0;
+      run_special(st, rb, "self");
+    }
     if (st->handled) {
       fflush(st->out);
       st->handled = 0;
@@ -344,7 +362,10 @@ Run *run_begin(Compiled *c, const RunOptions *opts) {
   r->timeout_ms = opts->timeout_ms;
   r->child_go_fd = opts->child_go_fd;
   r->out = r->st.out;
-  catch_signals(&r->saved);
+  bool has_self = false;
+  for (int i = 0; i < c->nprogs; i++)
+    if (prog_is(&c->progs[i], "self")) has_self = true;
+  catch_signals(&r->saved, has_self);
   if (c->ringbuf_fd >= 0) {
     r->rb = ring_buffer__new(c->ringbuf_fd, on_record, &r->st, NULL);
     if (!r->rb)
