@@ -13,16 +13,22 @@
 
 #include "probes/provider.h"
 
+/* The attach point's one target, called name. */
+static void one_target(AttachPoint *ap, const char *name, const char *event) {
+  Target *t = calloc(1, sizeof *t);
+  t->name = strdup(name);
+  t->event = event ? strdup(event) : NULL;
+  ap->targets = t;
+  ap->ntargets = 1;
+}
+
 static int special_expand(AttachPoint *ap, Diag *d) {
   const char *name = ap->prov->name;
   if (ap->nparts != 0) {
     diag_error(d, ap->span, "%s probe type requires 0 arguments", name);
     return -1;
   }
-  Target *t = calloc(1, sizeof *t);
-  t->name = strdup(name);
-  ap->targets = t;
-  ap->ntargets = 1;
+  one_target(ap, name, NULL);
   return 0;
 }
 
@@ -55,13 +61,9 @@ static int bench_expand(AttachPoint *ap, Diag *d) {
     return -1;
   }
   if (!probe_bench_mode) return 0;   /* no target: the probe is left out */
-  Target *t = calloc(1, sizeof *t);
-  size_t len = strlen(ap->parts[0]) + 8;
-  t->name = malloc(len);
-  snprintf(t->name, len, "bench:%s", ap->parts[0]);
-  t->event = strdup(ap->parts[0]);
-  ap->targets = t;
-  ap->ntargets = 1;
+  char name[512];
+  snprintf(name, sizeof name, "bench:%s", ap->parts[0]);
+  one_target(ap, name, ap->parts[0]);
   return 0;
 }
 
@@ -84,11 +86,7 @@ static int self_expand(AttachPoint *ap, Diag *d) {
                "is self:signal:SIGUSR1", ap->parts[0], ap->parts[1]);
     return -1;
   }
-  Target *t = calloc(1, sizeof *t);
-  t->name = strdup("self:signal:SIGUSR1");
-  t->event = strdup("SIGUSR1");
-  ap->targets = t;
-  ap->ntargets = 1;
+  one_target(ap, "self:signal:SIGUSR1", "SIGUSR1");
   return 0;
 }
 
