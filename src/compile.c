@@ -9,8 +9,8 @@
 #include "lang/parse.h"
 #include "probes/expand.h"
 
-int compile_script(const Source *src, const CompileSettings *cs,
-                   Script **script, Compiled *c, Diag *d) {
+int compile_front(const Source *src, const CompileSettings *cs,
+                  Script **script, Diag *d) {
   Script *s = parse_script(src, d);
   *script = s;
   if (!s || d->errors) return -1;
@@ -24,7 +24,16 @@ int compile_script(const Source *src, const CompileSettings *cs,
   if (substitute_attach_params(s, d) > 0) return -1;
   if (macro_expand_script(s, d) < 0 || d->errors) return -1;
   if (expand_script(s, d) < 0 || d->errors) return -1;
+  return 0;
+}
+
+int compile_script(const Source *src, const CompileSettings *cs,
+                   Script **script, Compiled *c, Diag *d) {
+  if (compile_front(src, cs, script, d) < 0) return -1;
+  Script *s = *script;
   if (check_script(s, c, d) < 0 || d->errors) return -1;
+  /* after check, so that the probes left out are checked all the same */
+  if (cs->probe_filter && expand_filter(s, cs->probe_filter) < 0) return -1;
   if (codegen_script(s, c, d) < 0 || d->errors) return -1;
   return 0;
 }

@@ -18,7 +18,14 @@ typedef struct CompileSettings {
   bool has_command;  /* -c COMMAND given */
   int cpid;          /* the command's pid (0 if none yet) */
   int target_pid;    /* -p PID (0: none) */
+  const char *probe_filter;  /* --probe-filter REGEX, or NULL */
 } CompileSettings;
+
+/* The front half: parse, config block, attach-point parameters, macros and
+ * probe expansion, as compile_script does them (for -l of a script).
+ * Returns 0, or -1 once a stage has reported errors through d. */
+int compile_front(const Source *src, const CompileSettings *cs,
+                  Script **script, Diag *d);
 
 /* Compiles src into c. *script receives the AST (also on failure, when
  * parsing got that far); it points into src->text and is never freed.

@@ -21,6 +21,8 @@
 
 #include "compile.h"
 #include "codegen/codegen.h"
+#include "probes/expand.h"
+#include "probes/list.h"
 #include "runtime/load.h"
 #include "probes/provider.h"
 #include "runtime/run.h"
@@ -38,7 +40,7 @@ static const char usage_text[] =
     "    loupe [options] FILE [ARG...]\n"
     "    loupe [options] - [ARG...]          (program read from stdin)\n"
     "    loupe [options] -e 'PROGRAM' [ARG...]\n"
-    "    loupe -l [PATTERN]\n"
+    "    loupe -l [-v] [PATTERN | FILE | -e 'PROGRAM']\n"
     "\n"
     "loupe compiles a bpftrace script to eBPF, attaches it to its probes\n"
     "and prints what they report until the script calls exit() or it is\n"
@@ -53,9 +55,12 @@ static const char usage_text[] =
     "                   call it \"stdin\")\n"
     "    -l [PATTERN]   list the probes whose names match PATTERN, a glob\n"
     "                   with '*' and '?' ('tracepoint:sched:*', 't:sched:*',\n"
-    "                   '*sleep*'); a plain tracepoint event name matches\n"
-    "                   too; without PATTERN, list every probe; with -v,\n"
-    "                   a uprobe's parameters from its debug information\n"
+    "                   '*ware:*', '*sleep*'); a plain tracepoint event name\n"
+    "                   matches too; several patterns are separated by\n"
+    "                   commas; 'struct NAME' prints the kernel's struct;\n"
+    "                   with -e, or a PATTERN that names a file, list that\n"
+    "                   script's probes; without PATTERN, list every probe;\n"
+    "                   -lv adds each probe's arguments\n"
     "    -o FILE        write printf and map output to FILE, not stdout\n"
     "    -c 'COMMAND'   run COMMAND once the probes are attached, and stop\n"
     "                   when it exits; the builtin cpid is its pid\n"
@@ -72,11 +77,21 @@ static const char usage_text[] =
     "                   assembly, under the script lines they come from,\n"
     "                   and exit without loading anything\n"
     "    -v             verbose: print the programs as -d does, then run\n"
+    "                   (with -l: list each probe's arguments)\n"
     "    --dry-run      compile and check the script, then exit without\n"
     "                   loading or running anything (no BEGIN, no maps)\n"
     "    --no-warnings  do not print warnings (\"WARNING: ...\")\n"
+    "    --mode MODE    'run' (default), or 'bench': run BEGIN, then each\n"
+    "                   bench:NAME probe many times, print the average time\n"
+    "                   of one run (with the system call that runs it),\n"
+    "                   then run END; without it bench probes are ignored\n"
+    "    --probe-filter REGEX\n"
+    "                   attach only the probes whose full names\n"
+    "                   (\"interval:ms:200\", \"tracepoint:sched:sched_switch\")\n"
+    "                   the extended regex REGEX finds a match in; BEGIN\n"
+    "                   and END always run\n"
     "    --unsafe       allow functions that act on the system: system(),\n"
-    "                   signal()\n"
+    "                   signal(); uprobes on symbols of size 0\n"
     "    -h, --help     show this help and exit\n"
     "    -V, --version  print loupe's version and exit\n"
     "    --             end of options: every word after it is FILE or an\n"
@@ -124,6 +139,8 @@ typedef struct Options {
   bool dry_run;            /* -d, --dry-run: compile only, load nothing */
   bool show_programs;      /* -d, -v: print the programs as assembly */
   bool no_warnings;        /* --no-warnings */
+  const char *probe_filter;  /* --probe-filter REGEX */
+  bool bench;              /* --mode bench */
   bool unsafe;             /* --unsafe: allow system() and signal() */
   const char *command;     /* -c: run this, trace until it exits */
   int pid;                 /* -p: trace only this process; 0: none */
@@ -203,7 +220,7 @@ static int parse_pid(const char *arg) {
 }
 
 /* Long options without a short form, beyond every char value. */
-enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS };
+enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_PROBE_FILTER, OPT_MODE };
 
 /* Fills o from argv. Exits for --help, --version and bad usage. */
 static void parse_options(int argc, char **argv, Options *o) {
@@ -213,6 +230,8 @@ static void parse_options(int argc, char **argv, Options *o) {
       {"unsafe", no_argument, NULL, 'U'},
       {"dry-run", no_argument, NULL, OPT_DRY_RUN},
       {"no-warnings", no_argument, NULL, OPT_NO_WARNINGS},
+      {"probe-filter", required_argument, NULL, OPT_PROBE_FILTER},
+      {"mode", required_argument, NULL, OPT_MODE},
       {"pid", required_argument, NULL, 'p'},
       {"cmd", required_argument, NULL, 'c'},
       {NULL, 0, NULL, 0},
@@ -257,6 +276,15 @@ static void parse_options(int argc, char **argv, Options *o) {
     case 'v': o->show_programs = true; break;
     case OPT_DRY_RUN: o->dry_run = true; break;
     case OPT_NO_WARNINGS: o->no_warnings = true; break;
+    case OPT_PROBE_FILTER: o->probe_filter = optarg; break;
+    case OPT_MODE:
+      if (strcmp(optarg, "run") && strcmp(optarg, "bench")) {
+        fprintf(stderr, "loupe: --mode must be 'run' or 'bench', not "
+                "'%s'\n", optarg);
+        exit(1);
+      }
+      o->bench = !strcmp(optarg, "bench");
+      break;
     case 'U': o->unsafe = true; break;
     case 'h': fputs(usage_text, stdout); exit(0);
     case 'V': printf("loupe v%s\n", LOUPE_VERSION); exit(0);
@@ -271,12 +299,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     exit(1);
   }
   if (o->list) {
-    if (o->program) {
-      fputs("loupe: -l cannot be combined with -e\n", stderr);
-      usage_hint();
-      exit(1);
-    }
-    if (nrest > 1) {
+    if (nrest > (o->program ? 0 : 1)) {
       fputs("loupe: -l takes at most one PATTERN\n", stderr);
       usage_hint();
       exit(1);
@@ -297,68 +320,6 @@ static void parse_options(int argc, char **argv, Options *o) {
   }
   o->script_args = rest;
   o->nscript_args = nrest;
-}
-
-/* ---- -l ------------------------------------------------------------- */
-
-static bool list_no_warnings;   /* --no-warnings, for the warning below */
-
-/* "loupe -l typo.bt": the user most likely meant a script that is not
- * there; say so, as bpftrace does, before matching it as a pattern. */
-static void warn_missing_script(const char *pattern) {
-  size_t n = pattern ? strlen(pattern) : 0;
-  if (list_no_warnings || n < 4 || strcmp(pattern + n - 3, ".bt") ||
-      strchr(pattern, ':') || access(pattern, F_OK) == 0)
-    return;
-  fprintf(stderr, "WARNING: It appears that '%s' is a filename but the file "
-          "does not exist. Treating '%s' as a search pattern.\n",
-          pattern, pattern);
-}
-
-/* Lists the probes matching pattern, as bpftrace -l does: "provider:..."
- * asks that provider (aliases allowed); a pattern without ':' is offered
- * to every provider, which match it against their full probe names. */
-static int list_probes(const char *pattern, FILE *out) {
-  warn_missing_script(pattern);
-  if (!pattern || !*pattern) {
-    for (int i = 0; providers[i]; i++)
-      if (providers[i]->list) providers[i]->list(NULL, out);
-    return 0;
-  }
-  const char *colon = strchr(pattern, ':');
-  size_t plen = colon ? (size_t)(colon - pattern) : strlen(pattern);
-  char *pname = strndup(pattern, plen);
-  const Provider *prov = provider_find(pname);
-  free(pname);
-
-  if (!colon) {
-    /* "loupe -l tracepoint" lists every tracepoint. */
-    if (prov) {
-      if (prov->list) prov->list(NULL, out);
-      return 0;
-    }
-    for (int i = 0; providers[i]; i++)
-      if (providers[i]->list) providers[i]->list(pattern, out);
-    return 0;
-  }
-  if (!prov) {
-    fprintf(stderr, "loupe: unknown probe type '%.*s' in '%s'\n", (int)plen,
-            pattern, pattern);
-    fputs("HINT: patterns start with a probe type, e.g. "
-          "'tracepoint:sched:*', or have no ':' at all, e.g. '*sched*'\n",
-          stderr);
-    return 1;
-  }
-  if (!prov->list) return 0;
-  /* Providers print canonical names, so match against the canonical
-   * spelling of the pattern ("t:sched:*" → "tracepoint:sched:*"). */
-  size_t len = strlen(prov->name) + strlen(colon) + 1;
-  char *canonical = malloc(len);
-  if (!canonical) return 1;
-  snprintf(canonical, len, "%s%s", prov->name, colon);
-  prov->list(canonical, out);
-  free(canonical);
-  return 0;
 }
 
 /* ---- the script ----------------------------------------------------- */
@@ -429,17 +390,71 @@ static int read_source(const Options *o, Source *src) {
 }
 
 /* Compiles the script with what the command line says about this run. */
-static int compile(const Source *src, const Options *o, Compiled *c,
-                   Diag *d) {
-  CompileSettings cs = {
+/* What the command line tells the compiler. */
+static CompileSettings settings_of(const Options *o) {
+  return (CompileSettings){
       .params = o->script_args,
       .nparams = o->nscript_args,
       .unsafe = o->unsafe,
       .has_command = o->command != NULL,
       .cpid = child.pid > 0 ? child.pid : 0,
       .target_pid = o->pid,
+      .probe_filter = o->probe_filter,
   };
+}
+
+static int compile(const Source *src, const Options *o, Compiled *c,
+                   Diag *d) {
+  CompileSettings cs = settings_of(o);
   return compile_script(src, &cs, &script, c, d);
+}
+
+/* ---- -l with a script ----------------------------------------------- */
+
+/* Lists the probes of the script (-e, or the FILE given to -l) as they
+ * expand: parse → macros → expand, and every target's name (with -v its
+ * arguments). Returns the exit status. */
+static int list_script(const Options *o) {
+  if (read_source(o, &source) < 0) return 1;
+  Diag d;
+  diag_init(&d, &source);
+  d.no_warnings = o->no_warnings;
+  CompileSettings cs = settings_of(o);
+  if (compile_front(&source, &cs, &script, &d) < 0) return 1;
+  if (o->probe_filter && expand_filter(script, o->probe_filter) < 0)
+    return 1;
+  for (Probe *p = script->probes; p; p = p->next)
+    for (AttachPoint *ap = p->aps; ap; ap = ap->next)
+      for (Target *t = ap->targets; t; t = t->next) {
+        /* timers and perf events as -l lists them, without the count:
+         * "interval:ms:1000" is an "interval:ms:" probe */
+        const char *colon = strchr(t->name, ':');
+        colon = colon ? strchr(colon + 1, ':') : NULL;
+        bool counted = (t->period || t->freq) && colon;
+        printf("%.*s\n", counted ? (int)(colon + 1 - t->name)
+                                  : (int)strlen(t->name), t->name);
+        if (probe_list_verbose) list_fields(t->format, stdout);
+      }
+  return 0;
+}
+
+/* -l: a script's probes (-e, or a PATTERN naming a file), else the probes
+ * matching PATTERN. */
+static int run_list(Options *o) {
+  const char *pattern = o->list_pattern;
+  if (!o->program && pattern && access(pattern, F_OK) == 0 &&
+      !has_wildcard(pattern)) {
+    o->script_path = pattern;
+    return list_script(o);
+  }
+  if (o->program) return list_script(o);
+  size_t len = pattern ? strlen(pattern) : 0;
+  if (!o->no_warnings && len > 3 && !strcmp(pattern + len - 3, ".bt") &&
+      !strchr(pattern, ':'))
+    fprintf(stderr, "WARNING: It appears that '%s' is a filename but the "
+            "file does not exist. Treating '%s' as a search pattern.\n",
+            pattern, pattern);
+  return list_probes(pattern, stdout);
 }
 
 static void print_programs(const Compiled *c, const Source *src, FILE *out) {
@@ -514,7 +529,7 @@ static int attach_and_run(Compiled *c, const Options *o, FILE *out, Diag *d) {
             "{\"probes\": %d}}\n", attach_all(c, NULL, d));
   RunOptions run_opts = {.out = out, .timeout_ms = 0, .format = o->format,
                          .child_pid = child.pid, .child_go_fd = child.go_fd,
-                         .target_pid = o->pid};
+                         .target_pid = o->pid, .bench = o->bench};
   child.go_fd = -1;   /* the run releases (and closes) it */
   Run *run = run_begin(c, &run_opts);
   if (!run) return 1;
@@ -642,11 +657,12 @@ int main(int argc, char **argv) {
   Options o;
   parse_options(argc, argv, &o);
   probe_target_pid = o.pid;
+  probe_unsafe = o.unsafe;
+  probe_bench_mode = o.bench;
   /* -l -p PID: the process's probes, its uprobes */
   if (o.list && o.pid && !o.list_pattern) o.list_pattern = "uprobe:*:*";
-  list_no_warnings = o.no_warnings;
-  probe_list_verbose = o.show_programs;
-  if (o.list) return list_probes(o.list_pattern, stdout);
+  probe_list_verbose = o.list && o.show_programs;   /* -lv */
+  if (o.list) return run_list(&o);
 
   if (read_source(&o, &source) < 0) return 1;
   Diag d;

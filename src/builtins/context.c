@@ -11,6 +11,7 @@
 
 #include "builtins/builtin.h"
 #include "lang/ctype.h"
+#include "probes/provider.h"
 
 /* The inode number of the initial PID namespace (include/linux/proc_ns.h). */
 #define PROC_PID_INIT_INO 0xEFFFFFFCU
@@ -227,20 +228,38 @@ static void check_args(Checker *c, Node *n) {
     check_uprobe_args(c, n);
     return;
   }
-  if (!probe_is_tracepoint(c->probe)) {
+  if (!probe_is_tracepoint(c->probe) && !probe_is_rawtracepoint(c->probe)) {
     error_at(c, n->span, "The args builtin can only be used with "
-             "tracepoint and uprobe probes");
+             "tracepoint, rawtracepoint and uprobe probes");
     return;
   }
   c->probe->uses_args = c->probe->uses_ctx = true;
   n->type.kind = TY_ARGS;
 }
 
+/* A raw tracepoint's argN exists only up to its argument count (the
+ * kernel refuses to attach a program reading past it). */
+static bool rawtp_arg_exists(Checker *c, Node *n) {
+  int index = atoi(n->name + 3);
+  for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
+    for (Target *t = ap->targets; t; t = t->next)
+      if (t->format && t->format->nfields > 0 &&
+          index >= t->format->nfields) {
+        error_at(c, n->span, "rawtracepoint %s:%s has %d argument%s "
+                 "(arg0 to arg%d)", t->category, t->event,
+                 t->format->nfields, t->format->nfields == 1 ? "" : "s",
+                 t->format->nfields - 1);
+        return false;
+      }
+  return true;
+}
+
 /* argN and retval read the probed function's registers from the context. */
 static void check_register(Checker *c, Node *n) {
   const char *s = n->name;
   bool is_retval = !strcmp(s, "retval");
-  if (!is_retval && probe_not_kprobe(c->probe, false)) {
+  if (!is_retval && probe_not_kprobe(c->probe, false) &&
+      !probe_is_rawtracepoint(c->probe)) {
     error_at(c, n->span, "The %s builtin can only be used with 'kprobes', "
              "'uprobes' and 'usdt' probes", s);
     return;
@@ -261,6 +280,9 @@ static void check_register(Checker *c, Node *n) {
              "variable first", s);
     return;
   }
+  if (!is_retval && probe_is_rawtracepoint(c->probe) &&
+      !rawtp_arg_exists(c, n))
+    return;
   c->probe->uses_ctx = true;
   n->type = ty_int(8, false);
   /* Not a pointer type (it prints as a number), but str() of it reads
@@ -469,11 +491,15 @@ static int pt_regs_offset(const char *builtin) {
   return 0;
 }
 
-/* kprobe programs may read their struct pt_regs context directly. */
+/* kprobe programs may read their struct pt_regs context directly; a raw
+ * tracepoint's context is its arguments, a u64 each. */
 static int emit_register(Gen *g, Node *n) {
   int r = reg_alloc(g);
+  int offset = g->p->prog_type == BPF_PROG_TYPE_RAW_TRACEPOINT
+                   ? 8 * atoi(n->name + 3)
+                   : pt_regs_offset(n->name);
   emit_ctx(g, r);
-  emit(g, I_LDX(BPF_DW, r, r, pt_regs_offset(n->name)));
+  emit(g, I_LDX(BPF_DW, r, r, offset));
   return r;
 }
 

@@ -133,10 +133,11 @@ static void gen_body(Gen *g, Probe *probe, int buf_base) {
   emit_subprograms(g);
 }
 
-/* Whether ap is BEGIN or END, which -p does not filter. */
+/* Whether loupe runs ap's programs itself (BEGIN, END, bench, self),
+ * which -p does not filter. */
 static bool ap_is_special(const AttachPoint *ap) {
-  const char *name = ap->prov ? ap->prov->name : ap->provider;
-  return !strcasecmp(name, "BEGIN") || !strcasecmp(name, "END");
+  if (ap->prov) return ap->prov->attach == NULL;
+  return !strcasecmp(ap->provider, "BEGIN") || !strcasecmp(ap->provider, "END");
 }
 
 static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,

@@ -26,7 +26,9 @@ int gen_field_int(Gen *g, Node *n) {
     return r;
   }
   emit_ctx(g, BPF_REG_1);
-  emit(g, I_LDX(insn_size_code(size), r, BPF_REG_1, f->offset));
+  /* a raw tracepoint's argument: its low `size` bytes of a u64 slot */
+  emit(g, I_LDX(insn_size_code(f->in_u64 ? 8 : size), r, BPF_REG_1,
+                f->offset));
   if (n->type.is_signed && size < 8) {
     emit(g, I_ALU64_IMM(BPF_LSH, r, 64 - size * 8));
     emit(g, I_ALU64_IMM(BPF_ARSH, r, 64 - size * 8));

@@ -89,6 +89,14 @@ bool probe_is_tracepoint(Probe *p) {
   return true;
 }
 
+/* Whether every attach point is a raw tracepoint (arguments in u64 slots
+ * of the context). */
+bool probe_is_rawtracepoint(Probe *p) {
+  for (AttachPoint *ap = p->aps; ap; ap = ap->next)
+    if (strcmp(ap->provider, "rawtracepoint") != 0) return false;
+  return true;
+}
+
 /* Longest `probe` name among the probe's targets, for the string size. */
 int probe_name_size(Probe *p) {
   int size = 1;

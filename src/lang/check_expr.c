@@ -191,8 +191,8 @@ static void check_field(Checker *c, Node *n) {
     for (Target *t = ap->targets; t; t = t->next) {
       const TpField *f = t->format ? tp_field(t->format, n->name) : NULL;
       if (!f) {
-        error_at(c, n->span, "tracepoint %s:%s has no field named '%s'",
-                 t->category, t->event, n->name);
+        error_at(c, n->span, "%s %s:%s has no field named '%s'",
+                 ap->provider, t->category, t->event, n->name);
         return;
       }
       if (f->is_array && !f->is_string) {

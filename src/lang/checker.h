@@ -88,6 +88,7 @@ int add_printf_def(Checker *c, PrintfDef def);
 /* ---- the probe being checked (check.c) ------------------------------ */
 
 bool probe_is_tracepoint(Probe *p);
+bool probe_is_rawtracepoint(Probe *p);
 /* Longest `probe` name among the probe's targets, for the string size. */
 int probe_name_size(Probe *p);
 /* The first provider of the probe that is not kprobe or uprobe (nor their

@@ -110,6 +110,8 @@ static struct btf *kernel_btf(void) {
   return btf;
 }
 
+struct btf *ctype_kernel_btf(void) { return kernel_btf(); }
+
 /* ---- built-in names ----------------------------------------------------- */
 
 /* The integer names a script can use without BTF: bpftrace's own, the

@@ -140,4 +140,9 @@ const CType *ctype_void(void);
 /* True once kernel BTF has been loaded (tests and start-up measurements). */
 bool ctype_btf_loaded(void);
 
+/* The kernel's BTF (vmlinux), loaded on first use and shared with the
+ * probe providers that read it (raw tracepoints); NULL if there is none. */
+struct btf;
+struct btf *ctype_kernel_btf(void);
+
 #endif

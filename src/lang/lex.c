@@ -510,7 +510,8 @@ static bool slash_in_path(const char *p) {
   return false;
 }
 
-/* Where an attach point spec ends. A '/' belongs to the spec when it
+/* Where an attach point spec ends (a part may be in double quotes, which
+ * parse_top removes). A '/' belongs to the spec when it
  * starts a part ("uprobe:/bin/bash"), the part is a path ("./a.out/x") or
  * a ':' part follows ("uprobe:lib/x.so:f"); otherwise it opens a
  * predicate ("BEGIN/pid == 1/"). */
@@ -518,6 +519,14 @@ static const char *attach_point_end(const char *p) {
   const char *part = p;
   for (; *p; p++) {
     int c = (unsigned char)*p;
+    /* a part may be quoted: uprobe:/bin/bash:"echo_builtin"+0 */
+    if (c == '"' && p == part && p[-1] == ':') {
+      size_t len = strcspn(p + 1, "\"\n");
+      if (p[1 + len] == '"') {
+        p += 1 + len;
+        continue;
+      }
+    }
     if (isspace(c) || strchr(",{}();=\"#", c)) break;
     if (c == '/' && !(p == part || *part == '/' || *part == '.') &&
         !slash_in_path(p))

@@ -24,6 +24,18 @@ static const char *canonical_provider(const char *name) {
   return name;
 }
 
+/* A part without the double quotes that may surround it (or its start,
+ * as in "echo_builtin"+8): the lexer lets them hold any character. */
+static char *unquoted_part(const char *p, const char *e) {
+  char *s = dup_text(p, (int)(e - p));
+  char *close = s[0] == '"' ? strchr(s + 1, '"') : NULL;
+  if (close) {
+    memmove(close, close + 1, strlen(close + 1) + 1);
+    memmove(s, s + 1, strlen(s));
+  }
+  return s;
+}
+
 /* Splits "provider:a:b:c" into its parts; a fifth and later part stays
  * joined to the fourth (C++ names with "::" in uprobes). */
 static AttachPoint *new_attach_point(const Token *t) {
@@ -42,7 +54,7 @@ static AttachPoint *new_attach_point(const Token *t) {
     p++;
     const char *e = ap->nparts == 3 ? end : memchr(p, ':', (size_t)(end - p));
     if (!e) e = end;
-    ap->parts[ap->nparts++] = dup_text(p, (int)(e - p));
+    ap->parts[ap->nparts++] = unquoted_part(p, e);
     p = e;
   }
   return ap;

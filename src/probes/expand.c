@@ -3,6 +3,9 @@
  * reports every bad probe in the script. */
 #include "probes/expand.h"
 
+#include <regex.h>
+#include <stdio.h>
+
 #include "probes/provider.h"
 
 static int expand_attach_point(AttachPoint *ap, Diag *d) {
@@ -28,8 +31,13 @@ static int expand_probe(Probe *p, MissingProbes missing, Diag *d) {
   for (AttachPoint **link = &p->aps; *link;) {
     AttachPoint *ap = *link;
     if (missing == MISSING_ERROR) {
-      if (expand_attach_point(ap, d) < 0) result = -1;
-      link = &ap->next;
+      int r = expand_attach_point(ap, d);
+      if (r < 0) result = -1;
+      /* no targets and no error: left out (bench outside --mode bench) */
+      if (r == 0 && ap->ntargets == 0)
+        *link = ap->next;
+      else
+        link = &ap->next;
       continue;
     }
     int saved = d->demote;
@@ -56,4 +64,51 @@ int expand_script(Script *s, Diag *d) {
       link = &p->next;
   }
   return result;
+}
+
+/* Drops the targets of ap that re does not match; how many are left. */
+static int filter_targets(AttachPoint *ap, const regex_t *re) {
+  for (Target **link = &ap->targets; *link;) {
+    Target *t = *link;
+    if (regexec(re, t->name, 0, NULL, 0) == 0) {
+      link = &t->next;
+    } else {
+      *link = t->next;
+      ap->ntargets--;
+    }
+  }
+  return ap->ntargets;
+}
+
+int expand_filter(Script *s, const char *regex) {
+  regex_t re;
+  if (regcomp(&re, regex, REG_EXTENDED | REG_NOSUB) != 0) {
+    fprintf(stderr, "ERROR: Invalid --probe-filter regex: %s\n", regex);
+    return -1;
+  }
+  int left = 0;
+  for (Probe **plink = &s->probes; *plink;) {
+    Probe *p = *plink;
+    for (AttachPoint **link = &p->aps; *link;) {
+      AttachPoint *ap = *link;
+      bool runs_itself = ap->prov && !ap->prov->attach;   /* BEGIN, END */
+      if (runs_itself || filter_targets(ap, &re) > 0) {
+        left++;
+        link = &ap->next;
+      } else {
+        *link = ap->next;
+      }
+    }
+    if (p->aps)
+      plink = &p->next;
+    else
+      *plink = p->next;
+  }
+  regfree(&re);
+  if (left == 0) {
+    fprintf(stderr, "ERROR: No probes to attach (none matches the "
+            "--probe-filter '%s')\n", regex);
+    return -1;
+  }
+  return 0;
 }

@@ -7,7 +7,9 @@
  *                     us, ms, s, m, h, d), or none for nanoseconds;
  *   profile:UNIT:N, profile:NUNIT (alias p:)  on every CPU;
  *   software:EVENT[:N] (alias s:) every N-th occurrence of a software
- *                     event (page-faults, context-switches, ...) on any CPU.
+ *                     event (page-faults, context-switches, ...) on any CPU;
+ *   hardware:EVENT[:N] (alias h:) the same for a hardware event the CPU's
+ *                     PMU counts (cycles, cache-misses, ...).
  */
 #include <ctype.h>
 #include <errno.h>
@@ -46,12 +48,20 @@ static const IntervalUnit *unit_find(const IntervalUnit *list, size_t n,
   return NULL;
 }
 
-/* Reads a whole decimal number; false if s is anything else. */
+/* Reads a whole decimal number, also written as NeM (1e6) as bpftrace
+ * allows; false if s is anything else. */
 static bool parse_count(const char *s, uint64_t *out) {
   if (!isdigit((unsigned char)*s)) return false;
   errno = 0;
   char *end;
   unsigned long long v = strtoull(s, &end, 10);
+  if (*end == 'e' && isdigit((unsigned char)end[1])) {
+    unsigned long long exp = strtoull(end + 1, &end, 10);
+    for (; exp > 0 && !errno; exp--) {
+      if (v > UINT64_MAX / 10) errno = ERANGE;
+      v *= 10;
+    }
+  }
   if (*end || errno) return false;
   *out = v;
   return true;
@@ -259,16 +269,16 @@ const Provider profile_provider = {
     .list = profile_list,
 };
 
-/* ---- software events ------------------------------------------------ */
+/* ---- software and hardware events ----------------------------------- */
 
-typedef struct SoftwareEvent {
+typedef struct PerfEventName {
   const char *name;
   const char *alias;       /* or NULL */
-  uint64_t config;         /* PERF_COUNT_SW_* */
+  uint64_t config;         /* PERF_COUNT_SW_* or PERF_COUNT_HW_* */
   uint64_t default_count;  /* sample period when none is written */
-} SoftwareEvent;
+} PerfEventName;
 
-static const SoftwareEvent software_events[] = {
+static const PerfEventName software_events[] = {
     {"alignment-faults", NULL, PERF_COUNT_SW_ALIGNMENT_FAULTS, 1},
     {"bpf-output", NULL, PERF_COUNT_SW_BPF_OUTPUT, 1},
     {"context-switches", "cs", PERF_COUNT_SW_CONTEXT_SWITCHES, 1000},
@@ -282,36 +292,72 @@ static const SoftwareEvent software_events[] = {
     {"task-clock", NULL, PERF_COUNT_SW_TASK_CLOCK, 1000000},
 };
 
-#define NSOFTWARE (sizeof software_events / sizeof software_events[0])
+/* The generic hardware events of perf_event_open(2); which of them a CPU
+ * counts is up to its PMU. */
+static const PerfEventName hardware_events[] = {
+    {"backend-stalls", NULL, PERF_COUNT_HW_STALLED_CYCLES_BACKEND, 1000000},
+    {"branch-instructions", "branches", PERF_COUNT_HW_BRANCH_INSTRUCTIONS,
+     100000},
+    {"branch-misses", NULL, PERF_COUNT_HW_BRANCH_MISSES, 100000},
+    {"bus-cycles", NULL, PERF_COUNT_HW_BUS_CYCLES, 100000},
+    {"cache-misses", NULL, PERF_COUNT_HW_CACHE_MISSES, 1000000},
+    {"cache-references", NULL, PERF_COUNT_HW_CACHE_REFERENCES, 1000000},
+    {"cpu-cycles", "cycles", PERF_COUNT_HW_CPU_CYCLES, 1000000},
+    {"frontend-stalls", NULL, PERF_COUNT_HW_STALLED_CYCLES_FRONTEND, 1000000},
+    {"instructions", NULL, PERF_COUNT_HW_INSTRUCTIONS, 1000000},
+    {"ref-cycles", NULL, PERF_COUNT_HW_REF_CPU_CYCLES, 1000000},
+};
 
-static const SoftwareEvent *software_event_find(const char *name) {
-  for (size_t i = 0; i < NSOFTWARE; i++) {
-    const SoftwareEvent *e = &software_events[i];
+typedef struct PerfEventKind {
+  const char *provider;
+  uint32_t type;           /* PERF_TYPE_SOFTWARE or PERF_TYPE_HARDWARE */
+  const PerfEventName *events;
+  size_t n;
+} PerfEventKind;
+
+#define COUNT_OF(a) (sizeof(a) / sizeof((a)[0]))
+static const PerfEventKind software_kind = {
+    "software", PERF_TYPE_SOFTWARE, software_events, COUNT_OF(software_events)};
+static const PerfEventKind hardware_kind = {
+    "hardware", PERF_TYPE_HARDWARE, hardware_events, COUNT_OF(hardware_events)};
+
+static const PerfEventKind *kind_of(const char *provider) {
+  return !strcmp(provider, "hardware") ? &hardware_kind : &software_kind;
+}
+
+static const PerfEventName *event_find(const PerfEventKind *k,
+                                       const char *name) {
+  for (size_t i = 0; i < k->n; i++) {
+    const PerfEventName *e = &k->events[i];
     if (!strcmp(e->name, name) || (e->alias && !strcmp(e->alias, name)))
       return e;
   }
   return NULL;
 }
 
-static int software_expand(AttachPoint *ap, Diag *d) {
+static int perf_kind_expand(AttachPoint *ap, Diag *d) {
+  const PerfEventKind *k = kind_of(ap->prov->name);
   if (ap->nparts != 1 && ap->nparts != 2) {
-    diag_error(d, ap->span, "software probe type requires 1 or 2 arguments");
+    diag_error(d, ap->span, "%s probe type requires 1 or 2 arguments",
+               k->provider);
     return -1;
   }
-  const SoftwareEvent *e = software_event_find(ap->parts[0]);
+  const PerfEventName *e = event_find(k, ap->parts[0]);
   if (!e) {
-    diag_error(d, ap->span, "%s is not a software probe", ap->parts[0]);
-    diag_hint(d, "loupe -l 'software:*' lists them");
+    diag_error(d, ap->span, "%s is not a %s probe", ap->parts[0],
+               k->provider);
+    diag_hint(d, "loupe -l '%s:*' lists them", k->provider);
     return -1;
   }
   uint64_t count = e->default_count;
-  if (ap->nparts == 2 && !parse_count(ap->parts[1], &count)) {
-    diag_error(d, ap->span, "software count must be a whole number, not '%s'",
-               ap->parts[1]);
+  if (ap->nparts == 2 && *ap->parts[1] && !parse_count(ap->parts[1], &count)) {
+    diag_error(d, ap->span, "%s count must be a whole number, not '%s'",
+               k->provider, ap->parts[1]);
     return -1;
   }
   if (count == 0) {
-    diag_error(d, ap->span, "software count must be greater than zero");
+    diag_error(d, ap->span, "%s count must be greater than zero",
+               k->provider);
     return -1;
   }
   Target *t = calloc(1, sizeof *t);
@@ -319,9 +365,10 @@ static int software_expand(AttachPoint *ap, Diag *d) {
   t->name = malloc(len);
   /* The event as written, so `probe` prints what the script says. */
   if (ap->nparts == 2)
-    snprintf(t->name, len, "software:%s:%s", ap->parts[0], ap->parts[1]);
+    snprintf(t->name, len, "%s:%s:%s", k->provider, ap->parts[0],
+             ap->parts[1]);
   else
-    snprintf(t->name, len, "software:%s:", ap->parts[0]);
+    snprintf(t->name, len, "%s:%s:", k->provider, ap->parts[0]);
   t->event = strdup(e->name);
   t->period = count;  /* here: events between firings */
   ap->targets = t;
@@ -329,35 +376,75 @@ static int software_expand(AttachPoint *ap, Diag *d) {
   return 0;
 }
 
-static int software_attach(const Target *t, int prog_fd, LinkSet *links,
-                           char *err, size_t errlen) {
-  const SoftwareEvent *e = software_event_find(t->event);
+static int perf_kind_attach(const PerfEventKind *k, const Target *t,
+                            int prog_fd, LinkSet *links, char *err,
+                            size_t errlen) {
+  const PerfEventName *e = event_find(k, t->event);
   if (!e) {
-    snprintf(err, errlen, "unknown software event %s", t->event);
+    snprintf(err, errlen, "unknown %s event %s", k->provider, t->event);
     return -1;
   }
   struct perf_event_attr attr;
   memset(&attr, 0, sizeof attr);
-  attr.type = PERF_TYPE_SOFTWARE;
+  attr.type = k->type;
   attr.config = e->config;
   attr.sample_period = t->period;
-  return attach_every_cpu(&attr, prog_fd, links, err, errlen);
+  int r = attach_every_cpu(&attr, prog_fd, links, err, errlen);
+  if (r < 0 && k->type == PERF_TYPE_HARDWARE &&
+      (errno == ENOENT || errno == EOPNOTSUPP || errno == ENODEV))
+    snprintf(err, errlen, "this machine's CPUs do not count %s (no "
+             "hardware PMU, or not this event)", e->name);
+  return r;
+}
+
+static int software_attach(const Target *t, int prog_fd, LinkSet *links,
+                           char *err, size_t errlen) {
+  return perf_kind_attach(&software_kind, t, prog_fd, links, err, errlen);
+}
+
+static int hardware_attach(const Target *t, int prog_fd, LinkSet *links,
+                           char *err, size_t errlen) {
+  return perf_kind_attach(&hardware_kind, t, prog_fd, links, err, errlen);
+}
+
+/* Each event by its name and by its alias ("software:cpu-clock:",
+ * "software:cpu:"). The hardware ones are listed whether or not this
+ * machine's CPUs count them. */
+static void perf_kind_list(const PerfEventKind *k, const char *pattern,
+                           FILE *out) {
+  for (size_t i = 0; i < k->n; i++) {
+    const char *names[2] = {k->events[i].name, k->events[i].alias};
+    for (int j = 0; j < 2 && names[j]; j++) {
+      char name[64];
+      snprintf(name, sizeof name, "%s:%s:", k->provider, names[j]);
+      if (!pattern || !*pattern || glob_match(pattern, name))
+        fprintf(out, "%s\n", name);
+    }
+  }
 }
 
 static void software_list(const char *pattern, FILE *out) {
-  for (size_t i = 0; i < NSOFTWARE; i++) {
-    char name[64];
-    snprintf(name, sizeof name, "software:%s:", software_events[i].name);
-    if (!pattern || !*pattern || glob_match(pattern, name))
-      fprintf(out, "%s\n", name);
-  }
+  perf_kind_list(&software_kind, pattern, out);
+}
+
+static void hardware_list(const char *pattern, FILE *out) {
+  perf_kind_list(&hardware_kind, pattern, out);
 }
 
 const Provider software_provider = {
     .name = "software",
     .alias = "s",
     .prog_type = BPF_PROG_TYPE_PERF_EVENT,
-    .expand = software_expand,
+    .expand = perf_kind_expand,
     .attach = software_attach,
     .list = software_list,
+};
+
+const Provider hardware_provider = {
+    .name = "hardware",
+    .alias = "h",
+    .prog_type = BPF_PROG_TYPE_PERF_EVENT,
+    .expand = perf_kind_expand,
+    .attach = hardware_attach,
+    .list = hardware_list,
 };

@@ -176,10 +176,7 @@ static int kprobe_expand(AttachPoint *ap, Diag *d) {
     if (glob_match(func, funcs->names[i]) &&
         !names_has(refused, funcs->names[i]))
       add_target(ap, funcs->names[i]);
-  if (ap->ntargets == 0) {
-    diag_error(d, ap->span, "No %s matches %s", pname, func);
-    return -1;
-  }
+  if (ap->ntargets == 0) return probe_no_matches(ap, d, func);
   return 0;
 }
 

@@ -20,12 +20,16 @@ extern const Provider tracepoint_provider;
 extern const Provider interval_provider;
 extern const Provider profile_provider;
 extern const Provider software_provider;
+extern const Provider hardware_provider;
 extern const Provider kprobe_provider;
 extern const Provider kretprobe_provider;
 extern const Provider uprobe_provider;
 extern const Provider uretprobe_provider;
+extern const Provider rawtracepoint_provider;
 extern const Provider begin_provider;
 extern const Provider end_provider;
+extern const Provider bench_provider;
+extern const Provider self_provider;
 
 /* ---- providers loupe knows by name but does not implement yet ------- */
 
@@ -45,28 +49,29 @@ static void list_nothing(const char *pattern, FILE *out) {}
                                .list = list_nothing}
 
 UNSUPPORTED(usdt_provider, "usdt", "U");
-UNSUPPORTED(hardware_provider, "hardware", "h");
 UNSUPPORTED(watchpoint_provider, "watchpoint", "w");
 UNSUPPORTED(asyncwatchpoint_provider, "asyncwatchpoint", "aw");
 UNSUPPORTED(kfunc_provider, "kfunc", "f");
 UNSUPPORTED(kretfunc_provider, "kretfunc", "fr");
 UNSUPPORTED(fentry_provider, "fentry", NULL);
 UNSUPPORTED(fexit_provider, "fexit", NULL);
-UNSUPPORTED(rawtracepoint_provider, "rawtracepoint", "rt");
 UNSUPPORTED(iter_provider, "iter", "it");
 
 const Provider *const providers[] = {
-    &begin_provider,     &end_provider,
+    &begin_provider,     &end_provider,       &bench_provider,
+    &self_provider,
     &interval_provider,  &profile_provider,
-    &software_provider,  &tracepoint_provider,
+    &software_provider,  &hardware_provider,
+    &tracepoint_provider,
     &kprobe_provider,    &kretprobe_provider,
     &uprobe_provider,    &uretprobe_provider,
+    &rawtracepoint_provider,
     /* known, not implemented yet */
-    &usdt_provider,      &hardware_provider,
+    &usdt_provider,
     &watchpoint_provider, &asyncwatchpoint_provider,
     &kfunc_provider,     &kretfunc_provider,
     &fentry_provider,    &fexit_provider,
-    &rawtracepoint_provider, &iter_provider,
+    &iter_provider,
     NULL,
 };
 
@@ -79,6 +84,14 @@ const Provider *provider_find(const char *name) {
   }
   return NULL;
 }
+
+int probe_no_matches(AttachPoint *ap, Diag *d, const char *what) {
+  diag_error(d, ap->span, "No matches for %s %s.%s", ap->prov->name, what,
+             d->demote == DEMOTE_TO_WARNING ? " Skipping." : "");
+  return -1;
+}
+
+bool probe_list_verbose;
 
 /* ---- LinkSet -------------------------------------------------------- */
 
@@ -191,7 +204,7 @@ int probe_pmu_type(const char *pmu) {
 }
 
 int probe_target_pid;
-bool probe_list_verbose;
+bool probe_unsafe;
 
 int probe_pmu_attach(const char *pmu, bool retprobe, int pid, uint64_t config1,
                      uint64_t config2, int prog_fd, LinkSet *links,

@@ -19,6 +19,9 @@ typedef struct TpField {
   bool is_string;     /* char[N] (is_array) or __data_loc char[] */
   bool is_array;      /* T name[N] with N > 0 */
   bool data_loc;      /* __data_loc: u32 = (len << 16) | offset */
+  bool in_u64;        /* raw tracepoint: the value sits in a u64 slot of
+                         the context, which is read whole (the kernel
+                         allows no narrower read) */
 } TpField;
 
 typedef struct TpFormat {
@@ -52,6 +55,10 @@ typedef struct Provider {
   /* Prints the probes this provider offers that match the glob pattern
    * (NULL or "" for all), one per line, as `loupe -l` shows them. */
   void (*list)(const char *pattern, FILE *out);
+  /* The kernel runs the programs attached to one place newest first
+   * (uprobe consumers), so attach_all attaches these probes last to
+   * first, and they still fire in the script's order. */
+  bool newest_first;
 } Provider;
 
 /* Looks a provider up by name or alias; NULL if there is none. */
@@ -72,13 +79,25 @@ bool glob_match(const char *pattern, const char *s);
 /* Whether s contains a wildcard glob_match understands. */
 bool has_wildcard(const char *s);
 
+/* Reports that attach point ap matched nothing, in bpftrace's words:
+ * "No matches for PROVIDER WHAT." (and " Skipping." when missing_probes
+ * turns the error into a warning). Returns -1. */
+int probe_no_matches(AttachPoint *ap, Diag *d, const char *what);
+
+/* -lv: listings also print each probe's arguments, one per line, indented
+ * ("    struct sk_buff * skb"). Set by main before listing. */
+extern bool probe_list_verbose;
+
 /* -p PID, for the providers that attach to one process (uprobes); 0:
  * every process. Set by main before anything is attached. */
 extern int probe_target_pid;
 
-/* -lv: providers that can describe a probe's arguments list them under
- * it. Set by main before listing. */
-extern bool probe_list_verbose;
+/* --mode bench: bench probes have targets (else they are left out). */
+extern bool probe_bench_mode;
+
+/* --unsafe: uprobes may go where loupe cannot check the bounds (symbols
+ * of size 0). Set by main before expanding. */
+extern bool probe_unsafe;
 
 /* Shared by the providers built on perf events (tracepoint, interval,
  * profile, software): opens the event described by attr (its size is

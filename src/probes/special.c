@@ -1,13 +1,26 @@
-/* special: the BEGIN and END probes.
+/* special: the BEGIN and END probes, bench:NAME and self:signal:SIGUSR1.
  *
  * They attach to nothing. Their programs load as raw tracepoint programs,
  * which the kernel lets user space run directly (BPF_PROG_TEST_RUN), so
- * the run stage executes BEGIN before the event loop and END after it. */
+ * the run stage executes BEGIN before the event loop and END after it.
+ * Under --mode bench, the run stage runs each bench probe many times
+ * instead of waiting for events and prints how long one run took;
+ * otherwise bench probes are left out, as bpftrace ignores them.
+ * self:signal:SIGUSR1 runs whenever loupe receives SIGUSR1. */
 #include <linux/bpf.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "probes/provider.h"
+
+/* The attach point's one target, called name. */
+static void one_target(AttachPoint *ap, const char *name, const char *event) {
+  Target *t = calloc(1, sizeof *t);
+  t->name = strdup(name);
+  t->event = event ? strdup(event) : NULL;
+  ap->targets = t;
+  ap->ntargets = 1;
+}
 
 static int special_expand(AttachPoint *ap, Diag *d) {
   const char *name = ap->prov->name;
@@ -15,10 +28,7 @@ static int special_expand(AttachPoint *ap, Diag *d) {
     diag_error(d, ap->span, "%s probe type requires 0 arguments", name);
     return -1;
   }
-  Target *t = calloc(1, sizeof *t);
-  t->name = strdup(name);
-  ap->targets = t;
-  ap->ntargets = 1;
+  one_target(ap, name, NULL);
   return 0;
 }
 
@@ -39,6 +49,52 @@ const Provider end_provider = {
     .alias = "end",
     .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
     .expand = special_expand,
+    .attach = NULL,
+    .list = special_list,
+};
+
+bool probe_bench_mode;
+
+static int bench_expand(AttachPoint *ap, Diag *d) {
+  if (ap->nparts != 1 || !*ap->parts[0]) {
+    diag_error(d, ap->span, "bench probe type requires 1 argument");
+    return -1;
+  }
+  if (!probe_bench_mode) return 0;   /* no target: the probe is left out */
+  char name[512];
+  snprintf(name, sizeof name, "bench:%s", ap->parts[0]);
+  one_target(ap, name, ap->parts[0]);
+  return 0;
+}
+
+const Provider bench_provider = {
+    .name = "bench",
+    .alias = NULL,
+    .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
+    .expand = bench_expand,
+    .attach = NULL,
+    .list = special_list,
+};
+
+static int self_expand(AttachPoint *ap, Diag *d) {
+  if (ap->nparts != 2) {
+    diag_error(d, ap->span, "self probe type requires 2 arguments");
+    return -1;
+  }
+  if (strcmp(ap->parts[0], "signal") || strcmp(ap->parts[1], "SIGUSR1")) {
+    diag_error(d, ap->span, "self:%s:%s is not a self probe: the only one "
+               "is self:signal:SIGUSR1", ap->parts[0], ap->parts[1]);
+    return -1;
+  }
+  one_target(ap, "self:signal:SIGUSR1", "SIGUSR1");
+  return 0;
+}
+
+const Provider self_provider = {
+    .name = "self",
+    .alias = NULL,
+    .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
+    .expand = self_expand,
     .attach = NULL,
     .list = special_list,
 };

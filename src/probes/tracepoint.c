@@ -15,6 +15,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
+#include "probes/list.h"
 #include "probes/provider.h"
 
 /* ---- tracefs -------------------------------------------------------- */
@@ -283,9 +284,9 @@ static int tracepoint_expand(AttachPoint *ap, Diag *d) {
   else
     add_target(cat, ev, ap);
   if (ap->ntargets == 0) {
-    diag_error(d, ap->span, "%s not found: %s:%s",
-               wild ? "tracepoints" : "tracepoint", cat, ev);
-    return -1;
+    char what[512];
+    snprintf(what, sizeof what, "%s:%s", cat, ev);
+    return probe_no_matches(ap, d, what);
   }
   return 0;
 }
@@ -311,8 +312,10 @@ static void list_one(const char *cat, const char *ev, void *arg) {
   ListArgs *la = arg;
   char *name = target_name(cat, ev);
   if (!la->pattern || glob_match(la->pattern, name) ||
-      glob_match(la->pattern, ev))
+      glob_match(la->pattern, ev)) {
     fprintf(la->out, "%s\n", name);
+    if (probe_list_verbose) list_fields(tp_format(cat, ev), la->out);
+  }
   free(name);
 }
 

@@ -16,12 +16,15 @@
  * points at the file's path and config2 holds the offset; it fires in
  * every process that maps the file. Nothing is written to uprobe_events,
  * so nothing outlives loupe. */
+#include <glob.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <linux/bpf.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "probes/provider.h"
 #include "sym/dwarf.h"
@@ -62,27 +65,107 @@ static bool find_in_target(const char *binary, char *found, char *real) {
 static bool find_binary(const char *binary, char *found, char *real) {
   if (probe_target_pid > 0 && find_in_target(binary, found, real))
     return true;
-  if (!elf_find_binary(binary, found, PATH_MAX)) return false;
+  struct stat st;
+  /* a path may name a library that is not executable ("libsimple.so") */
+  bool readable_path = strchr(binary, '/') && stat(binary, &st) == 0 &&
+                       S_ISREG(st.st_mode) && access(binary, R_OK) == 0;
+  if (readable_path)
+    snprintf(found, PATH_MAX, "%s", binary);
+  else if (!elf_find_binary(binary, found, PATH_MAX))
+    return false;
   if (realpath(found, real) && access(real, R_OK) == 0) return true;
   snprintf(real, PATH_MAX, "%s", found);
   return true;
 }
 
+/* One target: the function f of the file, at file offset `offset`, named
+ * PROVIDER:SHOWN_PATH:LABEL ("uprobe:/bin/bash:readline+4"). */
 static void add_target(AttachPoint *ap, const char *shown_path,
-                       const char *real_path, const Func *f) {
+                       const char *real_path, const Func *f,
+                       const char *label, uint64_t offset) {
   Target *t = calloc(1, sizeof *t);
   size_t len = strlen(ap->prov->name) + strlen(shown_path) +
-               strlen(f->name) + 3;
+               strlen(label) + 3;
   t->name = malloc(len);
-  snprintf(t->name, len, "%s:%s:%s", ap->prov->name, shown_path, f->name);
+  snprintf(t->name, len, "%s:%s:%s", ap->prov->name, shown_path, label);
   t->event = strdup(f->name);
   t->binary = strdup(real_path);
-  t->offset = f->offset;
+  t->offset = offset;
   dwinfo_note_binary(real_path);   /* its types, for casts and args */
   Target **tail = &ap->targets;
   while (*tail) tail = &(*tail)->next;
   *tail = t;
   ap->ntargets++;
+}
+
+static const Func *func_named(const FuncList *l, const char *name) {
+  for (int i = 0; i < l->n; i++)
+    if (!strcmp(l->funcs[i].name, name)) return &l->funcs[i];
+  return NULL;
+}
+
+/* The function whose code holds address a, as the file links it. */
+static const Func *func_at(const FuncList *l, uint64_t a) {
+  for (int i = 0; i < l->n; i++) {
+    const Func *f = &l->funcs[i];
+    if (a >= f->vaddr && a < f->vaddr + (f->size ? f->size : 1)) return f;
+  }
+  return NULL;
+}
+
+/* An ADDRESS ("0x1234", "4660") of the file: the function holding it.
+ * Returns 1 with a target, -1 after reporting. */
+static int add_address(AttachPoint *ap, const FuncList *l, const char *shown,
+                       const char *real, const char *spec, uint64_t a,
+                       Diag *d) {
+  const Func *f = func_at(l, a);
+  if (!f) {
+    diag_error(d, ap->span, "Could not resolve address: %s:0x%" PRIx64,
+               shown, a);
+    return -1;
+  }
+  add_target(ap, shown, real, f, spec, f->offset + (a - f->vaddr));
+  return 1;
+}
+
+/* FUNC, FUNC+OFFSET or an ADDRESS: one target, inside the function's
+ * bounds (its symbol's size; without a disassembler loupe cannot tell
+ * instruction boundaries, so an offset is trusted within them). Returns
+ * 1 with a target, 0 if there is no such function, -1 after reporting. */
+static int add_exact(AttachPoint *ap, const FuncList *l, const char *shown,
+                     const char *real, const char *spec, Diag *d) {
+  char *end;
+  if (spec[0] >= '0' && spec[0] <= '9') {
+    uint64_t a = strtoull(spec, &end, 0);
+    if (!*end) return add_address(ap, l, shown, real, spec, a, d);
+  }
+  char name[1024];
+  uint64_t off = 0;
+  bool has_off = false;
+  const char *plus = strrchr(spec, '+');
+  if (plus && plus > spec && plus[1] >= '0' && plus[1] <= '9') {
+    off = strtoull(plus + 1, &end, 0);
+    has_off = !*end;
+  }
+  snprintf(name, sizeof name, "%.*s",
+           (int)(has_off ? (size_t)(plus - spec) : strlen(spec)), spec);
+  const Func *f = func_named(l, name);
+  if (!f) return 0;
+  if (f->size == 0 && !probe_unsafe) {
+    diag_error(d, ap->span, "Could not determine boundary for %s (symbol "
+               "has size 0).", name);
+    if (d->demote == DEMOTE_NONE)
+      diag_hint(d, "Use --unsafe to force attachment. WARNING: This option "
+                "could lead to data corruption in the target process.");
+    return -1;
+  }
+  if (has_off && f->size && off >= f->size) {
+    diag_error(d, ap->span, "Offset outside the function bounds ('%s' size "
+               "is %" PRIu64 ")", name, f->size);
+    return -1;
+  }
+  add_target(ap, shown, real, f, spec, f->offset + off);
+  return 1;
 }
 
 /* Adds a target for each function matching pattern; how many were. */
@@ -94,7 +177,7 @@ static int add_matches(AttachPoint *ap, const FuncList *l,
   for (int i = 0; i < l->n; i++) {
     const Func *f = &l->funcs[i];
     if (wild ? glob_match(pattern, f->name) : !strcmp(pattern, f->name)) {
-      add_target(ap, shown_path, real_path, f);
+      add_target(ap, shown_path, real_path, f, f->name, f->offset);
       found++;
     }
   }
@@ -157,7 +240,7 @@ static int expand_source_line(AttachPoint *ap, Diag *d) {
     diag_error(d, ap->span, "%s", err);
     return -1;
   }
-  add_target(ap, ap->parts[0], real, &f);
+  add_target(ap, ap->parts[0], real, &f, f.name, f.offset);
   Target *t = ap->targets;
   while (t->next) t = t->next;
   if (in_func) {   /* `func` is the function the line is in */
@@ -165,6 +248,21 @@ static int expand_source_line(AttachPoint *ap, Diag *d) {
     t->event = strdup(in_func);
   }
   return 0;
+}
+
+/* The regular files a wildcard path matches (glob(3), without -p): fn
+ * for each, as elf_each_mapped_file calls it for a process's files. */
+static void each_globbed_file(const char *pattern,
+                              bool (*fn)(const char *path, void *arg),
+                              void *arg) {
+  glob_t g;
+  if (glob(pattern, 0, NULL, &g) != 0) return;
+  for (size_t i = 0; i < g.gl_pathc; i++) {
+    struct stat st;
+    if (stat(g.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode))
+      fn(g.gl_pathv[i], arg);
+  }
+  globfree(&g);
 }
 
 static int uprobe_expand(AttachPoint *ap, Diag *d) {
@@ -181,12 +279,17 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
   const char *binary = ap->parts[0], *func = ap->parts[1];
   if (strchr(binary, '@') && !has_wildcard(binary))
     return expand_source_line(ap, d);
-  if (probe_target_pid > 0 && has_wildcard(binary)) {
+  char what[2 * PATH_MAX];
+  if (has_wildcard(binary)) {
+    /* with -p the files the process maps, else the file system's */
     MappedMatch m = {.ap = ap, .binary = binary, .func = func};
-    elf_each_mapped_file(probe_target_pid, match_mapped, &m);
+    if (probe_target_pid > 0)
+      elf_each_mapped_file(probe_target_pid, match_mapped, &m);
+    else
+      each_globbed_file(binary, match_mapped, &m);
     if (m.found > 0) return 0;
-    diag_error(d, ap->span, "No %s matches %s:%s", pname, binary, func);
-    return -1;
+    snprintf(what, sizeof what, "%s:%s", binary, func);
+    return probe_no_matches(ap, d, what);
   }
   char found[PATH_MAX], real[PATH_MAX], err[PATH_MAX + 100];
   if (!find_binary(binary, found, real)) {
@@ -201,14 +304,13 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
   }
   /* `probe` shows a path as written, a bare name as found on PATH. */
   const char *shown = strchr(binary, '/') ? binary : found;
-  int n = add_matches(ap, &funcs, shown, real, func);
+  int n = has_wildcard(func) ? add_matches(ap, &funcs, shown, real, func)
+                             : add_exact(ap, &funcs, shown, real, func, d);
   elf_funcs_free(&funcs);
   if (n > 0) return 0;
-  if (has_wildcard(func))
-    diag_error(d, ap->span, "No %s matches %s:%s", pname, shown, func);
-  else
-    diag_error(d, ap->span, "Could not resolve symbol: %s:%s", shown, func);
-  return -1;
+  if (n < 0) return -1;
+  snprintf(what, sizeof what, "%s:%s", shown, func);
+  return probe_no_matches(ap, d, what);
 }
 
 static int attach_uprobe(const Target *t, bool retprobe, int prog_fd,
@@ -264,7 +366,13 @@ static void list_functions(const char *pname, const char *pattern,
     elf_each_mapped_file(probe_target_pid, match_mapped, &m);
     return;
   }
-  if (has_wildcard(written) || !find_binary(written, found, real)) return;
+  if (has_wildcard(written)) {
+    MappedMatch m = {.binary = written, .func = func_pattern, .list = out,
+                     .pname = pname};
+    each_globbed_file(written, match_mapped, &m);
+    return;
+  }
+  if (!find_binary(written, found, real)) return;
   FuncList funcs = {0};
   if (elf_read_functions(real, &funcs, err, sizeof err) < 0) return;
   const char *shown = strchr(written, '/') ? written : found;
@@ -291,6 +399,7 @@ const Provider uprobe_provider = {
     .expand = uprobe_expand,
     .attach = uprobe_attach,
     .list = uprobe_list,
+    .newest_first = true,
 };
 
 const Provider uretprobe_provider = {
@@ -300,4 +409,5 @@ const Provider uretprobe_provider = {
     .expand = uprobe_expand,
     .attach = uretprobe_attach,
     .list = uretprobe_list,
+    .newest_first = true,
 };

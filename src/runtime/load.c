@@ -452,9 +452,20 @@ static int attach_prog(const BpfProg *p, LinkSet *links, Diag *d) {
   return count;
 }
 
+/* Whether p is attached in the second, backward pass (see
+ * Provider.newest_first). */
+static bool attach_backward(const BpfProg *p) {
+  const AttachPoint *ap = p->ap ? p->ap : p->probe ? p->probe->aps : NULL;
+  return ap && ap->prov && ap->prov->newest_first;
+}
+
 int attach_all(Compiled *c, LinkSet *links, Diag *d) {
   int count = 0;
-  for (int i = 0; i < c->nprogs; i++) {
+  /* forward for most probes, then backward for those the kernel runs
+   * newest first: either way the first probe of the script runs first */
+  for (int k = 0; k < 2 * c->nprogs; k++) {
+    int i = k < c->nprogs ? k : 2 * c->nprogs - 1 - k;
+    if (attach_backward(&c->progs[i]) != (k >= c->nprogs)) continue;
     int n = attach_prog(&c->progs[i], links, d);
     if (n < 0) {
       links_close_all(links);

@@ -58,6 +58,7 @@ typedef struct RunState {
   int child_pid;     /* the -c command while it runs, else <= 0 */
   int target_pid;    /* -p: the traced process, else 0 */
   int target_fd;     /* its pidfd (readable once it exits), else -1 */
+  bool bench;        /* --mode bench */
 } RunState;
 
 /* Handles one ring buffer record: an EventHeader and its payload. Drops
@@ -112,23 +113,37 @@ static void drain(RunState *st, struct ring_buffer *rb) {
 static void on_stop_signal(int sig) { loupe_stop_requested = 1; }
 
 typedef struct SavedSignals {
-  struct sigaction old_int, old_term;
+  struct sigaction old_int, old_term, old_usr1;
+  bool usr1;         /* SIGUSR1 is caught too */
 } SavedSignals;
 
 /* Without SA_RESTART, so a signal interrupts the poll at once. A second
  * Ctrl-C while END runs or maps print only sets the flag again. */
-static void catch_signals(SavedSignals *saved) {
+/* SIGUSR1 arrived: the self:signal:SIGUSR1 probes are due. */
+static volatile sig_atomic_t usr1_pending;
+
+static void on_usr1(int sig) { usr1_pending = 1; }
+
+/* usr1: the script has self:signal:SIGUSR1 probes, so SIGUSR1 runs them
+ * rather than ending loupe. */
+static void catch_signals(SavedSignals *saved, bool usr1) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop_signal;
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &saved->old_int);
   sigaction(SIGTERM, &sa, &saved->old_term);
+  saved->usr1 = usr1;
+  if (usr1) {
+    sa.sa_handler = on_usr1;
+    sigaction(SIGUSR1, &sa, &saved->old_usr1);
+  }
 }
 
 static void restore_signals(const SavedSignals *saved) {
   sigaction(SIGINT, &saved->old_int, NULL);
   sigaction(SIGTERM, &saved->old_term, NULL);
+  if (saved->usr1) sigaction(SIGUSR1, &saved->old_usr1, NULL);
 }
 
 /* ---- BEGIN and END ---------------------------------------------------- */
@@ -189,6 +204,82 @@ static void run_special(RunState *st, struct ring_buffer *rb,
   fflush(st->out);
 }
 
+/* ---- bench probes ------------------------------------------------------ */
+
+/* Each bench probe runs until BENCH_NS have passed or BENCH_MAX_RUNS
+ * runs, whichever comes first. The kernel cannot repeat a raw tracepoint
+ * program itself, so each run is one BPF_PROG_TEST_RUN: the times include
+ * that system call. */
+#define BENCH_NS 200000000LL
+#define BENCH_MAX_RUNS 1000000
+#define BENCH_DRAIN_EVERY 256
+
+static long long now_ns(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+typedef struct BenchResult {
+  const char *name;
+  long long ns_per_run;
+  long runs;
+} BenchResult;
+
+static const char *bench_name(const BpfProg *p) {
+  const AttachPoint *ap = p->ap ? p->ap : p->probe ? p->probe->aps : NULL;
+  for (; ap; ap = ap->next)
+    if (ap->targets && ap->prov && !strcmp(ap->prov->name, "bench"))
+      return ap->targets->event;
+  return "?";
+}
+
+/* Runs one bench program again and again, handling what it sends as it
+ * goes (so the ring buffer never fills). */
+static BenchResult bench_one(RunState *st, struct ring_buffer *rb,
+                             const BpfProg *p) {
+  uint64_t args[RAW_TP_MAX_ARGS] = {0};
+  LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = args,
+              .ctx_size_in = sizeof args);
+  BenchResult r = {bench_name(p), 0, 0};
+  long long start = now_ns(), spent = 0;
+  while (r.runs < BENCH_MAX_RUNS && spent < BENCH_NS && !st->exit_seen &&
+         !loupe_stop_requested) {
+    if (bpf_prog_test_run_opts(p->fd, &opts) != 0) {
+      fprintf(stderr, "loupe: could not run bench:%s: %s\n", r.name,
+              strerror(errno));
+      break;
+    }
+    r.runs++;
+    if (r.runs % BENCH_DRAIN_EVERY == 0) {
+      spent = now_ns() - start;
+      drain(st, rb);
+      start = now_ns() - spent;   /* not counting the draining */
+    }
+  }
+  spent = now_ns() - start;
+  drain(st, rb);
+  r.ns_per_run = r.runs ? spent / r.runs : 0;
+  return r;
+}
+
+/* Runs the bench probes in script order, then prints their table. */
+static void run_benches(RunState *st, struct ring_buffer *rb) {
+  BenchResult *results = calloc(st->c->nprogs + 1, sizeof *results);
+  int n = 0;
+  for (int i = 0; results && i < st->c->nprogs && !st->exit_seen; i++)
+    if (prog_is(&st->c->progs[i], "bench") && st->c->progs[i].fd >= 0)
+      results[n++] = bench_one(st, rb, &st->c->progs[i]);
+  fprintf(st->out, "%-41s%-15s%s\n", "Benchmark", "Time(ns)", "Iterations");
+  fprintf(st->out, "%.66s\n", "----------------------------------------"
+          "------------------------------------------");
+  for (int i = 0; i < n; i++)
+    fprintf(st->out, "%-41s%-15lld%ld\n", results[i].name,
+            results[i].ns_per_run, results[i].runs);
+  fflush(st->out);
+  free(results);
+}
+
 /* ---- the loop --------------------------------------------------------- */
 
 static long long now_ms(void) {
@@ -235,6 +326,10 @@ static void event_loop(RunState *st, struct ring_buffer *rb, int timeout_ms) {
     } else {
       usleep(slice * 1000);
     }
+    if (usr1_pending) {
+      usr1_pending = 0;
+      run_special(st, rb, "self");
+    }
     if (st->handled) {
       fflush(st->out);
       st->handled = 0;
@@ -258,7 +353,8 @@ Run *run_begin(Compiled *c, const RunOptions *opts) {
   if (!r) return NULL;
   r->st = (RunState){.c = c, .out = opts->out ? opts->out : stdout,
                      .format = opts->format, .child_pid = opts->child_pid,
-                     .target_pid = opts->target_pid, .target_fd = -1};
+                     .target_pid = opts->target_pid, .target_fd = -1,
+                     .bench = opts->bench};
 #ifdef SYS_pidfd_open
   if (opts->target_pid > 0)
     r->st.target_fd = (int)syscall(SYS_pidfd_open, opts->target_pid, 0);
@@ -266,7 +362,10 @@ Run *run_begin(Compiled *c, const RunOptions *opts) {
   r->timeout_ms = opts->timeout_ms;
   r->child_go_fd = opts->child_go_fd;
   r->out = r->st.out;
-  catch_signals(&r->saved);
+  bool has_self = false;
+  for (int i = 0; i < c->nprogs; i++)
+    if (prog_is(&c->progs[i], "self")) has_self = true;
+  catch_signals(&r->saved, has_self);
   if (c->ringbuf_fd >= 0) {
     r->rb = ring_buffer__new(c->ringbuf_fd, on_record, &r->st, NULL);
     if (!r->rb)
@@ -303,7 +402,9 @@ int run_finish(Run *r) {
   }
   /* With only BEGIN and END there is nothing to wait for, unless a -c
    * command runs: then the script lasts as long as the command. */
-  if (st->child_pid > 0 || st->target_pid > 0 || !only_begin_end(st->c))
+  if (st->bench)
+    run_benches(st, r->rb);
+  else if (st->child_pid > 0 || st->target_pid > 0 || !only_begin_end(st->c))
     event_loop(st, r->rb, r->timeout_ms);
   /* Records queued before the stop are still handled (or dropped if the
    * stop was exit()); END's own records always are. */

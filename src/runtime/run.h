@@ -15,6 +15,8 @@ typedef struct RunOptions {
   int child_pid;        /* -c: the command's pid, or <= 0 */
   int child_go_fd;      /* -c: write a byte after BEGIN to start it; -1 */
   int target_pid;       /* -p: stop when this process exits; 0: none */
+  bool bench;           /* --mode bench: run the bench probes, not the
+                           event loop, and print their times */
 } RunOptions;
 
 /* A run in two halves, so that BEGIN runs before the other probes are

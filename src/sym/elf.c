@@ -150,13 +150,16 @@ bool elf_other_mount_ns(int pid) {
 
 /* ---- the ELF file's functions --------------------------------------- */
 
-static void funcs_add(FuncList *l, const char *name, uint64_t offset) {
+static void funcs_add(FuncList *l, const char *name, uint64_t offset,
+                      const GElf_Sym *sym) {
   if (l->n == l->cap) {
     l->cap = l->cap ? l->cap * 2 : 256;
     l->funcs = realloc(l->funcs, l->cap * sizeof(Func));
   }
   l->funcs[l->n].name = strdup(name);
   l->funcs[l->n].offset = offset;
+  l->funcs[l->n].vaddr = sym->st_value;
+  l->funcs[l->n].size = sym->st_size;
   l->n++;
 }
 
@@ -216,7 +219,7 @@ static void read_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh,
     const char *name = elf_strptr(e, sh->sh_link, sym.st_name);
     uint64_t offset;
     if (name && *name && vaddr_to_offset(e, sym.st_value, &offset))
-      funcs_add(l, name, offset);
+      funcs_add(l, name, offset, &sym);
   }
 }
 

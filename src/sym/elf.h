@@ -10,6 +10,8 @@
 typedef struct Func {
   char *name;
   uint64_t offset;   /* in the file */
+  uint64_t vaddr;    /* the symbol's value: its address as linked */
+  uint64_t size;     /* bytes of code, 0 if the symbol does not say */
 } Func;
 
 typedef struct FuncList {

@@ -215,13 +215,13 @@ static void test_expand_errors(void) {
   Capture c;
   AttachPoint *ap = make_ap("tracepoint", 2, "syscalls", "sys_enter_foo");
   CHECK(expand_one(ap, &c) == -1);
-  CHECK(strstr(c.text, "stdin:1:1-35: ERROR: tracepoint not found: "
-                       "syscalls:sys_enter_foo") != NULL);
+  CHECK(strstr(c.text, "stdin:1:1-35: ERROR: No matches for tracepoint "
+                       "syscalls:sys_enter_foo.") != NULL);
   free(c.text);
 
   ap = make_ap("tracepoint", 2, "sysc*", "sys_enter_foo*");
   CHECK(expand_one(ap, &c) == -1);
-  CHECK(strstr(c.text, "tracepoints not found: sysc*:sys_enter_foo*"));
+  CHECK(strstr(c.text, "No matches for tracepoint sysc*:sys_enter_foo*."));
   free(c.text);
 
   ap = make_ap("tracepoint", 1, "syscalls");

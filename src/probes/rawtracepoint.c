@@ -1,0 +1,312 @@
+/* rawtracepoint: the kernel's tracepoints, attached to directly
+ * (BPF_PROG_TYPE_RAW_TRACEPOINT) rather than through a perf event.
+ *
+ *   rawtracepoint:EVENT          (alias rt:)  in vmlinux or any module
+ *   rawtracepoint:MODULE:EVENT   MODULE is "vmlinux" for the kernel itself
+ *
+ * Either part may hold * and ?. The tracepoints are those the kernel's BTF
+ * declares a `btf_trace_EVENT` typedef for (vmlinux, and each module in
+ * /sys/kernel/btf). A program's context is the tracepoint's arguments, each
+ * in a u64 slot: arg0..argN read the slots, and `args.NAME` reads them
+ * typed, with the names and types of the `__probestub_EVENT` function
+ * (same prototype, named parameters; its first parameter, `__data`, is
+ * the tracepoint's own and is left out), or without names
+ * (arg0..) from the typedef's prototype on kernels that lack the stubs. */
+#include <dirent.h>
+#include <errno.h>
+#include <linux/bpf.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+
+#include "lang/ctype.h"
+#include "probes/list.h"
+#include "probes/provider.h"
+
+/* ---- the tracepoints of one BTF ------------------------------------- */
+
+typedef struct RawTp {
+  const char *name;    /* "sys_enter": points into the BTF's strings */
+  int proto;           /* its FUNC_PROTO, __data first */
+  bool named;          /* proto is the stub's: its parameters have names */
+  TpFormat *format;    /* the arguments as fields, built on first use */
+} RawTp;
+
+typedef struct TpIndex {
+  char *module;        /* "vmlinux", or the module's name */
+  struct btf *btf;
+  RawTp *tps;          /* sorted by name */
+  int n;
+} TpIndex;
+
+static int compare_rawtp(const void *a, const void *b) {
+  return strcmp(((const RawTp *)a)->name, ((const RawTp *)b)->name);
+}
+
+static RawTp *rawtp_find(const TpIndex *ix, const char *name) {
+  RawTp key = {.name = name};
+  return ix->n ? bsearch(&key, ix->tps, ix->n, sizeof(RawTp), compare_rawtp)
+               : NULL;
+}
+
+/* The FUNC_PROTO a typedef of a function pointer names, or 0. */
+static int typedef_proto(const struct btf *btf, int id) {
+  const struct btf_type *t = btf__type_by_id(btf, (__u32)id);
+  if (!t || !btf_is_typedef(t)) return 0;
+  t = btf__type_by_id(btf, t->type);
+  if (!t || !btf_is_ptr(t)) return 0;
+  int proto = (int)t->type;
+  t = btf__type_by_id(btf, (__u32)proto);
+  return t && btf_is_func_proto(t) ? proto : 0;
+}
+
+/* One pass over the types (from `first`: a module's own start after
+ * vmlinux's) collects the btf_trace_ typedefs, then gives each the
+ * prototype of its __probestub_ function when there is one. */
+static void index_types(TpIndex *ix, int first) {
+  int count = (int)btf__type_cnt(ix->btf), cap = 0, nstubs = 0, stubcap = 0;
+  RawTp *stubs = NULL;
+  for (int id = first; id < count; id++) {
+    const struct btf_type *t = btf__type_by_id(ix->btf, (__u32)id);
+    const char *name = btf__name_by_offset(ix->btf, t->name_off);
+    if (!name || (name[0] != 'b' && name[0] != '_')) continue;
+    if (btf_is_typedef(t) && !strncmp(name, "btf_trace_", 10)) {
+      if (ix->n == cap) {
+        cap = cap ? cap * 2 : 1024;
+        ix->tps = realloc(ix->tps, cap * sizeof(RawTp));
+      }
+      ix->tps[ix->n++] = (RawTp){name + 10, typedef_proto(ix->btf, id),
+                                 false, NULL};
+    } else if (btf_is_func(t) && !strncmp(name, "__probestub_", 12)) {
+      if (nstubs == stubcap) {
+        stubcap = stubcap ? stubcap * 2 : 1024;
+        stubs = realloc(stubs, stubcap * sizeof(RawTp));
+      }
+      stubs[nstubs++] = (RawTp){name + 12, (int)t->type, true, NULL};
+    }
+  }
+  if (ix->n) qsort(ix->tps, ix->n, sizeof(RawTp), compare_rawtp);
+  for (int i = 0; i < nstubs; i++) {
+    RawTp *tp = rawtp_find(ix, stubs[i].name);
+    if (tp) {
+      tp->proto = stubs[i].proto;
+      tp->named = true;
+    }
+  }
+  free(stubs);
+}
+
+/* vmlinux first, then the modules with BTF, each indexed once. */
+static TpIndex *indexes;
+static int nindexes;
+static bool indexes_loaded;
+
+static void add_index(const char *module, struct btf *btf, int first) {
+  indexes = realloc(indexes, (nindexes + 1) * sizeof(TpIndex));
+  TpIndex *ix = &indexes[nindexes++];
+  *ix = (TpIndex){strdup(module), btf, NULL, 0};
+  index_types(ix, first);
+}
+
+static int only_modules(const struct dirent *e) {
+  return e->d_name[0] != '.' && strcmp(e->d_name, "vmlinux") != 0;
+}
+
+static void load_indexes(void) {
+  if (indexes_loaded) return;
+  indexes_loaded = true;
+  struct btf *vmlinux = ctype_kernel_btf();
+  if (!vmlinux) return;
+  add_index("vmlinux", vmlinux, 1);
+  struct dirent **mods;
+  int nmods = scandir("/sys/kernel/btf", &mods, only_modules, alphasort);
+  int first = (int)btf__type_cnt(vmlinux);
+  for (int i = 0; i < nmods; i++) {
+    char path[300];
+    snprintf(path, sizeof path, "/sys/kernel/btf/%s", mods[i]->d_name);
+    struct btf *btf = btf__parse_split(path, vmlinux);
+    if (btf) add_index(mods[i]->d_name, btf, first);
+    free(mods[i]);
+  }
+  if (nmods >= 0) free(mods);
+}
+
+/* ---- arguments as fields -------------------------------------------- */
+
+/* What the type is once typedefs and qualifiers are looked through. */
+static const struct btf_type *resolved(const struct btf *btf, int id) {
+  int r = btf__resolve_type(btf, (__u32)id);
+  return r > 0 ? btf__type_by_id(btf, (__u32)r) : NULL;
+}
+
+static void param_field(const struct btf *btf, const struct btf_param *p,
+                        int index, bool named, TpField *f) {
+  char text[256];
+  memset(f, 0, sizeof *f);
+  const char *name = named ? btf__name_by_offset(btf, p->name_off) : NULL;
+  if (name && *name) {
+    f->name = strdup(name);
+  } else {
+    snprintf(text, sizeof text, "arg%d", index);
+    f->name = strdup(text);
+  }
+  btf_type_text(btf, (int)p->type, text, sizeof text);
+  f->type_text = strdup(text);
+  f->offset = index * 8;
+  f->in_u64 = true;
+  const struct btf_type *t = resolved(btf, (int)p->type);
+  long long size = btf__resolve_size(btf, p->type);
+  f->is_pointer = t && btf_is_ptr(t);
+  f->size = f->is_pointer || size <= 0 || size > 8 ? 8 : (int)size;
+  if (t && btf_is_int(t))
+    f->is_signed = btf_int_encoding(t) & BTF_INT_SIGNED;
+  else if (t && btf_is_any_enum(t))
+    f->is_signed = btf_kflag(t);
+}
+
+/* The arguments of a tracepoint as the fields of `args`: one per
+ * parameter after __data, each in a u64 slot of the context. */
+static TpFormat *rawtp_format(const TpIndex *ix, RawTp *tp) {
+  if (tp->format) return tp->format;
+  TpFormat *fmt = calloc(1, sizeof *fmt);
+  fmt->id = -1;
+  const struct btf_type *proto =
+      tp->proto ? btf__type_by_id(ix->btf, (__u32)tp->proto) : NULL;
+  int n = proto ? btf_vlen(proto) : 0;
+  if (n > 1) {
+    fmt->fields = calloc(n - 1, sizeof(TpField));
+    const struct btf_param *params = btf_params(proto);
+    for (int i = 1; i < n; i++)
+      param_field(ix->btf, &params[i], i - 1, tp->named,
+                  &fmt->fields[fmt->nfields++]);
+  }
+  tp->format = fmt;
+  return fmt;
+}
+
+/* ---- the provider --------------------------------------------------- */
+
+static void add_target(AttachPoint *ap, TpIndex *ix, RawTp *tp) {
+  Target *t = calloc(1, sizeof *t);
+  size_t len = strlen(ix->module) + strlen(tp->name) + 20;
+  t->name = malloc(len);
+  snprintf(t->name, len, "rawtracepoint:%s:%s", ix->module, tp->name);
+  t->category = strdup(ix->module);
+  t->event = strdup(tp->name);
+  t->format = rawtp_format(ix, tp);
+  Target **tail = &ap->targets;
+  while (*tail) tail = &(*tail)->next;
+  *tail = t;
+  ap->ntargets++;
+}
+
+/* Every tracepoint matching the globs, in vmlinux and then the modules;
+ * an event without a module is looked for in all of them. */
+static void add_matches(AttachPoint *ap, const char *mod, const char *ev) {
+  for (int i = 0; i < nindexes; i++) {
+    TpIndex *ix = &indexes[i];
+    if (!glob_match(mod, ix->module)) continue;
+    if (!has_wildcard(ev)) {
+      RawTp *tp = rawtp_find(ix, ev);
+      if (tp) add_target(ap, ix, tp);
+      continue;
+    }
+    for (int k = 0; k < ix->n; k++)
+      if (glob_match(ev, ix->tps[k].name)) add_target(ap, ix, &ix->tps[k]);
+  }
+}
+
+static int rawtracepoint_expand(AttachPoint *ap, Diag *d) {
+  if (ap->nparts != 1 && ap->nparts != 2) {
+    diag_error(d, ap->span, "rawtracepoint probe type requires 1 or 2 "
+               "arguments");
+    return -1;
+  }
+  const char *mod = ap->nparts == 2 ? ap->parts[0] : "*";
+  const char *ev = ap->parts[ap->nparts - 1];
+  if (!*mod || !*ev) {
+    diag_error(d, ap->span, "rawtracepoint probe type requires 1 or 2 "
+               "arguments");
+    return -1;
+  }
+  load_indexes();
+  if (nindexes == 0) {
+    /* no BTF: the kernel knows the name or not; no typed args */
+    if (has_wildcard(ev) || (ap->nparts == 2 && strcmp(mod, "vmlinux"))) {
+      diag_error(d, ap->span, "rawtracepoint wildcards and modules need the "
+                 "kernel's BTF (/sys/kernel/btf/vmlinux), which is missing");
+      return -1;
+    }
+    static TpIndex bare = {"vmlinux", NULL, NULL, 0};
+    static TpFormat no_fields = {.id = -1};
+    RawTp tp = {.name = ev, .format = &no_fields};
+    add_target(ap, &bare, &tp);
+    return 0;
+  }
+  add_matches(ap, mod, ev);
+  if (ap->ntargets > 0) return 0;
+  if (ap->nparts == 1) {
+    /* bpftrace's words for an event found nowhere */
+    diag_error(d, ap->span, "Probe has no valid attach points.%s",
+               d->demote == DEMOTE_TO_WARNING ? " Skipping." : "");
+    if (d->demote == DEMOTE_NONE)
+      diag_hint(d, "no raw tracepoint '%s' in vmlinux or a module: loupe "
+                "-l 'rawtracepoint:*' lists them", ev);
+    return -1;
+  }
+  char what[512];
+  snprintf(what, sizeof what, "%s:%s", mod, ev);
+  return probe_no_matches(ap, d, what);
+}
+
+static int rawtracepoint_attach(const Target *t, int prog_fd, LinkSet *links,
+                                char *err, size_t errlen) {
+  int fd = bpf_raw_tracepoint_open(t->event, prog_fd);
+  if (fd < 0) {
+    snprintf(err, errlen, "bpf_raw_tracepoint_open: %s", strerror(errno));
+    return -1;
+  }
+  links_add(links, fd);
+  return 0;
+}
+
+/* Prints rawtracepoint:MODULE:EVENT for each match, and with -lv its
+ * arguments. The pattern may leave the module out. */
+static void rawtracepoint_list(const char *pattern, FILE *out) {
+  load_indexes();
+  const char *rest = NULL;
+  if (pattern && *pattern) {
+    if (strncmp(pattern, "rawtracepoint:", 14)) {
+      rest = NULL;         /* a pattern for every provider: full names */
+    } else {
+      rest = pattern + 14;
+    }
+  }
+  char name[600];
+  for (int i = 0; i < nindexes; i++) {
+    TpIndex *ix = &indexes[i];
+    for (int k = 0; k < ix->n; k++) {
+      RawTp *tp = &ix->tps[k];
+      snprintf(name, sizeof name, "rawtracepoint:%s:%s", ix->module,
+               tp->name);
+      bool show = !pattern || !*pattern || glob_match(pattern, name) ||
+                  (rest && !strchr(rest, ':') && glob_match(rest, tp->name));
+      if (!show) continue;
+      fprintf(out, "%s\n", name);
+      if (!probe_list_verbose) continue;
+      list_fields(rawtp_format(ix, tp), out);
+    }
+  }
+}
+
+const Provider rawtracepoint_provider = {
+    .name = "rawtracepoint",
+    .alias = "rt",
+    .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
+    .expand = rawtracepoint_expand,
+    .attach = rawtracepoint_attach,
+    .list = rawtracepoint_list,
+};
