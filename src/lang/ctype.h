@@ -114,6 +114,11 @@ const char *ctype_name(const CType *t, char *buf, size_t len);
  * with the culprit's span; returns the number of errors. */
 int ctype_define_script_structs(Script *s, Diag *d);
 
+/* The BTF id of the kernel's per-CPU variable `name` (a VAR in the
+ * .data..percpu section of vmlinux BTF): > 0; 0 if there is no such
+ * variable (or no BTF), -1 if the variable is not per-CPU. */
+int ctype_percpu_var_id(const char *name);
+
 /* True once kernel BTF has been loaded (tests and start-up measurements). */
 bool ctype_btf_loaded(void);
 
