@@ -171,6 +171,7 @@ typedef struct Compiled {
   uint32_t ringbuf_size;   /* 0: the default */
   const char *license;     /* NULL: GPL */
   bool no_exit_print;      /* print_maps_on_exit = false */
+  int max_cat_bytes;       /* cat() prints at most this; 0: the default */
 } Compiled;
 
 /* Pseudo map ids used in LD_IMM64 map loads for the internal maps. */

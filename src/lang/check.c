@@ -735,6 +735,7 @@ static void read_settings(Checker *c) {
   c->map_keys = st->max_map_keys;
   c->out->license = st->license;
   c->out->no_exit_print = !st->print_maps_on_exit;
+  c->out->max_cat_bytes = st->max_cat_bytes;
   if (st->perf_rb_pages > 0)
     c->out->ringbuf_size = (uint32_t)st->perf_rb_pages *
                            (uint32_t)sysconf(_SC_PAGESIZE);
