@@ -58,8 +58,10 @@ static const char usage_text[] =
     "                   with '*' and '?' ('tracepoint:sched:*', 't:sched:*',\n"
     "                   '*sleep*'); a plain tracepoint event name matches\n"
     "                   too; without PATTERN, list every probe\n"
-    "    -o FILE        write printf and map output to FILE, not stdout\n"
-    "    -c 'COMMAND'   run COMMAND once the probes are attached, and stop\n"
+    "    -o, --output FILE\n"
+    "                   write printf and map output to FILE, not stdout\n"
+    "    -c, --cmd 'COMMAND'\n"
+    "                   run COMMAND once the probes are attached, and stop\n"
     "                   when it exits; the builtin cpid is its pid\n"
     "    -p, --pid PID  trace only process PID: every probe but BEGIN and\n"
     "                   END acts only in it, uprobes attach to it alone\n"
@@ -217,6 +219,7 @@ static void parse_options(int argc, char **argv, Options *o) {
       {"no-warnings", no_argument, NULL, OPT_NO_WARNINGS},
       {"pid", required_argument, NULL, 'p'},
       {"cmd", required_argument, NULL, 'c'},
+      {"output", required_argument, NULL, 'o'},
       {NULL, 0, NULL, 0},
   };
   memset(o, 0, sizeof(*o));
