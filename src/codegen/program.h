@@ -61,6 +61,8 @@ typedef struct MapSym {
   bool agg_params_set;             /* hist_bits / lhist_* are known */
   int hist_bits;                   /* AGG_HIST */
   int64_t lhist_min, lhist_max, lhist_step;  /* AGG_LHIST */
+  int full_warning;                /* 1 + the printf id of the warning an
+                                      update of a full map sends; 0: none */
 } MapSym;
 
 static inline int hist_buckets(int bits) { return 2 + (64 << bits); }
