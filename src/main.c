@@ -22,6 +22,7 @@
 #include "lang/check.h"
 #include "codegen/codegen.h"
 #include "probes/expand.h"
+#include "runtime/info.h"
 #include "runtime/load.h"
 #include "lang/macro.h"
 #include "lang/parse.h"
@@ -83,6 +84,8 @@ static const char usage_text[] =
     "                   signal()\n"
     "    -h, --help     show this help and exit\n"
     "    -V, --version  print loupe's version and exit\n"
+    "    --info         print the system and the kernel's BPF features\n"
+    "                   (probed by loading small programs) and exit\n"
     "    --             end of options: every word after it is FILE or an\n"
     "                   ARG, even if it starts with '-'\n"
     "\n"
@@ -207,7 +210,7 @@ static int parse_pid(const char *arg) {
 }
 
 /* Long options without a short form, beyond every char value. */
-enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS };
+enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_INFO };
 
 /* Fills o from argv. Exits for --help, --version and bad usage. */
 static void parse_options(int argc, char **argv, Options *o) {
@@ -220,6 +223,7 @@ static void parse_options(int argc, char **argv, Options *o) {
       {"pid", required_argument, NULL, 'p'},
       {"cmd", required_argument, NULL, 'c'},
       {"output", required_argument, NULL, 'o'},
+      {"info", no_argument, NULL, OPT_INFO},
       {NULL, 0, NULL, 0},
   };
   memset(o, 0, sizeof(*o));
@@ -265,6 +269,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     case 'U': o->unsafe = true; break;
     case 'h': fputs(usage_text, stdout); exit(0);
     case 'V': printf("loupe v%s\n", LOUPE_VERSION); exit(0);
+    case OPT_INFO: exit(print_info(stdout, LOUPE_VERSION));
     default: report_bad_option(c, argv); exit(1);
     }
   }
