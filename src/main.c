@@ -23,6 +23,7 @@
 #include "codegen/codegen.h"
 #include "probes/expand.h"
 #include "probes/list.h"
+#include "runtime/info.h"
 #include "runtime/load.h"
 #include "probes/provider.h"
 #include "runtime/run.h"
@@ -61,8 +62,10 @@ static const char usage_text[] =
     "                   with -e, or a PATTERN that names a file, list that\n"
     "                   script's probes; without PATTERN, list every probe;\n"
     "                   -lv adds each probe's arguments\n"
-    "    -o FILE        write printf and map output to FILE, not stdout\n"
-    "    -c 'COMMAND'   run COMMAND once the probes are attached, and stop\n"
+    "    -o, --output FILE\n"
+    "                   write printf and map output to FILE, not stdout\n"
+    "    -c, --cmd 'COMMAND'\n"
+    "                   run COMMAND once the probes are attached, and stop\n"
     "                   when it exits; the builtin cpid is its pid\n"
     "    -p, --pid PID  trace only process PID: every probe but BEGIN and\n"
     "                   END acts only in it, uprobes attach to it alone\n"
@@ -94,6 +97,8 @@ static const char usage_text[] =
     "                   signal(); uprobes on symbols of size 0\n"
     "    -h, --help     show this help and exit\n"
     "    -V, --version  print loupe's version and exit\n"
+    "    --info         print the system and the kernel's BPF features\n"
+    "                   (probed by loading small programs) and exit\n"
     "    --             end of options: every word after it is FILE or an\n"
     "                   ARG, even if it starts with '-'\n"
     "\n"
@@ -220,7 +225,7 @@ static int parse_pid(const char *arg) {
 }
 
 /* Long options without a short form, beyond every char value. */
-enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_PROBE_FILTER, OPT_MODE };
+enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_PROBE_FILTER, OPT_MODE, OPT_INFO };
 
 /* Fills o from argv. Exits for --help, --version and bad usage. */
 static void parse_options(int argc, char **argv, Options *o) {
@@ -234,6 +239,8 @@ static void parse_options(int argc, char **argv, Options *o) {
       {"mode", required_argument, NULL, OPT_MODE},
       {"pid", required_argument, NULL, 'p'},
       {"cmd", required_argument, NULL, 'c'},
+      {"output", required_argument, NULL, 'o'},
+      {"info", no_argument, NULL, OPT_INFO},
       {NULL, 0, NULL, 0},
   };
   memset(o, 0, sizeof(*o));
@@ -288,6 +295,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     case 'U': o->unsafe = true; break;
     case 'h': fputs(usage_text, stdout); exit(0);
     case 'V': printf("loupe v%s\n", LOUPE_VERSION); exit(0);
+    case OPT_INFO: exit(print_info(stdout, LOUPE_VERSION));
     default: report_bad_option(c, argv); exit(1);
     }
   }

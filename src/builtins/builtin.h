@@ -149,5 +149,6 @@ extern const Builtin builtins_kernel[];      /* kernel.c */
 extern const Builtin builtins_net[];         /* net.c */
 extern const Builtin builtins_system[];      /* system.c */
 extern const Builtin builtins_tseries[];     /* tseries.c */
+extern const Builtin builtins_debug[];       /* debug.c */
 
 #endif

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "builtins/builtin.h"
+#include "lang/ctype.h"
 #include "sym/kallsyms.h"
 
 /* ---- checks ---------------------------------------------------------- */
@@ -40,6 +41,44 @@ static void check_kaddr(Checker *c, Node *n) {
   n->type = ty_int(8, false);
   n->type.is_pointer = true;
   n->type.as = AS_KERNEL;
+}
+
+/* percpu_kaddr("var"[, cpu]): the address of a kernel per-CPU variable on
+ * this CPU (or on `cpu`, 0 past the last CPU), found in BTF; a pointer
+ * to uint64 (cast it to the variable's real type). The BTF id is kept
+ * in ival. */
+static void check_percpu_kaddr(Checker *c, Node *n) {
+  Node *name = n->args, *cpu = name->next;
+  if (name->kind != N_STR) {
+    error_at(c, name->span, "percpu_kaddr() expects a string literal");
+    return;
+  }
+  if (cpu) {
+    check_expr(c, cpu);
+    if (!want_int(c, n, cpu)) return;
+  }
+  int id = ctype_percpu_var_id(name->sval);
+  if (id <= 0) {
+    error_at(c, n->span, id < 0 ? "%s is not a per-CPU variable"
+                                : "Could not resolve variable \"%s\" "
+                                  "from BTF", name->sval);
+    return;
+  }
+  /* the verifier resolves the ksym through kallsyms, which lists data
+   * symbols only with CONFIG_KALLSYMS_ALL */
+  uint64_t addr;
+  if (!kallsyms_address(name->sval, &addr)) {
+    error_at(c, n->span, "percpu_kaddr(): the kernel does not list %s in "
+             "/proc/kallsyms (CONFIG_KALLSYMS_ALL is off), so BPF programs "
+             "cannot take its address", name->sval);
+    return;
+  }
+  n->ival = id;
+  char err[120];
+  n->type = ty_int(8, false);
+  n->type.is_pointer = true;
+  n->type.as = AS_KERNEL;
+  n->type.ctype = ctype_parse("uint64", err, sizeof err);
 }
 
 static int signal_number(const char *name) {
@@ -113,6 +152,20 @@ static bool emit_signal(Gen *g, Node *n) {
   return false;
 }
 
+/* The variable's address as a BTF ksym (ld_imm64 of its BTF id), made
+ * this CPU's or cpu's copy by bpf_this_cpu_ptr / bpf_per_cpu_ptr. */
+static int emit_percpu_kaddr(Gen *g, Node *n) {
+  Node *cpu = n->args->next;
+  int r = cpu ? gen_int(g, cpu) : -1;
+  if (cpu) emit(g, I_MOV64_REG(BPF_REG_2, r));
+  emit(g, I_LD_IMM64_LO(BPF_REG_1, BPF_PSEUDO_BTF_ID, (int32_t)n->ival));
+  emit(g, I_LD_IMM64_HI(0));
+  emit_call(g, cpu ? BPF_FUNC_per_cpu_ptr : BPF_FUNC_this_cpu_ptr);
+  if (r < 0) r = reg_alloc(g);
+  emit(g, I_MOV64_REG(r, BPF_REG_0));
+  return r;
+}
+
 #define NOT_YET(name, form) \
   {name, form, 0, 0, false, NULL, NULL, NULL, NULL, NULL, 0, NULL}
 
@@ -127,6 +180,8 @@ const Builtin builtins_kernel[] = {
      NULL, NULL, 0, NULL},
     {"uptr", BI_CALL, 1, 1, true, check_address_space, emit_first_argument, NULL,
      NULL, NULL, 0, NULL},
+    {"percpu_kaddr", BI_CALL, 1, 2, true, check_percpu_kaddr,
+     emit_percpu_kaddr, NULL, NULL, NULL, 0, NULL},
     NOT_YET("kstack", BI_WORD),
     NOT_YET("ustack", BI_WORD),
     NOT_YET("kstack", BI_CALL),

@@ -12,8 +12,8 @@
 #include "builtins/builtin.h"
 #include "runtime/print.h"
 
-/* bpftrace reads at most this much of a file for cat()
- * (BPFTRACE_CAT_BYTES_MAX). */
+/* By default cat() prints at most this much of a file, as bpftrace
+ * does; config max_cat_bytes (BPFTRACE_MAX_CAT_BYTES) sets another. */
 #define CAT_BYTES_MAX 10240
 
 /* ---- checks ---------------------------------------------------------- */
@@ -345,7 +345,7 @@ static void handle_system(const PrintfDef *p, const uint8_t *payload,
 
 /* cat(fmt, ...): the file's contents, as they are (no newline added). */
 static void handle_cat(const PrintfDef *p, const uint8_t *payload,
-                       int format, FILE *out) {
+                       int format, int max_bytes, FILE *out) {
   size_t len;
   char *path = format_record(p, payload, &len);
   if (!path) return;
@@ -356,7 +356,7 @@ static void handle_cat(const PrintfDef *p, const uint8_t *payload,
     fprintf(stderr, "ERROR: failed to open file '%s': %s\n", path,
             strerror(errno));
   } else {
-    text = read_fd(fd, CAT_BYTES_MAX, &len);
+    text = read_fd(fd, max_bytes > 0 ? max_bytes : CAT_BYTES_MAX, &len);
     close(fd);
   }
   /* In JSON a file that cannot be read still gives an empty record. */
@@ -419,7 +419,7 @@ static void on_system(const EventCtx *e, uint32_t index,
 static void on_cat(const EventCtx *e, uint32_t index, const uint8_t *payload,
                    size_t size) {
   const PrintfDef *p = record_printf(e->c, index, size);
-  if (p) handle_cat(p, payload, e->format, e->out);
+  if (p) handle_cat(p, payload, e->format, e->c->max_cat_bytes, e->out);
 }
 
 static void on_join(const EventCtx *e, uint32_t index,

@@ -1,4 +1,5 @@
 /* maps: keys, lookups and updates of the script's maps. */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -37,6 +38,11 @@ void emit_update(Gen *g, MapSym *m, int key, int val) {
   emit_scratch(g, BPF_REG_3, val);
   emit(g, I_MOV64_IMM(BPF_REG_4, BPF_ANY));
   emit_call(g, BPF_FUNC_map_update_elem);
+  if (m->full_warning) {
+    int stored = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, -E2BIG, 0));
+    emit_event(g, EV_WARNF, (uint32_t)(m->full_warning - 1));
+    patch_here(g, stored);
+  }
 }
 
 /* An integer read of @m[k]: 0 when the entry is missing. Aggregations give

@@ -67,6 +67,8 @@ typedef struct MapSym {
   int64_t tseries_interval;        /* AGG_TSERIES: ns per interval, */
   int tseries_intervals;           /* how many are kept, */
   int tseries_agg;                 /* how values in one combine */
+  int full_warning;                /* 1 + the printf id of the warning an
+                                      update of a full map sends; 0: none */
 } MapSym;
 
 static inline int hist_buckets(int bits) { return 2 + (64 << bits); }
@@ -180,6 +182,7 @@ typedef struct Compiled {
   uint32_t ringbuf_size;   /* 0: the default */
   const char *license;     /* NULL: GPL */
   bool no_exit_print;      /* print_maps_on_exit = false */
+  int max_cat_bytes;       /* cat() prints at most this; 0: the default */
 } Compiled;
 
 /* Pseudo map ids used in LD_IMM64 map loads for the internal maps. */

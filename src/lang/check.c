@@ -735,9 +735,26 @@ static void read_settings(Checker *c) {
   c->map_keys = st->max_map_keys;
   c->out->license = st->license;
   c->out->no_exit_print = !st->print_maps_on_exit;
+  c->out->max_cat_bytes = st->max_cat_bytes;
   if (st->perf_rb_pages > 0)
     c->out->ringbuf_size = (uint32_t)st->perf_rb_pages *
                            (uint32_t)sysconf(_SC_PAGESIZE);
+}
+
+/* A hash map that is full refuses new keys (an LRU one evicts): each
+ * gets the warning that an update sends then, as bpftrace warns. */
+static void add_map_full_warnings(Checker *c) {
+  if (c->d->no_warnings) return;
+  c->pass = 2;   /* add_printf_def records definitions in pass 2 */
+  for (int i = 0; i < c->out->nmaps; i++) {
+    MapSym *m = c->out->maps[i];
+    if (m->internal || (m->bpf_type != BPF_MAP_TYPE_HASH &&
+                        m->bpf_type != BPF_MAP_TYPE_PERCPU_HASH))
+      continue;
+    PrintfDef def = {.fmt = "Map full; can't update element\n",
+                     .prefix = (char *)"WARNING: "};
+    m->full_warning = 1 + add_printf_def(c, def);
+  }
 }
 
 int check_script(Script *s, Compiled *out, Diag *d) {
@@ -763,6 +780,7 @@ int check_script(Script *s, Compiled *out, Diag *d) {
     map_layout(m);
   }
   if (d->errors == errors_before) apply_map_decls(s, out, d);
+  if (d->errors == errors_before) add_map_full_warnings(&c);
   bool big_values = false;
   for (int i = 0; i < out->nmaps; i++)
     big_values |= out->maps[i]->value_type.kind == TY_AGG &&

@@ -2,6 +2,7 @@
  * C structs, tuples, casts, positional parameters, operators — and the
  * dispatch of builtin words and calls to their records (builtins/). */
 #include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -448,7 +449,16 @@ static bool check_positional(Checker *c, Node *n) {
   long i = strtol(name, &end, 10);
   if (*end || i < 1) return false;
   const char *text = i <= c->script->nparams ? c->script->params[i - 1] : "";
+  errno = 0;
   long long v = strtoll(text, &end, 0);
+  bool above_int64 = false;
+  if (errno == ERANGE && *text != '-') {
+    /* 0xffffffffffffffff: a uint64 beyond int64's range */
+    errno = 0;
+    unsigned long long u = strtoull(text, &end, 0);
+    above_int64 = errno == 0;
+    v = (long long)u;
+  }
   if (!*text && !c->positional_as_string) {
     /* a missing parameter reads as 0 (and as "" inside str()) */
     n->kind = N_INT;
@@ -457,7 +467,7 @@ static bool check_positional(Checker *c, Node *n) {
   } else if (*text && !*end && !c->positional_as_string) {
     n->kind = N_INT;
     n->ival = v;
-    n->type = ty_int(8, true);
+    n->type = ty_int(8, !above_int64);
   } else {
     n->kind = N_STR;
     n->sval = (char *)text;

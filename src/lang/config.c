@@ -20,7 +20,7 @@ typedef enum { K_INT, K_BOOL, K_WORD } KeyKind;
 /* What a key sets; F_IGNORED: checked, then ignored with a warning. */
 typedef enum {
   F_IGNORED, F_STRLEN, F_MAP_KEYS, F_PRINT_MAPS, F_MISSING, F_LICENSE,
-  F_RB_PAGES
+  F_RB_PAGES, F_CAT_BYTES
 } Field;
 
 typedef struct Key {
@@ -59,7 +59,7 @@ static const Key keys[] = {
     INT_KEY("on_stack_limit", NULL, 0, 1 << 20, F_IGNORED),
     INT_KEY("log_size", NULL, 1, 1LL << 32, F_IGNORED),
     INT_KEY("max_bpf_progs", NULL, 1, 1 << 24, F_IGNORED),
-    INT_KEY("max_cat_bytes", NULL, 1, 1 << 24, F_IGNORED),
+    INT_KEY("max_cat_bytes", NULL, 1, 1 << 24, F_CAT_BYTES),
     INT_KEY("max_probes", NULL, 1, 1 << 24, F_IGNORED),
     WORD_KEY("cache_user_symbols", cache_words, false, F_IGNORED),
     BOOL_KEY("cpp_demangle", F_IGNORED),
@@ -147,6 +147,7 @@ static void apply(Settings *st, const Key *k, long long v, const char *w) {
   case F_MISSING: st->missing_probes = (MissingProbes)v; break;
   case F_LICENSE: st->license = w; break;
   case F_RB_PAGES: st->perf_rb_pages = (int)v; break;
+  case F_CAT_BYTES: st->max_cat_bytes = (int)v; break;
   case F_IGNORED: break;
   }
 }

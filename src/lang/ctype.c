@@ -808,3 +808,19 @@ int ctype_define_script_structs(Script *s, Diag *d) {
   }
   return d->errors - errors_before;
 }
+
+/* ---- per-CPU variables (percpu_kaddr) ---------------------------------- */
+
+int ctype_percpu_var_id(const char *name) {
+  struct btf *btf = kernel_btf();
+  if (!btf) return 0;
+  int id = btf__find_by_name_kind(btf, name, BTF_KIND_VAR);
+  if (id <= 0) return 0;
+  int sec = btf__find_by_name_kind(btf, ".data..percpu", BTF_KIND_DATASEC);
+  if (sec <= 0) return -1;
+  const struct btf_type *t = btf__type_by_id(btf, (__u32)sec);
+  const struct btf_var_secinfo *v = btf_var_secinfos(t);
+  for (int i = 0; i < btf_vlen(t); i++)
+    if (v[i].type == (__u32)id) return id;
+  return -1;
+}

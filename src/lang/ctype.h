@@ -136,6 +136,10 @@ const CType *ctype_int(int size, bool is_signed);
 const CType *ctype_char(bool is_signed);
 const CType *ctype_bool(void);
 const CType *ctype_void(void);
+/* The BTF id of the kernel's per-CPU variable `name` (a VAR in the
+ * .data..percpu section of vmlinux BTF): > 0; 0 if there is no such
+ * variable (or no BTF), -1 if the variable is not per-CPU. */
+int ctype_percpu_var_id(const char *name);
 
 /* True once kernel BTF has been loaded (tests and start-up measurements). */
 bool ctype_btf_loaded(void);
