@@ -130,5 +130,11 @@ extern const Builtin builtins_strings[];     /* strings.c */
 extern const Builtin builtins_aggregation[]; /* aggregation.c */
 extern const Builtin builtins_histogram[];   /* histogram.c */
 extern const Builtin builtins_kernel[];      /* kernel.c */
+extern const Builtin builtins_stack[];       /* stack.c */
+
+/* len() of a kstack or ustack value (stack.c): check returns false if the
+ * argument is not a stack (len(@map) then). */
+bool stack_check_len(Checker *c, Node *n);
+int stack_emit_len(Gen *g, Node *n);
 
 #endif

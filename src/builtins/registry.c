@@ -8,7 +8,8 @@
 static const Builtin *const groups[] = {
     builtins_context,     builtins_output, builtins_maps,
     builtins_strings,     builtins_aggregation, builtins_histogram,
-    builtins_kernel,      NULL,
+    builtins_kernel,      builtins_stack,
+    NULL,
 };
 
 const Builtin *builtin_find(const char *name, BuiltinForm form) {

@@ -40,7 +40,16 @@ typedef enum AggKind {
 } AggKind;
 
 /* Integers that user space prints as names (Type.named). */
-enum { NAMED_NONE, NAMED_ERRNO, NAMED_SIGNAL };
+enum { NAMED_NONE, NAMED_ERRNO, NAMED_SIGNAL,
+       NAMED_KSTACK,   /* kstack: a stack id (builtins/stack.c) */
+       NAMED_USTACK,   /* ustack: a stack id and the process's pid */
+       NAMED_KSYM,     /* ksym(addr): a kernel address, printed as name */
+       NAMED_USYM };   /* usym(addr): a user address and its pid */
+
+/* How kstack and ustack values print (Type.stack_mode). */
+typedef enum StackMode {
+  STACK_BPFTRACE, STACK_PERF, STACK_RAW, STACK_BUILD_ID
+} StackMode;
 
 /* Where a pointer-valued integer points; decides probe_read_user vs kernel. */
 typedef enum AddrSpace { AS_NONE, AS_KERNEL, AS_USER } AddrSpace;
@@ -54,7 +63,9 @@ typedef struct Type {
   const char *time_fmt;  /* TY_INT from strftime(): nanoseconds since
                             boot, printed as a time in this format */
   uint8_t named;     /* TY_INT printed as a name in user space: NAMED_ERRNO
-                        (strerror), NAMED_SIGNAL (signal_name) */
+                        (strerror), NAMED_SIGNAL (signal_name), stacks */
+  uint8_t stack_mode;    /* NAMED_KSTACK, NAMED_USTACK: a StackMode */
+  uint16_t stack_limit;  /* NAMED_KSTACK, NAMED_USTACK: frames kept */
   AddrSpace as;      /* for pointers */
   AggKind agg;       /* TY_AGG: which aggregation */
   struct TupleType *tuple;     /* TY_TUPLE */

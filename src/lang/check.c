@@ -758,6 +758,7 @@ int check_script(Script *s, Compiled *out, Diag *d) {
   if (d->errors == errors_before) options_report_unused(s, d);
   for (int i = 0; i < out->nmaps; i++) {
     MapSym *m = out->maps[i];
+    if (m->internal) continue;   /* laid out when made (stack maps) */
     if (m->value_type.kind == TY_NONE && d->errors == errors_before)
       diag_error(d, m->first_use, "Undefined map: %s", m->name);
     map_layout(m);

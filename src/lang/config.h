@@ -14,6 +14,7 @@ typedef struct Settings {
   MissingProbes missing_probes;
   const char *license;      /* the license programs are loaded under */
   int perf_rb_pages;        /* ring buffer pages; 0: loupe's default */
+  int stack_mode;           /* kstack/ustack without a mode: a StackMode */
 } Settings;
 
 struct Script;

@@ -35,6 +35,8 @@ Type ty_widened(Type t) {
   w.is_pointer = t.is_pointer;
   w.time_fmt = t.time_fmt;
   w.named = t.named;
+  w.stack_mode = t.stack_mode;
+  w.stack_limit = t.stack_limit;
   w.as = t.as;
   w.ctype = t.ctype;
   w.enum_def = t.enum_def;

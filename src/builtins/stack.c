@@ -1,0 +1,266 @@
+/* stack: kstack and ustack — the kernel and user call stacks of the
+ * current task, kept in stack-trace maps by bpf_get_stackid (one map per
+ * frame limit) — and the symbol builtins ksym, usym and uaddr. Values and
+ * their layout: runtime/print_stack.h, which prints them. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "builtins/builtin.h"
+#include "lang/ctype.h"
+#include "runtime/print_stack.h"
+#include "sym/usyms.h"
+
+#define DEFAULT_STACK_FRAMES 127
+
+/* Whether some len() asks for a stack's depth: then every stack also
+ * counts its frames (with bpf_get_stack), which costs a second walk. Set
+ * by check, read by codegen; one script is compiled per run. */
+static bool stacks_counted;
+
+/* The kernel's limit on frames a stack-trace map entry may hold. */
+static int max_stack_frames(void) {
+  int v = DEFAULT_STACK_FRAMES;
+  FILE *f = fopen("/proc/sys/kernel/perf_event_max_stack", "r");
+  if (f) {
+    if (fscanf(f, "%d", &v) != 1 || v <= 0) v = DEFAULT_STACK_FRAMES;
+    fclose(f);
+  }
+  return v;
+}
+
+static bool stack_mode_named(const Node *a, int *mode) {
+  static const char *const names[] = {"bpftrace", "perf", "raw",
+                                      "build_id"};
+  if (a->kind != N_BUILTIN && a->kind != N_VAR) return false;
+  for (int i = 0; i < 4; i++)
+    if (!strcmp(a->name, names[i])) {
+      *mode = i;
+      return true;
+    }
+  return false;
+}
+
+static void stack_map_name(int limit, char *buf, size_t len) {
+  snprintf(buf, len, "@@stack_%d", limit);
+}
+
+/* The stack-trace map for stacks of `limit` frames, made on first use. */
+static void want_stack_map(Checker *c, Node *n, int limit) {
+  char name[32];
+  stack_map_name(limit, name, sizeof name);
+  MapSym *m = map_find(c->out, name);
+  if (!m) {
+    m = calloc(1, sizeof(*m));
+    m->name = strdup(name);
+    m->id = c->out->nmaps;
+    m->first_use = n->span;
+    m->key_size = 4;
+    m->value_type = ty_int(8, false);
+    m->value_size = limit * 8;
+    m->bpf_type = BPF_MAP_TYPE_STACK_TRACE;
+    m->max_entries = (uint32_t)c->map_keys;
+    m->fd = -1;
+    m->internal = true;
+    c->out->maps = realloc(c->out->maps,
+                           sizeof(MapSym *) * (c->out->nmaps + 1));
+    c->out->maps[c->out->nmaps++] = m;
+  }
+  stack_map_register(limit, m);
+}
+
+/* User addresses of a process loupe never saw alive are looked up in the
+ * binaries the probe is in. */
+static void note_probe_binaries(Probe *p) {
+  for (AttachPoint *ap = p ? p->aps : NULL; ap; ap = ap->next)
+    for (Target *t = ap->targets; t; t = t->next)
+      if (t->binary) usyms_add_binary(t->binary);
+}
+
+/* kstack, ustack, kstack([mode][, limit]), ustack([mode][, limit]) */
+static void check_stack(Checker *c, Node *n) {
+  bool user = n->name[0] == 'u';
+  int mode = c->script->settings.stack_mode, max = max_stack_frames();
+  bool mode_given = false;
+  int64_t limit = max < DEFAULT_STACK_FRAMES ? max : DEFAULT_STACK_FRAMES;
+  Node *a = n->kind == N_CALL ? n->args : NULL;
+  if (count_args(n) > 2) {
+    error_at(c, n->span, "%s() takes at most two arguments: a mode "
+             "(bpftrace, perf, raw%s) and a frame limit", n->name,
+             user ? ", build_id" : "");
+    return;
+  }
+  if (a && stack_mode_named(a, &mode)) {
+    mode_given = true;
+    a = a->next;
+  } else if (a && a->next) {
+    error_at(c, a->span, "%s(): the first of two arguments is the mode: "
+             "bpftrace, perf, raw%s", n->name, user ? " or build_id" : "");
+    return;
+  }
+  if (a) {
+    check_expr(c, a);
+    if (!want_const(c, a, n->name, "the frame limit", 1, max, &limit))
+      return;
+  }
+  if (!user && mode == STACK_BUILD_ID) {
+    if (mode_given) {
+      error_at(c, n->span, "kstack(): the build_id mode is for ustack "
+               "only; use bpftrace, perf or raw");
+      return;
+    }
+    mode = STACK_BPFTRACE;   /* a config default meant for ustack */
+  }
+  want_stack_map(c, n, (int)limit);
+  if (c->probe) c->probe->uses_ctx = true;   /* bpf_get_stackid reads it */
+  if (user) note_probe_binaries(c->probe);
+  n->type = ty_int(8, false);
+  n->type.named = user ? NAMED_USTACK : NAMED_KSTACK;
+  n->type.stack_mode = (uint8_t)mode;
+  n->type.stack_limit = (uint16_t)limit;
+}
+
+bool stack_check_len(Checker *c, Node *n) {
+  Node *a = n->args;
+  if (!a || a->next || (a->kind != N_VAR && a->kind != N_BUILTIN &&
+                        a->kind != N_CALL && a->kind != N_MAP))
+    return false;
+  if (a->kind == N_MAP) return false;
+  check_expr(c, a);
+  if (a->type.named != NAMED_KSTACK && a->type.named != NAMED_USTACK)
+    return false;
+  stacks_counted = true;
+  n->type = ty_int(8, true);
+  return true;
+}
+
+/* ksym(addr), usym(addr): the address, named in user space. */
+static void check_symbol(Checker *c, Node *n) {
+  check_expr(c, n->args);
+  if (!want_int(c, n, n->args)) return;
+  n->type = ty_int(8, false);
+  n->type.named = n->name[0] == 'k' ? NAMED_KSYM : NAMED_USYM;
+  if (n->type.named == NAMED_USYM) note_probe_binaries(c->probe);
+}
+
+/* uaddr("sym"): the address of a symbol of the probe's binary, a pointer
+ * to an unsigned integer of the symbol's size (8 bytes if it has none of
+ * 1, 2 or 4), folded into a constant. */
+static void check_uaddr(Checker *c, Node *n) {
+  Node *a = n->args;
+  if (a->kind != N_STR) {
+    error_at(c, n->span, "uaddr() expects a string literal");
+    return;
+  }
+  const char *binary = NULL;
+  for (AttachPoint *ap = c->probe ? c->probe->aps : NULL; ap; ap = ap->next)
+    for (Target *t = ap->targets; t && !binary; t = t->next)
+      if (t->binary) binary = t->binary;
+  if (!binary || !probe_is_uprobe(c->probe)) {
+    error_at(c, n->span, "uaddr() can only be used in uprobes and USDT "
+             "probes, whose binary has the symbol");
+    return;
+  }
+  uint64_t addr = 0, size = 0;
+  char err[512];
+  if (!usyms_symbol_address(binary, a->sval, &addr, &size, err,
+                            sizeof err)) {
+    error_at(c, n->span, "uaddr(\"%s\"): %s", a->sval, err);
+    return;
+  }
+  const char *pointee = size == 1   ? "uint8"
+                        : size == 2 ? "uint16"
+                        : size == 4 ? "uint32"
+                                    : "uint64";
+  n->kind = N_INT;
+  n->ival = (int64_t)addr;
+  n->type = ty_int(8, false);
+  n->type.is_pointer = true;
+  n->type.as = AS_USER;
+  n->type.ctype = ctype_parse(pointee, err, sizeof err);
+}
+
+/* ---- code ------------------------------------------------------------ */
+
+/* The stack id + 1 (0 if there is none), its frame count when len()
+ * needs it, and for ustack the pid above them. */
+static int emit_stack(Gen *g, Node *n) {
+  bool user = n->type.named == NAMED_USTACK;
+  int limit = n->type.stack_limit;
+  uint64_t flags = user ? BPF_F_USER_STACK : 0;
+  char name[32];
+  stack_map_name(limit, name, sizeof name);
+  int r = reg_alloc(g);
+  emit_ctx(g, BPF_REG_1);
+  emit_map(g, BPF_REG_2, find_map(g, name));
+  emit(g, I_MOV64_IMM(BPF_REG_3, (int32_t)flags));
+  emit_call(g, BPF_FUNC_get_stackid);
+  emit(g, I_MOV64_IMM(r, 0));
+  int none = emit_jump(g, I_JMP_IMM(BPF_JSLT, BPF_REG_0, 0, 0));
+  emit(g, I_MOV64_REG(r, BPF_REG_0));
+  emit(g, I_ALU64_IMM(BPF_ADD, r, 1));
+  emit(g, I_ALU64_IMM(BPF_AND, r, STACK_ID_MASK));
+  patch_here(g, none);
+  if (stacks_counted) {
+    int buf = scratch_alloc(g, limit * 8);
+    emit_ctx(g, BPF_REG_1);
+    emit_scratch(g, BPF_REG_2, buf);
+    emit(g, I_MOV64_IMM(BPF_REG_3, limit * 8));
+    emit(g, I_MOV64_IMM(BPF_REG_4, (int32_t)flags));
+    emit_call(g, BPF_FUNC_get_stack);
+    int failed = emit_jump(g, I_JMP_IMM(BPF_JSLT, BPF_REG_0, 0, 0));
+    emit(g, I_ALU64_IMM(BPF_RSH, BPF_REG_0, 3));
+    emit(g, I_ALU64_IMM(BPF_LSH, BPF_REG_0, STACK_FRAMES_SHIFT));
+    emit(g, I_ALU64_REG(BPF_OR, r, BPF_REG_0));
+    patch_here(g, failed);
+  }
+  if (user) {
+    int pid = emit_task_id(g, true, false);
+    emit(g, I_ALU64_IMM(BPF_LSH, pid, 32));
+    emit(g, I_ALU64_REG(BPF_OR, r, pid));
+    reg_free(g, pid);
+  }
+  return r;
+}
+
+/* len(stack): the frame count kept in the value. */
+int stack_emit_len(Gen *g, Node *n) {
+  int r = gen_int(g, n->args);
+  emit(g, I_ALU64_IMM(BPF_RSH, r, STACK_FRAMES_SHIFT));
+  emit(g, I_ALU64_IMM(BPF_AND, r, 0xff));
+  return r;
+}
+
+/* usym(addr): the address, and above it the pid when both fit. */
+static int emit_usym(Gen *g, Node *n) {
+  int r = gen_int(g, n->args);
+  int pid = emit_task_id(g, true, false);
+  emit(g, I_MOV64_REG(BPF_REG_0, r));
+  emit(g, I_ALU64_IMM(BPF_RSH, BPF_REG_0, USYM_ADDR_BITS));
+  int high = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 0));
+  int big = emit_jump(g, I_JMP_IMM(BPF_JGT, pid, USYM_PID_MAX, 0));
+  emit(g, I_ALU64_IMM(BPF_LSH, pid, USYM_ADDR_BITS));
+  emit(g, I_ALU64_REG(BPF_OR, r, pid));
+  patch_here(g, high);
+  patch_here(g, big);
+  reg_free(g, pid);
+  return r;
+}
+
+const Builtin builtins_stack[] = {
+    {"kstack", BI_WORD, 0, 0, true, check_stack, emit_stack, NULL, NULL,
+     NULL, 0, NULL},
+    {"ustack", BI_WORD, 0, 0, true, check_stack, emit_stack, NULL, NULL,
+     NULL, 0, NULL},
+    {"kstack", BI_CALL, 0, -1, true, check_stack, emit_stack, NULL, NULL,
+     NULL, 0, NULL},
+    {"ustack", BI_CALL, 0, -1, true, check_stack, emit_stack, NULL, NULL,
+     NULL, 0, NULL},
+    {"ksym", BI_CALL, 1, 1, true, check_symbol, emit_first_argument, NULL,
+     NULL, NULL, 0, NULL},
+    {"usym", BI_CALL, 1, 1, true, check_symbol, emit_usym, NULL, NULL, NULL,
+     0, NULL},
+    {"uaddr", BI_CALL, 1, 1, true, check_uaddr, NULL, NULL, NULL, NULL, 0,
+     NULL},
+    {0},
+};

@@ -1,0 +1,187 @@
+/* usyms: user-space addresses to names with libdwfl, which reads a
+ * process's maps, opens its files (and their separate debug files) and
+ * finds the symbol of an address, PIE and shared libraries included. One
+ * Dwfl session per process, kept until loupe exits. */
+#include "sym/usyms.h"
+
+#include <elfutils/libdwfl.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static char *debuginfo_path;
+static const Dwfl_Callbacks proc_callbacks = {
+    .find_elf = dwfl_linux_proc_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .debuginfo_path = &debuginfo_path,
+};
+static const Dwfl_Callbacks offline_callbacks = {
+    .find_elf = dwfl_build_id_find_elf,
+    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .section_address = dwfl_offline_section_address,
+    .debuginfo_path = &debuginfo_path,
+};
+
+typedef struct Proc {
+  int pid;
+  Dwfl *dwfl;      /* NULL: its maps could not be read */
+} Proc;
+
+static Proc *procs;
+static int nprocs;
+static Dwfl *binaries;   /* the probed binaries, at their file addresses */
+
+static Proc *proc_find(int pid) {
+  for (int i = 0; i < nprocs; i++)
+    if (procs[i].pid == pid) return &procs[i];
+  return NULL;
+}
+
+/* A session for pid from its maps, or NULL if they cannot be read. */
+static Dwfl *proc_report(int pid) {
+  Dwfl *d = dwfl_begin(&proc_callbacks);
+  if (!d) return NULL;
+  dwfl_report_begin(d);
+  if (dwfl_linux_proc_report(d, pid) != 0) {
+    dwfl_end(d);
+    return NULL;
+  }
+  dwfl_report_end(d, NULL, NULL);
+  return d;
+}
+
+void usyms_remember(int pid) {
+  if (pid <= 0 || proc_find(pid)) return;
+  Proc *grown = realloc(procs, sizeof(*procs) * (nprocs + 1));
+  if (!grown) return;
+  procs = grown;
+  procs[nprocs].pid = pid;
+  procs[nprocs++].dwfl = proc_report(pid);
+}
+
+void usyms_add_binary(const char *path) {
+  static char **added;
+  static int nadded;
+  for (int i = 0; i < nadded; i++)
+    if (!strcmp(added[i], path)) return;
+  char **grown = realloc(added, sizeof(*added) * (nadded + 1));
+  if (!grown) return;
+  added = grown;
+  added[nadded++] = strdup(path);
+  if (!binaries) binaries = dwfl_begin(&offline_callbacks);
+  if (!binaries) return;
+  dwfl_report_begin_add(binaries);
+  dwfl_report_elf(binaries, path, path, -1, 0, false);
+  dwfl_report_end(binaries, NULL, NULL);
+}
+
+/* vaddr's offset in the ELF file: from the PT_LOAD segment holding it. */
+static bool file_offset(Elf *e, uint64_t vaddr, uint64_t *out) {
+  size_t n;
+  if (!e || elf_getphdrnum(e, &n) != 0) return false;
+  for (size_t i = 0; i < n; i++) {
+    GElf_Phdr ph;
+    if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD) continue;
+    if (vaddr >= ph.p_vaddr && vaddr < ph.p_vaddr + ph.p_memsz) {
+      *out = vaddr - ph.p_vaddr + ph.p_offset;
+      return true;
+    }
+  }
+  return false;
+}
+
+static bool lookup_in(Dwfl *d, uint64_t addr, USym *out) {
+  Dwfl_Module *m = d ? dwfl_addrmodule(d, addr) : NULL;
+  if (!m) return false;
+  const char *file = NULL;
+  out->module = dwfl_module_info(m, NULL, NULL, NULL, NULL, NULL, &file,
+                                 NULL);
+  if (file) out->module = file;
+  GElf_Off off = 0;
+  GElf_Sym sym;
+  out->name = dwfl_module_addrinfo(m, addr, &off, &sym, NULL, NULL, NULL);
+  out->offset = off;
+  GElf_Addr bias = 0;
+  Elf *e = dwfl_module_getelf(m, &bias);
+  if (!file_offset(e, addr - bias, &out->file_offset))
+    out->file_offset = addr - bias;
+  GElf_Addr id_vaddr;
+  const unsigned char *id = NULL;
+  int len = dwfl_module_build_id(m, &id, &id_vaddr);
+  if (len > 0) {
+    out->build_id = id;
+    out->build_id_len = len;
+  }
+  return true;
+}
+
+bool usyms_lookup(int pid, uint64_t addr, USym *out) {
+  memset(out, 0, sizeof(*out));
+  if (pid > 0) {
+    usyms_remember(pid);
+    Proc *p = proc_find(pid);
+    if (p && p->dwfl) return lookup_in(p->dwfl, addr, out);
+  }
+  return lookup_in(binaries, addr, out);
+}
+
+/* ---- symbol to address ---------------------------------------------- */
+
+static bool find_symbol(Elf *e, const char *name, GElf_Sym *out) {
+  Elf_Scn *scn = NULL;
+  while ((scn = elf_nextscn(e, scn))) {
+    GElf_Shdr sh;
+    if (!gelf_getshdr(scn, &sh) ||
+        (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM))
+      continue;
+    Elf_Data *data = elf_getdata(scn, NULL);
+    size_t n = sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
+    for (size_t i = 0; data && i < n; i++) {
+      GElf_Sym sym;
+      if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
+        continue;
+      const char *s = elf_strptr(e, sh.sh_link, sym.st_name);
+      if (s && !strcmp(s, name)) {
+        *out = sym;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+bool usyms_symbol_address(const char *path, const char *name,
+                          uint64_t *addr, uint64_t *size, char *err,
+                          size_t errlen) {
+  elf_version(EV_CURRENT);
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) {
+    snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
+    return false;
+  }
+  Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+  GElf_Ehdr eh;
+  bool ok = false;
+  if (!e || !gelf_getehdr(e, &eh)) {
+    snprintf(err, errlen, "%s is not an ELF file", path);
+  } else if (eh.e_type != ET_EXEC) {
+    snprintf(err, errlen, "%s is position-independent; loupe resolves "
+             "uaddr() in executables with fixed addresses only", path);
+  } else {
+    GElf_Sym sym;
+    ok = find_symbol(e, name, &sym);
+    if (ok) {
+      *addr = sym.st_value;
+      *size = sym.st_size;
+    } else {
+      snprintf(err, errlen, "no symbol of that name in %s", path);
+    }
+  }
+  if (e) elf_end(e);
+  close(fd);
+  return ok;
+}

@@ -1,0 +1,44 @@
+/* usyms: names of user-space addresses, for ustack and usym (libdwfl).
+ *
+ * A process's files are learned from its /proc/PID/maps the first time
+ * one of its addresses is asked for, then kept for as long as loupe runs,
+ * so addresses of a process that has exited since still resolve. For a
+ * process loupe never saw alive, addresses are looked up in the binaries
+ * the script probes, as they are laid out in their files (right for
+ * executables that are not position-independent, or run without ASLR). */
+#ifndef LOUPE_SYM_USYMS_H
+#define LOUPE_SYM_USYMS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What is known of one address. */
+typedef struct USym {
+  const char *name;     /* the symbol holding it, or NULL */
+  uint64_t offset;      /* from the symbol's start */
+  const char *module;   /* the file it is in, or NULL */
+  uint64_t file_offset; /* its offset in that file (build_id mode) */
+  const uint8_t *build_id;   /* that file's GNU build id, or NULL */
+  int build_id_len;
+} USym;
+
+/* Looks up addr in process pid (0: unknown). False if no file holds it. */
+bool usyms_lookup(int pid, uint64_t addr, USym *out);
+
+/* Reads pid's maps now, while it lives (before its addresses are
+ * printed); does nothing if they are known already. */
+void usyms_remember(int pid);
+
+/* A binary the script probes, for processes loupe never saw alive. */
+void usyms_add_binary(const char *path);
+
+/* The address and size of symbol `name` (a function or an object) in the
+ * ELF file at path, as the file lays it out. False, with a message in
+ * err, if it has none, or if the file is position-independent (its
+ * addresses then depend on where a process loads it). */
+bool usyms_symbol_address(const char *path, const char *name,
+                          uint64_t *addr, uint64_t *size, char *err,
+                          size_t errlen);
+
+#endif
