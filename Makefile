@@ -15,6 +15,8 @@ BASE_CFLAGS := -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP \
 PKGS     := libbpf libelf libdw zlib
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lbpf -ldw -lelf -lz)
 BASE_CFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+# libiberty (C++ demangling) has no pkg-config file
+LDLIBS   += -liberty
 SRCS     := $(wildcard src/*.c src/*/*.c)
 OBJS     := $(SRCS:src/%.c=build/%.o)
 LIBOBJS  := $(filter-out build/main.o,$(OBJS))
@@ -39,7 +41,7 @@ build:
 
 static:
 	$(MAKE) clean
-	$(MAKE) LDFLAGS=-static LDLIBS="$$(pkg-config --static --libs $(PKGS) 2>/dev/null || echo -lbpf -ldw -lelf -lz)" loupe
+	$(MAKE) LDFLAGS=-static LDLIBS="$$(pkg-config --static --libs $(PKGS) 2>/dev/null || echo -lbpf -ldw -lelf -lz) -liberty" loupe
 
 asan:
 	$(MAKE) clean
@@ -56,7 +58,7 @@ clean:
 
 # Build and test dependencies, from Debian 12 packages; apt only runs when
 # one is missing.
-DEB_PKGS := gcc make pkg-config libbpf-dev libelf-dev libdw-dev zlib1g-dev bpftool
+DEB_PKGS := gcc make pkg-config libbpf-dev libelf-dev libdw-dev libiberty-dev zlib1g-dev bpftool
 deps:
 	@dpkg -s $(DEB_PKGS) >/dev/null 2>&1 || { apt-get update && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y $(DEB_PKGS); }

@@ -12,6 +12,7 @@
 #include "sym/usyms.h"
 
 #define DEFAULT_STACK_FRAMES 127
+#define PT_REGS_IP 128   /* x86-64's struct pt_regs: ip */
 
 /* Whether some len() asks for a stack's depth: then every stack also
  * counts its frames (with bpf_get_stack), which costs a second walk. Set
@@ -143,9 +144,21 @@ static void check_symbol(Checker *c, Node *n) {
   if (n->type.named == NAMED_USYM) note_probe_binaries(c->probe);
 }
 
+/* Whether an attach point of the probe is a uretprobe: there the
+ * instruction pointer is the return address, not the function's. */
+static bool probe_has_uretprobe(Probe *p) {
+  for (AttachPoint *ap = p->aps; ap; ap = ap->next)
+    if (!strcmp(ap->provider, "uretprobe")) return true;
+  return false;
+}
+
 /* uaddr("sym"): the address of a symbol of the probe's binary, a pointer
  * to an unsigned integer of the symbol's size (8 bytes if it has none of
- * 1, 2 or 4), folded into a constant. */
+ * 1, 2 or 4). In an executable with fixed addresses it is folded into a
+ * constant; in a PIE or a library it is the function's address at the
+ * probe (its instruction pointer) moved by the distance between the two
+ * symbols in the file, worked out per target (n->ival: the symbol's
+ * address in the file). */
 static void check_uaddr(Checker *c, Node *n) {
   Node *a = n->args;
   if (a->kind != N_STR) {
@@ -162,22 +175,35 @@ static void check_uaddr(Checker *c, Node *n) {
     return;
   }
   uint64_t addr = 0, size = 0;
+  bool relocatable = false;
   char err[512];
-  if (!usyms_symbol_address(binary, a->sval, &addr, &size, err,
-                            sizeof err)) {
+  if (!usyms_symbol_address(binary, a->sval, &addr, &size, &relocatable,
+                            err, sizeof err)) {
     error_at(c, n->span, "uaddr(\"%s\"): %s", a->sval, err);
+    return;
+  }
+  if (relocatable && probe_has_uretprobe(c->probe)) {
+    error_at(c, n->span, "uaddr(\"%s\"): %s is position-independent, and "
+             "a uretprobe does not see where it is loaded; use a uprobe",
+             a->sval, binary);
     return;
   }
   const char *pointee = size == 1   ? "uint8"
                         : size == 2 ? "uint16"
                         : size == 4 ? "uint32"
                                     : "uint64";
-  n->kind = N_INT;
-  n->ival = (int64_t)addr;
   n->type = ty_int(8, false);
   n->type.is_pointer = true;
   n->type.as = AS_USER;
   n->type.ctype = ctype_parse(pointee, err, sizeof err);
+  n->ival = (int64_t)addr;
+  if (relocatable) {
+    c->probe->uses_probe = c->probe->uses_ctx = true;  /* per target */
+    return;
+  }
+  Type t = n->type;
+  n->kind = N_INT;
+  n->type = t;
 }
 
 /* ---- code ------------------------------------------------------------ */
@@ -247,6 +273,30 @@ static int emit_usym(Gen *g, Node *n) {
   return r;
 }
 
+/* uaddr() in a PIE or a library: the probed function's address now (the
+ * instruction pointer at a uprobe) plus the symbol's distance from it. */
+static int emit_uaddr(Gen *g, Node *n) {
+  uint64_t func = 0;
+  Target *t = g->target;
+  if (!t || !t->binary ||
+      !usyms_offset_to_vaddr(t->binary, t->offset, &func)) {
+    fail(g, n->span, "uaddr(\"%s\"): cannot tell where the probed "
+         "function is in its binary", n->args->sval);
+    return reg_alloc(g);
+  }
+  int r = reg_alloc(g);
+  emit_ctx(g, r);
+  emit(g, I_LDX(BPF_DW, r, r, PT_REGS_IP));
+  int64_t delta = n->ival - (int64_t)func;
+  if (delta >= INT32_MIN && delta <= INT32_MAX) {
+    emit(g, I_ALU64_IMM(BPF_ADD, r, (int32_t)delta));
+  } else {
+    emit_imm64(g, BPF_REG_0, delta);
+    emit(g, I_ALU64_REG(BPF_ADD, r, BPF_REG_0));
+  }
+  return r;
+}
+
 const Builtin builtins_stack[] = {
     {"kstack", BI_WORD, 0, 0, true, check_stack, emit_stack, NULL, NULL,
      NULL, 0, NULL},
@@ -260,7 +310,7 @@ const Builtin builtins_stack[] = {
      NULL, NULL, 0, NULL},
     {"usym", BI_CALL, 1, 1, true, check_symbol, emit_usym, NULL, NULL, NULL,
      0, NULL},
-    {"uaddr", BI_CALL, 1, 1, true, check_uaddr, NULL, NULL, NULL, NULL, 0,
-     NULL},
+    {"uaddr", BI_CALL, 1, 1, true, check_uaddr, emit_uaddr, NULL, NULL,
+     NULL, 0, NULL},
     {0},
 };

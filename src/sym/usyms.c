@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <libiberty/demangle.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,6 +95,49 @@ static bool file_offset(Elf *e, uint64_t vaddr, uint64_t *out) {
   return false;
 }
 
+/* C++ names as the source spells them (libiberty), kept in a hash table
+ * by the mangled name's address, which libdwfl keeps for as long as its
+ * module. */
+typedef struct Demangled {
+  const char *mangled, *plain;
+} Demangled;
+
+static Demangled *demangled_cache;
+static size_t demangled_n, demangled_cap;   /* cap: a power of two */
+
+static size_t demangled_slot(const Demangled *t, size_t cap,
+                             const char *name) {
+  size_t h = ((uintptr_t)name >> 3) & (cap - 1);
+  while (t[h].mangled && t[h].mangled != name) h = (h + 1) & (cap - 1);
+  return h;
+}
+
+static void demangled_grow(void) {
+  size_t cap = demangled_cap ? demangled_cap * 2 : 256;
+  Demangled *t = calloc(cap, sizeof(*t));
+  if (!t) return;
+  for (size_t i = 0; i < demangled_cap; i++)
+    if (demangled_cache[i].mangled)
+      t[demangled_slot(t, cap, demangled_cache[i].mangled)] =
+          demangled_cache[i];
+  free(demangled_cache);
+  demangled_cache = t;
+  demangled_cap = cap;
+}
+
+static const char *demangled(const char *name) {
+  if (!name || strncmp(name, "_Z", 2) != 0) return name;
+  if (2 * (demangled_n + 1) > demangled_cap) demangled_grow();
+  if (!demangled_cap) return name;
+  size_t h = demangled_slot(demangled_cache, demangled_cap, name);
+  if (demangled_cache[h].mangled) return demangled_cache[h].plain;
+  char *plain = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+  demangled_cache[h].mangled = name;
+  demangled_cache[h].plain = plain ? plain : name;
+  demangled_n++;
+  return demangled_cache[h].plain;
+}
+
 static bool lookup_in(Dwfl *d, uint64_t addr, USym *out) {
   Dwfl_Module *m = d ? dwfl_addrmodule(d, addr) : NULL;
   if (!m) return false;
@@ -103,7 +147,8 @@ static bool lookup_in(Dwfl *d, uint64_t addr, USym *out) {
   if (file) out->module = file;
   GElf_Off off = 0;
   GElf_Sym sym;
-  out->name = dwfl_module_addrinfo(m, addr, &off, &sym, NULL, NULL, NULL);
+  out->name = demangled(
+      dwfl_module_addrinfo(m, addr, &off, &sym, NULL, NULL, NULL));
   out->offset = off;
   GElf_Addr bias = 0;
   Elf *e = dwfl_module_getelf(m, &bias);
@@ -154,34 +199,64 @@ static bool find_symbol(Elf *e, const char *name, GElf_Sym *out) {
   return false;
 }
 
-bool usyms_symbol_address(const char *path, const char *name,
-                          uint64_t *addr, uint64_t *size, char *err,
-                          size_t errlen) {
+/* The ELF file at path, opened for reading; NULL with a message in err. */
+static Elf *elf_open(const char *path, int *fd, char *err, size_t errlen) {
   elf_version(EV_CURRENT);
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  *fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (*fd < 0) {
     snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-    return false;
+    return NULL;
   }
-  Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+  Elf *e = elf_begin(*fd, ELF_C_READ, NULL);
   GElf_Ehdr eh;
-  bool ok = false;
   if (!e || !gelf_getehdr(e, &eh)) {
     snprintf(err, errlen, "%s is not an ELF file", path);
-  } else if (eh.e_type != ET_EXEC) {
-    snprintf(err, errlen, "%s is position-independent; loupe resolves "
-             "uaddr() in executables with fixed addresses only", path);
-  } else {
-    GElf_Sym sym;
-    ok = find_symbol(e, name, &sym);
-    if (ok) {
-      *addr = sym.st_value;
-      *size = sym.st_size;
-    } else {
-      snprintf(err, errlen, "no symbol of that name in %s", path);
-    }
+    if (e) elf_end(e);
+    close(*fd);
+    return NULL;
   }
-  if (e) elf_end(e);
+  return e;
+}
+
+bool usyms_symbol_address(const char *path, const char *name,
+                          uint64_t *addr, uint64_t *size, bool *relocatable,
+                          char *err, size_t errlen) {
+  int fd;
+  Elf *e = elf_open(path, &fd, err, errlen);
+  if (!e) return false;
+  GElf_Ehdr eh;
+  GElf_Sym sym;
+  bool ok = gelf_getehdr(e, &eh) && find_symbol(e, name, &sym);
+  if (ok) {
+    *addr = sym.st_value;
+    *size = sym.st_size;
+    *relocatable = eh.e_type != ET_EXEC;
+  } else {
+    snprintf(err, errlen, "no symbol of that name in %s", path);
+  }
+  elf_end(e);
+  close(fd);
+  return ok;
+}
+
+bool usyms_offset_to_vaddr(const char *path, uint64_t offset,
+                           uint64_t *vaddr) {
+  char err[256];
+  int fd;
+  Elf *e = elf_open(path, &fd, err, sizeof err);
+  if (!e) return false;
+  size_t n = 0;
+  bool ok = false;
+  if (elf_getphdrnum(e, &n) == 0)
+    for (size_t i = 0; i < n && !ok; i++) {
+      GElf_Phdr ph;
+      if (!gelf_getphdr(e, (int)i, &ph) || ph.p_type != PT_LOAD) continue;
+      if (offset >= ph.p_offset && offset < ph.p_offset + ph.p_filesz) {
+        *vaddr = offset - ph.p_offset + ph.p_vaddr;
+        ok = true;
+      }
+    }
+  elf_end(e);
   close(fd);
   return ok;
 }

@@ -34,11 +34,16 @@ void usyms_remember(int pid);
 void usyms_add_binary(const char *path);
 
 /* The address and size of symbol `name` (a function or an object) in the
- * ELF file at path, as the file lays it out. False, with a message in
- * err, if it has none, or if the file is position-independent (its
- * addresses then depend on where a process loads it). */
+ * ELF file at path, as the file lays it out; *relocatable tells whether
+ * the file is position-independent (a PIE or a library: a process adds
+ * its load address). False, with a message in err, if it has none. */
 bool usyms_symbol_address(const char *path, const char *name,
-                          uint64_t *addr, uint64_t *size, char *err,
-                          size_t errlen);
+                          uint64_t *addr, uint64_t *size, bool *relocatable,
+                          char *err, size_t errlen);
+
+/* The address the ELF file at path gives to its byte at file offset
+ * `offset` (from its PT_LOAD segments). */
+bool usyms_offset_to_vaddr(const char *path, uint64_t offset,
+                           uint64_t *vaddr);
 
 #endif
