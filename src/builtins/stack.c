@@ -82,6 +82,11 @@ static void note_probe_binaries(Probe *p) {
 static void check_stack(Checker *c, Node *n) {
   bool user = n->name[0] == 'u';
   int mode = c->script->settings.stack_mode, max = max_stack_frames();
+  if (c->frame != 0) {   /* the loop body's frame has no context pointer */
+    error_at(c, n->span, "%s can not be used in the body of a for loop "
+             "over a map; take it before the loop", n->name);
+    return;
+  }
   bool mode_given = false;
   int64_t limit = max < DEFAULT_STACK_FRAMES ? max : DEFAULT_STACK_FRAMES;
   Node *a = n->kind == N_CALL ? n->args : NULL;

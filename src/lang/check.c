@@ -185,7 +185,8 @@ void check_map_keys(Checker *c, Node *n) {
   for (int i = 0; same && i < nkeys; i++)
     same = m->key_types[i].kind == keys[i].kind &&
            (keys[i].kind == TY_STR || keys[i].kind == TY_INT ||
-            same_layout(keys[i], m->key_types[i]));
+            same_layout(keys[i], m->key_types[i])) &&
+           same_stack(keys[i], m->key_types[i]);
   if (!same) {
     char want[200], got[200];
     error_at(c, n->span,
@@ -222,7 +223,7 @@ static void map_set_value(Checker *c, MapSym *m, Type t, Span at, Span op) {
   }
   bool same = v->kind == t.kind && (t.kind != TY_AGG || v->agg == t.agg) &&
               ((t.kind != TY_BUF && t.kind != TY_CVAL) ||
-               same_layout(*v, t));
+               same_layout(*v, t)) && same_stack(*v, t);
   if (!same) {
     error_at(c, at, "Type mismatch for %s: trying to assign value of type "
              "'%s' when map already contains a value of type '%s'",
@@ -402,7 +403,7 @@ void check_assigned(Checker *c, Node *n) {
       error_at(c, at, "Tuple type mismatch: %s != %s.", TYPE_NAME(v->type),
                TYPE_NAME(t));
       return;
-    } else if (v->type.kind != t.kind ||
+    } else if (v->type.kind != t.kind || !same_stack(v->type, t) ||
                ((t.kind == TY_BUF || t.kind == TY_CVAL) &&
                 !same_layout(v->type, t))) {
       error_at(c, at, "Type mismatch for %s: trying to assign value of "
