@@ -42,6 +42,33 @@ static bool stack_mode_named(const Node *a, int *mode) {
   return false;
 }
 
+/* The processes ustack has met (an LRU hash of pids): the first stack of
+ * each also tells user space, which then reads the process's maps while
+ * it is alive, so that its stacks still print once it has exited. */
+#define PIDS_SEEN_MAP_NAME "@@pids_seen"
+#define PIDS_SEEN_ENTRIES 16384
+
+/* A map of loupe's own, made on first use: 4-byte keys. */
+static void want_internal_map(Checker *c, Node *n, const char *name,
+                              uint32_t type, int value_size,
+                              uint32_t entries) {
+  if (map_find(c->out, name)) return;
+  MapSym *m = calloc(1, sizeof(*m));
+  m->name = strdup(name);
+  m->id = c->out->nmaps;
+  m->first_use = n->span;
+  m->key_size = 4;
+  m->value_type = ty_int(8, false);
+  m->value_size = value_size;
+  m->bpf_type = type;
+  m->max_entries = entries;
+  m->fd = -1;
+  m->internal = true;
+  c->out->maps = realloc(c->out->maps,
+                         sizeof(MapSym *) * (c->out->nmaps + 1));
+  c->out->maps[c->out->nmaps++] = m;
+}
+
 static void stack_map_name(int limit, char *buf, size_t len) {
   snprintf(buf, len, "@@stack_%d", limit);
 }
@@ -50,24 +77,9 @@ static void stack_map_name(int limit, char *buf, size_t len) {
 static void want_stack_map(Checker *c, Node *n, int limit) {
   char name[32];
   stack_map_name(limit, name, sizeof name);
-  MapSym *m = map_find(c->out, name);
-  if (!m) {
-    m = calloc(1, sizeof(*m));
-    m->name = strdup(name);
-    m->id = c->out->nmaps;
-    m->first_use = n->span;
-    m->key_size = 4;
-    m->value_type = ty_int(8, false);
-    m->value_size = limit * 8;
-    m->bpf_type = BPF_MAP_TYPE_STACK_TRACE;
-    m->max_entries = (uint32_t)c->map_keys;
-    m->fd = -1;
-    m->internal = true;
-    c->out->maps = realloc(c->out->maps,
-                           sizeof(MapSym *) * (c->out->nmaps + 1));
-    c->out->maps[c->out->nmaps++] = m;
-  }
-  stack_map_register(limit, m);
+  want_internal_map(c, n, name, BPF_MAP_TYPE_STACK_TRACE, limit * 8,
+           (uint32_t)c->map_keys);
+  stack_map_register(limit, map_find(c->out, name));
 }
 
 /* User addresses of a process loupe never saw alive are looked up in the
@@ -119,22 +131,29 @@ static void check_stack(Checker *c, Node *n) {
   }
   want_stack_map(c, n, (int)limit);
   if (c->probe) c->probe->uses_ctx = true;   /* bpf_get_stackid reads it */
-  if (user) note_probe_binaries(c->probe);
+  if (user) {
+    note_probe_binaries(c->probe);
+    want_internal_map(c, n, PIDS_SEEN_MAP_NAME, BPF_MAP_TYPE_LRU_HASH, 8,
+             PIDS_SEEN_ENTRIES);
+  }
   n->type = ty_int(8, false);
   n->type.named = user ? NAMED_USTACK : NAMED_KSTACK;
   n->type.stack_mode = (uint8_t)mode;
   n->type.stack_limit = (uint16_t)limit;
 }
 
+/* len(stack): its number of frames. Anything but a map or a stack is
+ * reported here; false leaves a map to len(@m). */
 bool stack_check_len(Checker *c, Node *n) {
   Node *a = n->args;
-  if (!a || a->next || (a->kind != N_VAR && a->kind != N_BUILTIN &&
-                        a->kind != N_CALL && a->kind != N_MAP))
-    return false;
   if (a->kind == N_MAP) return false;
   check_expr(c, a);
-  if (a->type.named != NAMED_KSTACK && a->type.named != NAMED_USTACK)
-    return false;
+  if (!ty_is_stack(a->type)) {
+    if (a->type.kind != TY_NONE)
+      error_at(c, a->span, "len() expects a map or a stack (kstack, ustack), "
+               "not %s", TYPE_NAME(a->type));
+    return true;
+  }
   stacks_counted = true;
   n->type = ty_int(8, true);
   return true;
@@ -213,6 +232,30 @@ static void check_uaddr(Checker *c, Node *n) {
 
 /* ---- code ------------------------------------------------------------ */
 
+/* Tells user space about process `pid` (a register) the first time. */
+static void emit_first_sight(Gen *g, int pid) {
+  int key = stack_alloc(g, 8), value = stack_alloc(g, 8);
+  emit(g, I_STX(BPF_DW, BPF_REG_10, pid, key));
+  emit(g, I_ST(BPF_DW, BPF_REG_10, value, 0));
+  emit_map(g, BPF_REG_1, find_map(g, PIDS_SEEN_MAP_NAME));
+  emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, key));
+  emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, value));
+  emit(g, I_MOV64_IMM(BPF_REG_4, BPF_NOEXIST));
+  emit_call(g, BPF_FUNC_map_update_elem);
+  int known = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 0));
+  emit(g, I_MOV64_REG(BPF_REG_1, pid));
+  emit_subcall(g, SUB_EVENT + EV_PROCESS_SEEN);
+  patch_here(g, known);
+}
+
+/* In user space: the process's maps, now. */
+static void on_process_seen(const EventCtx *e, uint32_t pid,
+                            const uint8_t *payload, size_t size) {
+  usyms_remember((int)pid);
+}
+
 /* The stack id + 1 (0 if there is none), its frame count when len()
  * needs it, and for ustack the pid above them. */
 static int emit_stack(Gen *g, Node *n) {
@@ -247,6 +290,7 @@ static int emit_stack(Gen *g, Node *n) {
   }
   if (user) {
     int pid = emit_task_id(g, true, false);
+    emit_first_sight(g, pid);
     emit(g, I_ALU64_IMM(BPF_LSH, pid, 32));
     emit(g, I_ALU64_REG(BPF_OR, r, pid));
     reg_free(g, pid);
@@ -306,7 +350,7 @@ const Builtin builtins_stack[] = {
     {"kstack", BI_WORD, 0, 0, true, check_stack, emit_stack, NULL, NULL,
      NULL, 0, NULL},
     {"ustack", BI_WORD, 0, 0, true, check_stack, emit_stack, NULL, NULL,
-     NULL, 0, NULL},
+     NULL, EV_PROCESS_SEEN, on_process_seen},
     {"kstack", BI_CALL, 0, -1, true, check_stack, emit_stack, NULL, NULL,
      NULL, 0, NULL},
     {"ustack", BI_CALL, 0, -1, true, check_stack, emit_stack, NULL, NULL,
