@@ -129,6 +129,8 @@ static void check_stack(Checker *c, Node *n) {
     }
     mode = STACK_BPFTRACE;   /* a config default meant for ustack */
   }
+  if (user && mode == STACK_BPFTRACE && c->script->settings.show_debug_info)
+    mode = STACK_BPFTRACE_LINES;
   want_stack_map(c, n, (int)limit);
   if (c->probe) c->probe->uses_ctx = true;   /* bpf_get_stackid reads it */
   if (user) {

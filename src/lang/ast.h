@@ -48,7 +48,9 @@ enum { NAMED_NONE, NAMED_ERRNO, NAMED_SIGNAL,
 
 /* How kstack and ustack values print (Type.stack_mode). */
 typedef enum StackMode {
-  STACK_BPFTRACE, STACK_PERF, STACK_RAW, STACK_BUILD_ID
+  STACK_BPFTRACE, STACK_PERF, STACK_RAW, STACK_BUILD_ID,
+  STACK_BPFTRACE_LINES,   /* bpftrace, user frames with @file:line
+                             (config show_debug_info = 1) */
 } StackMode;
 
 /* Where a pointer-valued integer points; decides probe_read_user vs kernel. */

@@ -119,7 +119,8 @@ const char *type_name(Type t, char *buf, size_t len) {
                                           "build_id"};
       snprintf(buf, len, "%s(%s, %d)",
                t.named == NAMED_KSTACK ? "kstack" : "ustack",
-               modes[t.stack_mode & 3], t.stack_limit);
+               modes[t.stack_mode == STACK_BPFTRACE_LINES ? 0 : t.stack_mode],
+               t.stack_limit);
       break;
     }
     if (t.is_bool) {

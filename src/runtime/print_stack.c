@@ -84,7 +84,7 @@ static void user_frame(StackMode mode, int pid, uint64_t ip, int indent) {
     text_add("%" PRIx64 "\n", ip);
     return;
   }
-  bool known = usyms_lookup(pid, ip, &s);
+  bool known = usyms_lookup(pid, ip, mode == STACK_BPFTRACE_LINES, &s);
   if (mode == STACK_BUILD_ID) {
     if (known && s.build_id) {
       for (int i = 0; i < s.build_id_len; i++) text_add("%02x", s.build_id[i]);
@@ -96,6 +96,9 @@ static void user_frame(StackMode mode, int pid, uint64_t ip, int indent) {
     text_add("\t%" PRIx64 " %s+%" PRIu64 " (%s)\n", ip,
              s.name ? s.name : "[unknown]", s.name ? s.offset : 0,
              s.module ? s.module : "[unknown]");
+  } else if (s.name && s.src_file) {
+    text_add("%*s%s+%" PRIu64 "@%s:%d\n", indent, "", s.name, s.offset,
+             s.src_file, s.src_line);
   } else if (s.name) {
     text_add("%*s%s+%" PRIu64 "\n", indent, "", s.name, s.offset);
   } else {
@@ -138,7 +141,8 @@ const char *symbol_text(const Type *t, uint64_t v, char *buf, size_t len) {
   } else {
     addr = v & ((1ull << USYM_ADDR_BITS) - 1);
     USym s;
-    if (usyms_lookup((int)(v >> USYM_ADDR_BITS), addr, &s)) name = s.name;
+    if (usyms_lookup((int)(v >> USYM_ADDR_BITS), addr, false, &s))
+      name = s.name;
   }
   if (name)
     snprintf(buf, len, "%s", name);

@@ -138,7 +138,7 @@ static const char *demangled(const char *name) {
   return demangled_cache[h].plain;
 }
 
-static bool lookup_in(Dwfl *d, uint64_t addr, USym *out) {
+static bool lookup_in(Dwfl *d, uint64_t addr, bool want_line, USym *out) {
   Dwfl_Module *m = d ? dwfl_addrmodule(d, addr) : NULL;
   if (!m) return false;
   const char *file = NULL;
@@ -150,6 +150,10 @@ static bool lookup_in(Dwfl *d, uint64_t addr, USym *out) {
   out->name = demangled(
       dwfl_module_addrinfo(m, addr, &off, &sym, NULL, NULL, NULL));
   out->offset = off;
+  Dwfl_Line *line = want_line ? dwfl_module_getsrc(m, addr) : NULL;
+  if (line)
+    out->src_file = dwfl_lineinfo(line, NULL, &out->src_line, NULL, NULL,
+                                  NULL);
   GElf_Addr bias = 0;
   Elf *e = dwfl_module_getelf(m, &bias);
   if (!file_offset(e, addr - bias, &out->file_offset))
@@ -164,14 +168,14 @@ static bool lookup_in(Dwfl *d, uint64_t addr, USym *out) {
   return true;
 }
 
-bool usyms_lookup(int pid, uint64_t addr, USym *out) {
+bool usyms_lookup(int pid, uint64_t addr, bool want_line, USym *out) {
   memset(out, 0, sizeof(*out));
   if (pid > 0) {
     usyms_remember(pid);
     Proc *p = proc_find(pid);
-    if (p && p->dwfl) return lookup_in(p->dwfl, addr, out);
+    if (p && p->dwfl) return lookup_in(p->dwfl, addr, want_line, out);
   }
-  return lookup_in(binaries, addr, out);
+  return lookup_in(binaries, addr, want_line, out);
 }
 
 /* ---- symbol to address ---------------------------------------------- */

@@ -21,10 +21,14 @@ typedef struct USym {
   uint64_t file_offset; /* its offset in that file (build_id mode) */
   const uint8_t *build_id;   /* that file's GNU build id, or NULL */
   int build_id_len;
+  const char *src_file;  /* with want_line: its source file, or NULL */
+  int src_line;
 } USym;
 
-/* Looks up addr in process pid (0: unknown). False if no file holds it. */
-bool usyms_lookup(int pid, uint64_t addr, USym *out);
+/* Looks up addr in process pid (0: unknown), with its source file and
+ * line from the DWARF line table if want_line. False if no file holds
+ * it. */
+bool usyms_lookup(int pid, uint64_t addr, bool want_line, USym *out);
 
 /* Reads pid's maps now, while it lives (before its addresses are
  * printed); does nothing if they are known already. */
