@@ -19,15 +19,18 @@
  * by check, read by codegen; one script is compiled per run. */
 static bool stacks_counted;
 
-/* The kernel's limit on frames a stack-trace map entry may hold. */
+/* The kernel's limit on frames a stack-trace map entry may hold (read
+ * once). */
 static int max_stack_frames(void) {
-  int v = DEFAULT_STACK_FRAMES;
+  static int max;
+  if (max) return max;
+  max = DEFAULT_STACK_FRAMES;
   FILE *f = fopen("/proc/sys/kernel/perf_event_max_stack", "r");
   if (f) {
-    if (fscanf(f, "%d", &v) != 1 || v <= 0) v = DEFAULT_STACK_FRAMES;
+    if (fscanf(f, "%d", &max) != 1 || max <= 0) max = DEFAULT_STACK_FRAMES;
     fclose(f);
   }
-  return v;
+  return max;
 }
 
 static bool stack_mode_named(const Node *a, int *mode) {
@@ -136,7 +139,7 @@ static void check_stack(Checker *c, Node *n) {
   if (user) {
     note_probe_binaries(c->probe);
     want_internal_map(c, n, PIDS_SEEN_MAP_NAME, BPF_MAP_TYPE_LRU_HASH, 8,
-             PIDS_SEEN_ENTRIES);
+                      PIDS_SEEN_ENTRIES);
   }
   n->type = ty_int(8, false);
   n->type.named = user ? NAMED_USTACK : NAMED_KSTACK;
