@@ -13,9 +13,11 @@ CFLAGS   ?= -O2 -g
 # user) can set CFLAGS on the command line without losing them.
 BASE_CFLAGS := -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP \
             -DLOUPE_VERSION=\"$(VERSION)\" -Isrc
-PKGS     := libbpf libelf zlib libdw
+PKGS     := libbpf libelf libdw zlib
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lbpf -ldw -lelf -lz)
 BASE_CFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+# libiberty (C++ demangling) has no pkg-config file
+LDLIBS   += -liberty
 SRCS     := $(wildcard src/*.c src/*/*.c)
 OBJS     := $(SRCS:src/%.c=build/%.o)
 LIBOBJS  := $(filter-out build/main.o,$(OBJS))
@@ -40,7 +42,7 @@ build:
 
 static:
 	$(MAKE) clean
-	$(MAKE) LDFLAGS=-static LDLIBS="$$(pkg-config --static --libs $(PKGS) 2>/dev/null || echo -lbpf -ldw -lelf -lz)" loupe
+	$(MAKE) LDFLAGS=-static LDLIBS="$$(pkg-config --static --libs $(PKGS) 2>/dev/null || echo -lbpf -ldw -lelf -lz) -liberty" loupe
 
 asan:
 	$(MAKE) clean
@@ -57,8 +59,8 @@ clean:
 
 # Build and test dependencies, from Debian 12 packages; apt only runs when
 # one is missing.
-DEB_PKGS := gcc make pkg-config libbpf-dev libelf-dev zlib1g-dev libdw-dev \
-            bpftool clang
+DEB_PKGS := gcc make pkg-config libbpf-dev libelf-dev libdw-dev libiberty-dev \
+            zlib1g-dev bpftool clang
 deps:
 	@dpkg -s $(DEB_PKGS) >/dev/null 2>&1 || { apt-get update && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y $(DEB_PKGS); }

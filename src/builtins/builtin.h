@@ -150,5 +150,11 @@ extern const Builtin builtins_net[];         /* net.c */
 extern const Builtin builtins_system[];      /* system.c */
 extern const Builtin builtins_tseries[];     /* tseries.c */
 extern const Builtin builtins_debug[];       /* debug.c */
+extern const Builtin builtins_stack[];       /* stack.c */
+
+/* len() of a kstack or ustack value (stack.c): check returns false if the
+ * argument is not a stack (len(@map) then). */
+bool stack_check_len(Checker *c, Node *n);
+int stack_emit_len(Gen *g, Node *n);
 
 #endif

@@ -1,6 +1,6 @@
 /* kernel: builtins about the kernel itself — kaddr() of a kernel symbol,
- * signal() to the current task — and those loupe does not have yet
- * (stacks and symbols), which the user is told about. */
+ * signal() to the current task — and those loupe does not have yet,
+ * which the user is told about. */
 #include <string.h>
 
 #include "builtins/builtin.h"
@@ -182,13 +182,6 @@ const Builtin builtins_kernel[] = {
      NULL, NULL, 0, NULL},
     {"percpu_kaddr", BI_CALL, 1, 2, true, check_percpu_kaddr,
      emit_percpu_kaddr, NULL, NULL, NULL, 0, NULL},
-    NOT_YET("kstack", BI_WORD),
-    NOT_YET("ustack", BI_WORD),
-    NOT_YET("kstack", BI_CALL),
-    NOT_YET("ustack", BI_CALL),
-    NOT_YET("ksym", BI_CALL),
-    NOT_YET("usym", BI_CALL),
-    NOT_YET("uaddr", BI_CALL),
     NOT_YET("reg", BI_CALL),
     NOT_YET("cgroupid", BI_CALL),
     NOT_YET("override", BI_CALL),

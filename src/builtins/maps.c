@@ -61,6 +61,7 @@ static void check_print(Checker *c, Node *n) {
 static void check_clear(Checker *c, Node *n) { whole_map(c, n); }
 
 static void check_len(Checker *c, Node *n) {
+  if (stack_check_len(c, n)) return;
   MapSym *m = whole_map(c, n);
   if (m && m->value_type.kind != TY_NONE) n->type = ty_int(8, false);
 }
@@ -163,6 +164,9 @@ static int emit_has_key(Gen *g, Node *n) {
 
 /* len(@m): the entries counted by a callback over the map (SUB_COUNT). */
 static int emit_len(Gen *g, Node *n) {
+  if (n->args->type.named == NAMED_KSTACK ||
+      n->args->type.named == NAMED_USTACK)
+    return stack_emit_len(g, n);
   int slot = stack_alloc(g, 8);
   emit(g, I_ST(BPF_DW, BPF_REG_10, slot, 0));
   emit_map(g, BPF_REG_1, n->args->map->id);

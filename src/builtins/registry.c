@@ -9,7 +9,8 @@ static const Builtin *const groups[] = {
     builtins_context,     builtins_output, builtins_maps,
     builtins_strings,     builtins_aggregation, builtins_histogram,
     builtins_kernel,      builtins_net,         builtins_system,
-    builtins_tseries,     builtins_debug,       NULL,
+    builtins_tseries,     builtins_debug,       builtins_stack,
+    NULL,
 };
 
 const Builtin *builtin_find(const char *name, BuiltinForm form) {

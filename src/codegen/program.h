@@ -131,6 +131,8 @@ typedef enum EventKind {
                        whose one argument is the value */
   EV_ERRORF,        /* errorf(fmt, ...), warnf(fmt, ...): like printf, */
   EV_WARNF,         /* printed on stderr after PrintfDef.prefix */
+  EV_PROCESS_SEEN,  /* ustack met a process for the first time: index is
+                       its pid; user space reads its maps while it lives */
 } EventKind;
 
 #define JOIN_MAX_ARGS 16

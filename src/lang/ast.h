@@ -46,7 +46,17 @@ enum { NAMED_NONE, NAMED_ERRNO, NAMED_SIGNAL,
        NAMED_MAC,     /* TY_BUF of macaddr(): six bytes */
        NAMED_USER,    /* username: a uid */
        NAMED_CGROUP,  /* cgroup_path(): a cgroup id */
-};
+       NAMED_KSTACK,   /* kstack: a stack id (builtins/stack.c) */
+       NAMED_USTACK,   /* ustack: a stack id and the process's pid */
+       NAMED_KSYM,     /* ksym(addr): a kernel address, printed as name */
+       NAMED_USYM };   /* usym(addr): a user address and its pid */
+
+/* How kstack and ustack values print (Type.stack_mode). */
+typedef enum StackMode {
+  STACK_BPFTRACE, STACK_PERF, STACK_RAW, STACK_BUILD_ID,
+  STACK_BPFTRACE_LINES,   /* bpftrace, user frames with @file:line
+                             (config show_debug_info = 1) */
+} StackMode;
 
 /* Where a pointer-valued integer points; decides probe_read_user vs kernel. */
 typedef enum AddrSpace { AS_NONE, AS_KERNEL, AS_USER } AddrSpace;
@@ -60,7 +70,9 @@ typedef struct Type {
   const char *time_fmt;  /* TY_INT from strftime(): nanoseconds since
                             boot, printed as a time in this format */
   uint8_t named;     /* TY_INT printed as a name in user space: NAMED_ERRNO
-                        (strerror), NAMED_SIGNAL (signal_name) */
+                        (strerror), NAMED_SIGNAL (signal_name), stacks */
+  uint8_t stack_mode;    /* NAMED_KSTACK, NAMED_USTACK: a StackMode */
+  uint16_t stack_limit;  /* NAMED_KSTACK, NAMED_USTACK: frames kept */
   AddrSpace as;      /* for pointers */
   AggKind agg;       /* TY_AGG: which aggregation */
   struct TupleType *tuple;     /* TY_TUPLE */

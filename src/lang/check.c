@@ -193,7 +193,8 @@ void check_map_keys(Checker *c, Node *n) {
   for (int i = 0; same && i < nkeys; i++)
     same = m->key_types[i].kind == keys[i].kind &&
            (keys[i].kind == TY_STR || keys[i].kind == TY_INT ||
-            same_layout(keys[i], m->key_types[i]));
+            same_layout(keys[i], m->key_types[i])) &&
+           same_stack(keys[i], m->key_types[i]);
   if (!same) {
     char want[200], got[200];
     error_at(c, n->span,
@@ -230,7 +231,7 @@ static void map_set_value(Checker *c, MapSym *m, Type t, Span at, Span op) {
   }
   bool same = v->kind == t.kind && (t.kind != TY_AGG || v->agg == t.agg) &&
               ((t.kind != TY_BUF && t.kind != TY_CVAL) ||
-               same_layout(*v, t));
+               same_layout(*v, t)) && same_stack(*v, t);
   if (!same) {
     error_at(c, at, "Type mismatch for %s: trying to assign value of type "
              "'%s' when map already contains a value of type '%s'",
@@ -410,7 +411,7 @@ void check_assigned(Checker *c, Node *n) {
       error_at(c, at, "Tuple type mismatch: %s != %s.", TYPE_NAME(v->type),
                TYPE_NAME(t));
       return;
-    } else if (v->type.kind != t.kind ||
+    } else if (v->type.kind != t.kind || !same_stack(v->type, t) ||
                ((t.kind == TY_BUF || t.kind == TY_CVAL) &&
                 !same_layout(v->type, t))) {
       error_at(c, at, "Type mismatch for %s: trying to assign value of "
@@ -775,6 +776,7 @@ int check_script(Script *s, Compiled *out, Diag *d) {
   if (d->errors == errors_before) options_report_unused(s, d);
   for (int i = 0; i < out->nmaps; i++) {
     MapSym *m = out->maps[i];
+    if (m->internal) continue;   /* laid out when made (stack maps) */
     if (m->value_type.kind == TY_NONE && d->errors == errors_before)
       diag_error(d, m->first_use, "Undefined map: %s", m->name);
     map_layout(m);

@@ -556,7 +556,8 @@ static void check_binop(Checker *c, Node *n) {
     n->type = ty_int(8, false);   /* compared byte by byte */
     return;
   }
-  if (l.kind != TY_INT || r.kind != TY_INT) {
+  if (l.kind != TY_INT || r.kind != TY_INT || ty_is_stack(l) ||
+      ty_is_stack(r)) {
     error_at(c, n->span, "Type mismatch for '%s': comparing '%s' with '%s'",
              op_text(n->op), TYPE_NAME(l), TYPE_NAME(r));
     return;

@@ -57,6 +57,11 @@ const char *c_type_name(const struct CType *ct, char *buf, size_t len);
 /* The kind of a type as bpftrace's argument messages name it: "integer",
  * "string", "tuple", ... */
 const char *kind_name(Type t);
+/* kstack and ustack values (Type.named): whether t is one, and whether
+ * a and b are the same kind of value (both not stacks, or stacks of the
+ * same kind, mode and frame limit). */
+bool ty_is_stack(Type t);
+bool same_stack(Type a, Type b);
 /* Whether two tuple or buffer types have the same layout. */
 bool same_layout(Type a, Type b);
 

@@ -20,7 +20,7 @@ typedef enum { K_INT, K_BOOL, K_WORD } KeyKind;
 /* What a key sets; F_IGNORED: checked, then ignored with a warning. */
 typedef enum {
   F_IGNORED, F_STRLEN, F_MAP_KEYS, F_PRINT_MAPS, F_MISSING, F_LICENSE,
-  F_RB_PAGES, F_CAT_BYTES
+  F_RB_PAGES, F_CAT_BYTES, F_STACK_MODE, F_DEBUG_INFO
 } Field;
 
 typedef struct Key {
@@ -64,8 +64,8 @@ static const Key keys[] = {
     WORD_KEY("cache_user_symbols", cache_words, false, F_IGNORED),
     BOOL_KEY("cpp_demangle", F_IGNORED),
     BOOL_KEY("lazy_symbolication", F_IGNORED),
-    BOOL_KEY("show_debug_info", F_IGNORED),
-    WORD_KEY("stack_mode", stack_words, false, F_IGNORED),
+    BOOL_KEY("show_debug_info", F_DEBUG_INFO),
+    WORD_KEY("stack_mode", stack_words, false, F_STACK_MODE),
     WORD_KEY("str_trunc_trailer", NULL, true, F_IGNORED),
     WORD_KEY("unstable_tseries", unstable_words, false, F_IGNORED),
     WORD_KEY("unstable_dw_ustack", unstable_words, false, F_IGNORED),
@@ -148,6 +148,8 @@ static void apply(Settings *st, const Key *k, long long v, const char *w) {
   case F_LICENSE: st->license = w; break;
   case F_RB_PAGES: st->perf_rb_pages = (int)v; break;
   case F_CAT_BYTES: st->max_cat_bytes = (int)v; break;
+  case F_STACK_MODE: st->stack_mode = (int)v; break;
+  case F_DEBUG_INFO: st->show_debug_info = v != 0; break;
   case F_IGNORED: break;
   }
 }

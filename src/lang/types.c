@@ -35,6 +35,8 @@ Type ty_widened(Type t) {
   w.is_pointer = t.is_pointer;
   w.time_fmt = t.time_fmt;
   w.named = t.named;
+  w.stack_mode = t.stack_mode;
+  w.stack_limit = t.stack_limit;
   w.as = t.as;
   w.ctype = t.ctype;
   w.enum_def = t.enum_def;
@@ -99,9 +101,30 @@ const char *c_type_name(const CType *ct, char *buf, size_t len) {
 
 /* The name bpftrace users know a type by: int64, unsigned int32,
  * string[16], (int64,string[2]). */
+bool ty_is_stack(Type t) {
+  return t.kind == TY_INT &&
+         (t.named == NAMED_KSTACK || t.named == NAMED_USTACK);
+}
+
+bool same_stack(Type a, Type b) {
+  if (!ty_is_stack(a) || !ty_is_stack(b))
+    return ty_is_stack(a) == ty_is_stack(b);
+  return a.named == b.named && a.stack_mode == b.stack_mode &&
+         a.stack_limit == b.stack_limit;
+}
+
 const char *type_name(Type t, char *buf, size_t len) {
   switch (t.kind) {
   case TY_INT:
+    if (ty_is_stack(t)) {
+      static const char *const modes[] = {"bpftrace", "perf", "raw",
+                                          "build_id"};
+      snprintf(buf, len, "%s(%s, %d)",
+               t.named == NAMED_KSTACK ? "kstack" : "ustack",
+               modes[t.stack_mode == STACK_BPFTRACE_LINES ? 0 : t.stack_mode],
+               t.stack_limit);
+      break;
+    }
     if (t.is_bool) {
       snprintf(buf, len, "bool");
       break;
@@ -190,7 +213,7 @@ bool same_layout(Type a, Type b) {
   if (a.kind != b.kind) return false;
   if (a.kind == TY_STR || a.kind == TY_BUF) return a.size == b.size;
   if (a.kind == TY_CVAL) return same_ctype(a.ctype, b.ctype);
-  if (a.kind != TY_TUPLE) return true;
+  if (a.kind != TY_TUPLE) return same_stack(a, b);  /* stacks: same kind */
   if (a.tuple->n != b.tuple->n) return false;
   if (!a.tuple->names != !b.tuple->names) return false;  /* record, tuple */
   for (int i = 0; i < a.tuple->n; i++) {

@@ -31,6 +31,7 @@
  */
 #define _GNU_SOURCE   /* sigabbrev_np, for signal_name() */
 #include "runtime/print.h"
+#include "runtime/print_stack.h"
 
 #include "builtins/builtin.h"
 
@@ -262,6 +263,10 @@ static const char *int_text(const Type *t, uint64_t v, char *buf,
     format_timestamp(t->time_fmt, v, buf, len);
     return buf;
   }
+  if (t->named == NAMED_KSTACK || t->named == NAMED_USTACK)
+    return stack_text(t, v, 8);
+  if (t->named == NAMED_KSYM || t->named == NAMED_USYM)
+    return symbol_text(t, v, buf, len);
   if (t->named) return named_int_text(t, v, buf, len);
   if (t->enum_def) return enum_text(t, v, buf, len);
   return NULL;
@@ -336,9 +341,17 @@ static void put_conv(const Conv *cv, const FmtArg *arg, const uint8_t *payload,
       c_spec(cv, "", 'p', spec, sizeof spec);
       snprintf(buf, need, spec, (void *)(uintptr_t)v);
       break;
-    case 's': {   /* an integer printed as text: a time, a name */
+    case 's': {   /* an integer printed as text: a time, a name, a stack */
       char text[512];
       const char *s = int_text(&arg->type, v, text, sizeof text);
+      size_t slen = s ? strlen(s) : 0;
+      if (slen + 64 > need) {   /* a stack can be long */
+        char *bigger = malloc(slen + need);
+        if (!bigger) { buf[0] = 0; break; }
+        if (buf != small) free(buf);
+        buf = bigger;
+        need += slen;
+      }
       c_spec(cv, "", 's', spec, sizeof spec);
       snprintf(buf, need, spec, s ? s : "");
       break;
@@ -751,6 +764,8 @@ static void put_key(const MapSym *m, int i, const uint8_t *key, bool json,
     }
   } else if (t->kind == TY_INT && t->enum_def && !json) {
     fputs(enum_text(t, (uint64_t)read_s64(k), (char[24]){0}, 24), out);
+  } else if (t->named == NAMED_KSTACK || t->named == NAMED_USTACK) {
+    fputs(stack_text(t, (uint64_t)read_s64(k), 4), out);
   } else if (t->kind == TY_INT && !t->is_bool && !t->is_pointer &&
              !t->time_fmt && !t->named) {
     if (t->is_signed || t->size >= 8)

@@ -10,4 +10,9 @@
  * not root). */
 bool kallsyms_address(const char *name, uint64_t *addr);
 
+/* The kernel symbol that holds addr (the nearest one at or below it) and
+ * addr's offset from it; NULL if there is none (an address below every
+ * symbol, or addresses hidden). The table is read once, then kept. */
+const char *kallsyms_name(uint64_t addr, uint64_t *offset);
+
 #endif
