@@ -26,6 +26,7 @@
 #include "lang/macro.h"
 #include "lang/parse.h"
 #include "probes/provider.h"
+#include "runtime/print.h"
 #include "runtime/run.h"
 
 #ifndef LOUPE_VERSION
@@ -428,6 +429,7 @@ static int compile(const Source *src, const Options *o, Compiled *c,
   if (macro_expand_script(script, d) < 0 || d->errors) return -1;
   if (expand_script(script, d) < 0 || d->errors) return -1;
   if (check_script(script, c, d) < 0 || d->errors) return -1;
+  print_set_truncation(c->max_strlen, c->str_trailer);
   if (codegen_script(script, c, d) < 0 || d->errors) return -1;
   return 0;
 }
@@ -641,7 +643,7 @@ int main(int argc, char **argv) {
   diag_init(&d, &source);
   d.no_warnings = o.no_warnings;
   compiled.ringbuf_fd = -1;
-  compiled.scratch_fd = -1;
+  compiled.scratch_fd = compiled.big_scratch_fd = -1;
   if (o.command && !o.dry_run && geteuid() == 0 &&
       child_spawn(o.command, &child) < 0)
     return 1;

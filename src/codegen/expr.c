@@ -169,6 +169,45 @@ void gen_tuple(Gen *g, Node *n, int dst, int cap) {
   }
 }
 
+/* A tuple of layout `from` at src copied into dst with layout `to`, its
+ * widened form: each string moved to its place there, zero-padded. */
+static void convert_tuple(Gen *g, int src, Type from, int dst, Type to) {
+  TupleType *f = from.tuple, *t = to.tuple;
+  for (int i = 0; i < f->n; i++) {
+    if (f->elems[i].kind == TY_TUPLE)
+      convert_tuple(g, src + f->offs[i], f->elems[i], dst + t->offs[i],
+                    t->elems[i]);
+    else
+      emit_copy(g, src + f->offs[i], dst + t->offs[i],
+                value_cap(f->elems[i]), value_cap(t->elems[i]));
+  }
+}
+
+/* Value n into dst laid out as `want`: its own type, or for a tuple the
+ * wider tuple type a variable, map value or key holds (tuple_union). */
+void gen_buf_as(Gen *g, Node *n, int dst, Type want) {
+  int cap = value_cap(want);
+  if (n->type.kind != TY_TUPLE || want.kind != TY_TUPLE ||
+      same_layout(n->type, want)) {
+    gen_buf(g, n, dst, cap);
+    return;
+  }
+  if (n->kind == N_TUPLE) {
+    TupleType *t = want.tuple;
+    int i = 0;
+    for (Node *e = n->args; e; e = e->next, i++) {
+      if (e->type.kind == TY_INT)
+        gen_store_int(g, e, SCRATCH, dst + t->offs[i]);
+      else
+        gen_buf_as(g, e, dst + t->offs[i], t->elems[i]);
+    }
+    return;
+  }
+  int tmp = scratch_alloc(g, value_cap(n->type));
+  gen_buf(g, n, tmp, value_cap(n->type));
+  convert_tuple(g, tmp, n->type, dst, want);
+}
+
 /* $t.N for a string element: copied out of the tuple. */
 void gen_tuple_field_buf(Gen *g, Node *n, int dst, int cap) {
   int src = buf_ref(g, n->lhs) + n->lhs->type.tuple->offs[n->ival];

@@ -376,7 +376,7 @@ static bool scalar_type_named(Checker *c, const char *name, Span at,
 /* A declared variable's type: an integer, a pointer, or `string`. */
 bool type_named(Checker *c, const char *name, Span at, Type *out) {
   if (!strcmp(name, "string")) {
-    *out = ty_str(c->strlen);
+    *out = ty_str(c->strlen + 1);   /* what str() gives */
     return true;
   }
   Type none = {0};
@@ -473,7 +473,9 @@ static void check_binop(Checker *c, Node *n) {
   check_expr(c, n->rhs);
   Type l = n->lhs->type, r = n->rhs->type;
   if (l.kind == TY_NONE || r.kind == TY_NONE) return;
-  if (l.kind == TY_STR && r.kind == TY_STR &&
+  /* strings, and buffers (their length first), compare by their bytes */
+  if (((l.kind == TY_STR && r.kind == TY_STR) ||
+       (l.kind == TY_BUF && r.kind == TY_BUF)) &&
       (n->op == OP_EQ || n->op == OP_NE)) {
     n->type = ty_int(8, false);
     return;

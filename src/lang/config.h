@@ -14,6 +14,8 @@ typedef struct Settings {
   MissingProbes missing_probes;
   const char *license;      /* the license programs are loaded under */
   int perf_rb_pages;        /* ring buffer pages; 0: loupe's default */
+  const char *str_trunc_trailer;  /* printed after a string cut at
+                                     max_strlen */
 } Settings;
 
 struct Script;
