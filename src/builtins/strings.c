@@ -294,6 +294,21 @@ static int gen_strlen(Gen *g, Node *n) {
   }
   int at = buf_ref(g, a);
   int len = a->type.size;
+  if (len > BIG_BUFFER) {
+    /* too many branches for the verifier: the *_str helper counts it,
+     * copying it (and a NUL after a string that fills its buffer) */
+    int tmp = scratch_alloc(g, len + 1);
+    emit_scratch(g, BPF_REG_3, at);
+    emit_scratch(g, BPF_REG_1, tmp);
+    emit(g, I_MOV64_IMM(BPF_REG_2, len + 1));
+    emit_call(g, BPF_FUNC_probe_read_kernel_str);
+    r = reg_alloc(g);
+    emit(g, I_MOV64_IMM(r, 0));
+    emit(g, I_JMP_IMM(BPF_JSLE, BPF_REG_0, 0, 2));
+    emit(g, I_MOV64_REG(r, BPF_REG_0));
+    emit(g, I_ALU64_IMM(BPF_SUB, r, 1));
+    return r;
+  }
   r = reg_alloc(g);
   int *found = calloc(len, sizeof(int));
   for (int i = 0; i < len; i++) {
