@@ -135,13 +135,29 @@ int gen_str_compare(Gen *g, Node *n) {
                 ? value_cap(n->lhs->type) : value_cap(n->rhs->type);
   int r = reg_alloc(g);
   int nwords = len / 8;
+  bool eq = n->op == OP_EQ;
+  if (len > BIG_BUFFER) {
+    /* without a branch a word, which the verifier could not follow for
+     * thousands of words: r = OR of a[i] ^ b[i], then tested once */
+    emit(g, I_MOV64_IMM(r, 0));
+    for (int i = 0; i < nwords; i++) {
+      emit(g, I_LDX(BPF_DW, BPF_REG_2, SCRATCH, a + i * 8));
+      emit(g, I_LDX(BPF_DW, BPF_REG_3, SCRATCH, b + i * 8));
+      emit(g, I_ALU64_REG(BPF_XOR, BPF_REG_2, BPF_REG_3));
+      emit(g, I_ALU64_REG(BPF_OR, r, BPF_REG_2));
+    }
+    emit(g, I_JMP_IMM(BPF_JEQ, r, 0, 2));
+    emit(g, I_MOV64_IMM(r, eq ? 0 : 1));
+    emit(g, I_JA(1));
+    emit(g, I_MOV64_IMM(r, eq ? 1 : 0));
+    return r;
+  }
   int *differ = calloc(nwords, sizeof(int));
   for (int i = 0; i < nwords; i++) {
     emit(g, I_LDX(BPF_DW, BPF_REG_2, SCRATCH, a + i * 8));
     emit(g, I_LDX(BPF_DW, BPF_REG_3, SCRATCH, b + i * 8));
     differ[i] = emit_jump(g, I_JMP_REG(BPF_JNE, BPF_REG_2, BPF_REG_3, 0));
   }
-  bool eq = n->op == OP_EQ;
   emit(g, I_MOV64_IMM(r, eq ? 1 : 0));
   int done = emit_jump(g, I_JA(0));
   for (int i = 0; i < nwords; i++) patch_here(g, differ[i]);
