@@ -14,7 +14,7 @@
 
 static Type field_type(const TpField *f, const char *category, int strlen) {
   if (f->is_string)
-    return ty_str(f->data_loc ? strlen : f->size);
+    return ty_str(f->data_loc ? strlen + 1 : f->size);   /* as str() */
   if (f->is_pointer) {
     Type t = ty_int(8, false);
     t.is_pointer = true;
