@@ -26,6 +26,7 @@
 #include "runtime/info.h"
 #include "runtime/load.h"
 #include "probes/provider.h"
+#include "runtime/print.h"
 #include "runtime/run.h"
 
 #ifndef LOUPE_VERSION
@@ -414,7 +415,9 @@ static CompileSettings settings_of(const Options *o) {
 static int compile(const Source *src, const Options *o, Compiled *c,
                    Diag *d) {
   CompileSettings cs = settings_of(o);
-  return compile_script(src, &cs, &script, c, d);
+  if (compile_script(src, &cs, &script, c, d) < 0) return -1;
+  print_set_truncation(c->max_strlen, c->str_trailer);
+  return 0;
 }
 
 /* ---- -l with a script ----------------------------------------------- */
@@ -677,7 +680,7 @@ int main(int argc, char **argv) {
   diag_init(&d, &source);
   d.no_warnings = o.no_warnings;
   compiled.ringbuf_fd = -1;
-  compiled.scratch_fd = -1;
+  compiled.scratch_fd = compiled.big_scratch_fd = -1;
   if (o.command && !o.dry_run && geteuid() == 0 &&
       child_spawn(o.command, &child) < 0)
     return 1;

@@ -51,7 +51,7 @@ static void check_printf(Checker *c, Node *n) {
   int off = 0, i = 0;
   for (Node *a = fmt->next; a; a = a->next, i++) {
     TypeKind want = conv[i] == 's' ? TY_STR
-                    : (conv[i] == 'r' || conv[i] == 'R') ? TY_BUF : TY_INT;
+                    : (conv[i] == 'r' || conv[i] == 'R' || conv[i] == 'H') ? TY_BUF : TY_INT;
     if (a->type.kind == TY_NONE) return;
     /* %s of an enum value prints its enumerator's name */
     bool ok = a->type.kind == want ||
@@ -63,7 +63,7 @@ static void check_printf(Checker *c, Node *n) {
       const char *what = want == TY_STR ? "a string"
                          : want == TY_BUF ? "a buffer" : "an integer";
       error_at(c, a->span, "%s: %%%c specifier expects %s, got %s", n->name,
-               conv[i] == 'R' ? 'r' : conv[i], what, TYPE_NAME(a->type));
+               conv[i] == 'R' || conv[i] == 'H' ? 'r' : conv[i], what, TYPE_NAME(a->type));
       return;
     }
     def.args[i].type = a->type.kind == TY_INT ? ty_widened(a->type)

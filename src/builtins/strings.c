@@ -4,26 +4,38 @@
 #include <string.h>
 
 #include "builtins/builtin.h"
+#include "lang/ctype.h"
 
 /* ---- checks ---------------------------------------------------------- */
 
-/* str(p[, n]): a string of at most n - 1 bytes (or BPFTRACE_STRLEN). */
+/* str(p[, n]): a string of at most n - 1 bytes and its NUL; without n (or
+ * with a larger one) of max_strlen bytes and the NUL, as bpftrace reads
+ * it. A constant n sizes the string; any other n is checked when the
+ * string is read, and the string gets the largest size. */
 static void check_str(Checker *c, Node *n) {
   Node *p = n->args;
   c->positional_as_string = true;   /* str($1) is the word as given */
   check_expr(c, p);
   c->positional_as_string = false;
-  int size = c->strlen;
+  int size = c->strlen + 1;
   if (p->next) {
     Node *len = p->next;
+    int64_t v;
     check_expr(c, len);
     if (!want_int(c, n, len)) return;
-    if (len->kind != N_INT || len->ival < 1) {
-      error_at(c, len->span, "str(): the length must be a positive integer "
-               "literal");
+    if (const_int(len, &v)) {
+      if (v < 1) {
+        error_at(c, len->span, "str(): the length must be a positive "
+                 "integer");
+        return;
+      }
+      if (v < size) size = (int)v;
+    } else if (p->type.kind == TY_STR) {
+      error_at(c, len->span, "str() of a string takes a constant length");
       return;
+    } else {
+      n->ival = 1;   /* the length is computed where the string is read */
     }
-    if (len->ival < size) size = (int)len->ival + 1;
   }
   /* str() of a string is fine, as in later bpftrace versions */
   if (p->type.kind == TY_STR) {
@@ -44,13 +56,17 @@ static void check_buf(Checker *c, Node *n) {
   int size = c->strlen;
   if (a->next) {
     check_expr(c, a->next);   /* buf(p, $1): the parameter's value */
-    if (!want_const(c, a->next, n->name, "the length", 1, 1024, &v)) return;
+    int most = c->strlen > 1024 ? c->strlen : 1024;
+    if (!want_const(c, a->next, n->name, "the length", 1, most, &v)) return;
     size = (int)v;
   } else if (a->type.kind == TY_INT) {
     error_at(c, n->span, "buf() of a pointer needs a length: buf(p, n)");
     return;
   }
-  if (a->type.kind == TY_STR) {
+  bool array = (a->type.kind == TY_RECORD || a->type.kind == TY_CVAL) &&
+               a->type.ctype && a->type.ctype->kind == C_ARRAY;
+  if (array && !a->next) size = a->type.size;   /* the whole array */
+  if (a->type.kind == TY_STR || array) {
     if (a->type.size < size) size = a->type.size;
   } else if (a->type.kind != TY_INT && a->type.kind != TY_NONE) {
     error_at(c, a->span, "buf() expects a pointer or an array, got %s",
@@ -135,17 +151,30 @@ static void gen_str_fn(Gen *g, Node *n, int dst, int cap) {
     gen_buf(g, arg, dst, cap);
     if (n->type.size < arg->type.size) {
       /* str(s, n): cut the string after n - 1 bytes */
-      for (int i = n->type.size - 1; i < cap; i++)
+      int cut = n->type.size - 1, whole = align8(cut);
+      for (int i = cut; i < whole && i < cap; i++)
         emit(g, I_ST(BPF_B, SCRATCH, dst + i, 0));
+      if (whole < cap) emit_zero(g, dst + whole, cap - whole);
     }
     return;
   }
+  Held len = {-1, 0};
+  if (n->ival) len = hold(g, gen_int(g, arg->next));
   int r = gen_int(g, arg);
   emit_zero(g, dst, cap);
   emit(g, I_MOV64_REG(BPF_REG_3, r));
   reg_free(g, r);
+  if (n->ival) {
+    /* a computed length: at most the string's size, for the verifier */
+    int l = held_reg(g, len, BPF_REG_2);
+    if (l != BPF_REG_2) emit(g, I_MOV64_REG(BPF_REG_2, l));
+    held_free(g, len);
+    emit(g, I_JMP_IMM(BPF_JLE, BPF_REG_2, n->type.size, 1));
+    emit(g, I_MOV64_IMM(BPF_REG_2, n->type.size));
+  } else {
+    emit(g, I_MOV64_IMM(BPF_REG_2, n->type.size));
+  }
   emit_scratch(g, BPF_REG_1, dst);
-  emit(g, I_MOV64_IMM(BPF_REG_2, n->type.size));
   emit_call(g, arg->type.as ? probe_read_str_helper(arg->type.as)
                             : unknown_space_str_helper(g));
 }
@@ -155,10 +184,12 @@ static void gen_str_fn(Gen *g, Node *n, int dst, int cap) {
 static void gen_buf_fn(Gen *g, Node *n, int dst, int cap) {
   Node *arg = n->args;
   int size = n->type.size;
-  if (arg->type.kind == TY_STR) {
+  if (arg->type.kind != TY_INT) {   /* a string or an array: its bytes */
     gen_buf(g, arg, dst + 8, cap - 8);
   } else {
     int r = gen_int(g, arg);
+    int whole = size & ~7;   /* the words the read fills completely */
+    if (whole + 8 < cap) emit_zero(g, dst + 8 + whole, cap - 8 - whole);
     emit(g, I_MOV64_REG(BPF_REG_3, r));
     reg_free(g, r);
     emit_scratch(g, BPF_REG_1, dst + 8);
@@ -263,6 +294,21 @@ static int gen_strlen(Gen *g, Node *n) {
   }
   int at = buf_ref(g, a);
   int len = a->type.size;
+  if (len > BIG_BUFFER) {
+    /* too many branches for the verifier: the *_str helper counts it,
+     * copying it (and a NUL after a string that fills its buffer) */
+    int tmp = scratch_alloc(g, len + 1);
+    emit_scratch(g, BPF_REG_3, at);
+    emit_scratch(g, BPF_REG_1, tmp);
+    emit(g, I_MOV64_IMM(BPF_REG_2, len + 1));
+    emit_call(g, BPF_FUNC_probe_read_kernel_str);
+    r = reg_alloc(g);
+    emit(g, I_MOV64_IMM(r, 0));
+    emit(g, I_JMP_IMM(BPF_JSLE, BPF_REG_0, 0, 2));
+    emit(g, I_MOV64_REG(r, BPF_REG_0));
+    emit(g, I_ALU64_IMM(BPF_SUB, r, 1));
+    return r;
+  }
   r = reg_alloc(g);
   int *found = calloc(len, sizeof(int));
   for (int i = 0; i < len; i++) {

@@ -60,10 +60,11 @@ static BpfProg *new_prog(Compiled *c, Probe *probe, AttachPoint *ap,
 }
 
 /* The program's body, with buffers on the stack (buf_base r10) or in the
- * scratch area (r9). */
-static void gen_body(Gen *g, Probe *probe, int buf_base) {
+ * scratch area (r9): the per-CPU one, or the big one when `big`. */
+static void gen_body(Gen *g, Probe *probe, int buf_base, bool big) {
   g->p->ninsns = 0;
-  g->buf_base = buf_base;
+  g->buf_base = g->main_base = buf_base;
+  g->scratch_bias = big ? SCRATCH_SLOT : 0;
   g->too_big = false;
   g->frame = 0;
   free(g->pending);
@@ -76,7 +77,7 @@ static void gen_body(Gen *g, Probe *probe, int buf_base) {
     g->nsubcalls[sub] = 0;
   }
   g->stack_top = g->stack_max = 16;
-  g->scratch_top = 0;
+  g->scratch_top = g->scratch_max = 0;
   g->span = probe->span;
 
   /* prologue: keep ctx if fields are read; find the scratch area */
@@ -101,12 +102,7 @@ static void gen_body(Gen *g, Probe *probe, int buf_base) {
     reg_free(g, r);
     g->stack_top = stack_mark;
   }
-  if (buf_base == BPF_REG_9) {
-    emit_lookup_slot0(g, MAP_ID_SCRATCH);
-    emit(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 2));
-    emit_return(g);
-    emit(g, I_MOV64_REG(SCRATCH, BPF_REG_0));
-  }
+  if (buf_base == BPF_REG_9) emit_scratch_base(g);
 
   place_vars(g, probe);
   if (probe->pred) {
@@ -149,8 +145,21 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
   g->probe = probe;
   g->target = t;
   /* Buffers go on the stack when they fit: no scratch lookup then. */
-  gen_body(g, probe, BPF_REG_10);
-  if (g->too_big && !g->failed) gen_body(g, probe, BPF_REG_9);
+  gen_body(g, probe, BPF_REG_10, false);
+  if (g->too_big && !g->failed) gen_body(g, probe, BPF_REG_9, false);
+  if (g->scratch_max > SCRATCH_SLOT && !g->failed) {
+    gen_body(g, probe, BPF_REG_9, true);
+    if (g->scratch_max > SCRATCH_MAX) {
+      char need[32];
+      snprintf(need, sizeof need, "%d", g->scratch_max);
+      fail(g, probe->span, "this probe's strings and buffers need %s bytes, "
+           "more than the 64 KiB loupe can address; lower max_strlen",
+           need);
+    }
+    if ((uint32_t)g->scratch_max > g->c->big_scratch_size)
+      g->c->big_scratch_size = (uint32_t)g->scratch_max;
+    g->scratch_max = 0;
+  }
   if (!g->failed) {
     prune_unreachable(p);
     drop_redundant_loads(p);

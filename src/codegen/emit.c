@@ -50,6 +50,26 @@ void emit_lookup_slot0(Gen *g, int map_id) {
   emit_call(g, BPF_FUNC_map_lookup_elem);
 }
 
+/* r9 = this CPU's scratch area (+ the bias of the big one); leaves the
+ * program if there is none. */
+void emit_scratch_base(Gen *g) {
+  if (g->scratch_bias) {
+    emit_call(g, BPF_FUNC_get_smp_processor_id);
+    emit(g, I_STX(BPF_W, BPF_REG_10, BPF_REG_0, SLOT_KEY0));
+    emit_map(g, BPF_REG_1, MAP_ID_BIG_SCRATCH);
+    emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
+    emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, SLOT_KEY0));
+    emit_call(g, BPF_FUNC_map_lookup_elem);
+  } else {
+    emit_lookup_slot0(g, MAP_ID_SCRATCH);
+  }
+  emit(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 2));
+  emit_return(g);
+  emit(g, I_MOV64_REG(BPF_REG_9, BPF_REG_0));
+  if (g->scratch_bias)
+    emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_9, g->scratch_bias));
+}
+
 /* reg = scratch area + off */
 void emit_scratch(Gen *g, int reg, int off) {
   emit(g, I_MOV64_REG(reg, SCRATCH));
@@ -119,7 +139,9 @@ int stack_alloc(Gen *g, int size) {
   g->stack_top += align8(size);
   if (g->stack_top > g->stack_max) g->stack_max = g->stack_top;
   if (g->stack_top > STACK_LIMIT) {
-    if (g->frame != 0)
+    if (g->frame != 0 && g->main_base == BPF_REG_10)
+      g->too_big = true;   /* the loop body's buffers go to scratch too */
+    else if (g->frame != 0)
       fail(g, g->span, "%s", "the body of this for loop needs more than the "
            "BPF stack it can have; make it smaller");
     else if (g->buf_base == BPF_REG_10)
@@ -139,7 +161,7 @@ int scratch_alloc(Gen *g, int size) {
   int off = g->scratch_top;
   g->scratch_top += align8(size);
   if (g->scratch_top > g->scratch_max) g->scratch_max = g->scratch_top;
-  return off;
+  return off - g->scratch_bias;
 }
 
 /* Keeps reg's value while something else is generated, and guarantees that
@@ -165,17 +187,50 @@ void held_free(Gen *g, Held h) {
   if (h.reg >= 0) reg_free(g, h.reg);
 }
 
+/* bpf_probe_read_kernel(scratch + dst, n, r3): one helper call copies a
+ * big buffer (r3 set by the caller; r0..r5 are lost). */
+static void emit_read_into(Gen *g, int dst, int n) {
+  emit_scratch(g, BPF_REG_1, dst);
+  emit_imm64(g, BPF_REG_2, n);
+  emit_call(g, BPF_FUNC_probe_read_kernel);
+}
+
+/* Zeroes cap bytes at dst: word by word, or for a big buffer by copies
+ * from the zero map (there when strings are big, see check.c). Big
+ * buffers lose r0..r5. */
 void emit_zero(Gen *g, int dst, int cap) {
-  for (int i = 0; i < cap; i += 8)
-    emit(g, I_ST(BPF_DW, SCRATCH, dst + i, 0));
+  int zero = cap > BIG_BUFFER ? find_map(g, ZERO_MAP_NAME) : -1;
+  if (zero < 0) {
+    for (int i = 0; i < cap; i += 8)
+      emit(g, I_ST(BPF_DW, SCRATCH, dst + i, 0));
+    return;
+  }
+  int chunk = g->c->maps[zero]->value_size & ~7;
+  for (int i = 0; i < cap; i += chunk) {
+    int n = cap - i < chunk ? cap - i : chunk;
+    emit_lookup_slot0(g, zero);
+    int missing = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+    emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_0));
+    emit_read_into(g, dst + i, n);
+    patch_here(g, missing);
+  }
 }
 
 /* Copies `n` bytes (a multiple of 8) between scratch buffers through r0,
  * zero-filling the destination up to `cap`. base is a register holding the
- * source's base address (r0 result of a lookup, or the scratch area). */
+ * source's base address (r0 result of a lookup, or the scratch area). A
+ * big buffer is copied by a helper, which loses r0..r5. */
 void emit_copy_from(Gen *g, int base, int src_off, int dst, int n,
                            int cap) {
   int i = 0;
+  if (n > BIG_BUFFER && cap > BIG_BUFFER) {
+    i = n < cap ? n : cap;
+    emit(g, I_MOV64_REG(BPF_REG_3, base));
+    if (src_off) emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, src_off));
+    emit_read_into(g, dst, i);
+    if (i < cap) emit_zero(g, dst + i, cap - i);
+    return;
+  }
   for (; i < n && i < cap; i += 8) {
     emit(g, I_LDX(BPF_DW, BPF_REG_2, base, src_off + i));
     emit(g, I_STX(BPF_DW, SCRATCH, BPF_REG_2, dst + i));

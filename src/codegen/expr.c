@@ -134,13 +134,29 @@ int gen_str_compare(Gen *g, Node *n) {
                 ? value_cap(n->lhs->type) : value_cap(n->rhs->type);
   int r = reg_alloc(g);
   int nwords = len / 8;
+  bool eq = n->op == OP_EQ;
+  if (len > BIG_BUFFER) {
+    /* without a branch a word, which the verifier could not follow for
+     * thousands of words: r = OR of a[i] ^ b[i], then tested once */
+    emit(g, I_MOV64_IMM(r, 0));
+    for (int i = 0; i < nwords; i++) {
+      emit(g, I_LDX(BPF_DW, BPF_REG_2, SCRATCH, a + i * 8));
+      emit(g, I_LDX(BPF_DW, BPF_REG_3, SCRATCH, b + i * 8));
+      emit(g, I_ALU64_REG(BPF_XOR, BPF_REG_2, BPF_REG_3));
+      emit(g, I_ALU64_REG(BPF_OR, r, BPF_REG_2));
+    }
+    emit(g, I_JMP_IMM(BPF_JEQ, r, 0, 2));
+    emit(g, I_MOV64_IMM(r, eq ? 0 : 1));
+    emit(g, I_JA(1));
+    emit(g, I_MOV64_IMM(r, eq ? 1 : 0));
+    return r;
+  }
   int *differ = calloc(nwords, sizeof(int));
   for (int i = 0; i < nwords; i++) {
     emit(g, I_LDX(BPF_DW, BPF_REG_2, SCRATCH, a + i * 8));
     emit(g, I_LDX(BPF_DW, BPF_REG_3, SCRATCH, b + i * 8));
     differ[i] = emit_jump(g, I_JMP_REG(BPF_JNE, BPF_REG_2, BPF_REG_3, 0));
   }
-  bool eq = n->op == OP_EQ;
   emit(g, I_MOV64_IMM(r, eq ? 1 : 0));
   int done = emit_jump(g, I_JA(0));
   for (int i = 0; i < nwords; i++) patch_here(g, differ[i]);
@@ -166,6 +182,45 @@ void gen_tuple(Gen *g, Node *n, int dst, int cap) {
     for (int off = t->size; off < cap; off += 8)
       emit(g, I_ST(BPF_DW, SCRATCH, dst + off, 0));
   }
+}
+
+/* A tuple of layout `from` at src copied into dst with layout `to`, its
+ * widened form: each string moved to its place there, zero-padded. */
+static void convert_tuple(Gen *g, int src, Type from, int dst, Type to) {
+  TupleType *f = from.tuple, *t = to.tuple;
+  for (int i = 0; i < f->n; i++) {
+    if (f->elems[i].kind == TY_TUPLE)
+      convert_tuple(g, src + f->offs[i], f->elems[i], dst + t->offs[i],
+                    t->elems[i]);
+    else
+      emit_copy(g, src + f->offs[i], dst + t->offs[i],
+                value_cap(f->elems[i]), value_cap(t->elems[i]));
+  }
+}
+
+/* Value n into dst laid out as `want`: its own type, or for a tuple the
+ * wider tuple type a variable, map value or key holds (tuple_union). */
+void gen_buf_as(Gen *g, Node *n, int dst, Type want) {
+  int cap = value_cap(want);
+  if (n->type.kind != TY_TUPLE || want.kind != TY_TUPLE ||
+      same_layout(n->type, want)) {
+    gen_buf(g, n, dst, cap);
+    return;
+  }
+  if (n->kind == N_TUPLE) {
+    TupleType *t = want.tuple;
+    int i = 0;
+    for (Node *e = n->args; e; e = e->next, i++) {
+      if (e->type.kind == TY_INT)
+        gen_store_int(g, e, SCRATCH, dst + t->offs[i]);
+      else
+        gen_buf_as(g, e, dst + t->offs[i], t->elems[i]);
+    }
+    return;
+  }
+  int tmp = scratch_alloc(g, value_cap(n->type));
+  gen_buf(g, n, tmp, value_cap(n->type));
+  convert_tuple(g, tmp, n->type, dst, want);
 }
 
 /* $t.N for a string element: copied out of the tuple. */

@@ -42,6 +42,9 @@ typedef struct Gen {
   int stack_max;
   int scratch_top;     /* bytes in use in the scratch area */
   int scratch_max;
+  int scratch_bias;    /* SCRATCH points this far into the area (the big
+                          scratch: offsets reach both ways) */
+  int main_base;       /* buf_base of the probe's own code */
   struct Loop {        /* the loops around the code being generated */
     int start;         /* where continue goes back to; -1: forward, to
                           where conts are patched */
@@ -55,6 +58,8 @@ typedef struct Gen {
   struct Pending {     /* for-over-map bodies, generated after the probe */
     Node *loop;
     int at;            /* the LD_IMM64 of the callback's address */
+    int scratch_at;    /* scratch in use where the loop is: the body's
+                          buffers go after it */
   } *pending;
   int npending;
   int frame;           /* the frame being generated (VarSym.frame) */
@@ -93,6 +98,7 @@ int emit(Gen *g, struct bpf_insn i);
 void emit_imm64(Gen *g, int reg, int64_t v);
 void emit_map(Gen *g, int reg, int id);
 void emit_lookup_slot0(Gen *g, int map_id);
+void emit_scratch_base(Gen *g);
 void emit_scratch(Gen *g, int reg, int off);
 void emit_call(Gen *g, int helper);
 int emit_jump(Gen *g, struct bpf_insn j);
@@ -164,6 +170,7 @@ void gen_buf(Gen *g, Node *n, int dst, int cap);
 int buf_ref(Gen *g, Node *n);
 int gen_str_compare(Gen *g, Node *n);
 void gen_tuple(Gen *g, Node *n, int dst, int cap);
+void gen_buf_as(Gen *g, Node *n, int dst, Type want);
 void gen_tuple_field_buf(Gen *g, Node *n, int dst, int cap);
 int gen_logical(Gen *g, Node *n);
 int gen_binop(Gen *g, Node *n);

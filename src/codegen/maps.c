@@ -13,10 +13,18 @@ int gen_key(Gen *g, Node *mapnode) {
     emit(g, I_ST(BPF_DW, SCRATCH, key, 0));
     return key;
   }
+  if (mapnode->ival) {
+    /* @m[$t]: one tuple holds the keys of @m[a, b], laid out alike */
+    TupleType keys = {.n = m->nkeys, .elems = m->key_types,
+                      .offs = m->key_off, .size = m->key_size};
+    Type want = {.kind = TY_TUPLE, .size = m->key_size, .tuple = &keys};
+    gen_buf_as(g, mapnode->args, key, want);
+    return key;
+  }
   int i = 0;
   for (Node *k = mapnode->args; k; k = k->next, i++) {
     if (is_buffer(k->type)) {
-      gen_buf(g, k, key + m->key_off[i], value_cap(m->key_types[i]));
+      gen_buf_as(g, k, key + m->key_off[i], m->key_types[i]);
     } else {
       gen_store_int(g, k, SCRATCH, key + m->key_off[i]);
     }

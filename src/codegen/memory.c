@@ -201,9 +201,26 @@ static void gen_mem_read(Gen *g, Node *n, int dst, int cap, int helper) {
   emit_call(g, helper);
 }
 
-/* A char array in memory, read as a string. */
+/* A char array in memory, read as a string. Its last char counts even
+ * when no NUL follows it (char s[5] can hold "hello"): when the *_str
+ * helper filled the array, that char is read again as it is. */
 void gen_mem_str(Gen *g, Node *n, int dst, int cap) {
-  gen_mem_read(g, n, dst, cap, probe_read_str_helper(mem_space(n)));
+  int size = n->type.size < cap ? n->type.size : cap;
+  int addr = gen_addr(g, n);
+  AddrSpace as = mem_space(n);
+  emit_zero(g, dst, cap);
+  emit(g, I_MOV64_REG(BPF_REG_3, addr));
+  emit_scratch(g, BPF_REG_1, dst);
+  emit(g, I_MOV64_IMM(BPF_REG_2, size));
+  emit_call(g, probe_read_str_helper(as));
+  int partial = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, size, 0));
+  emit(g, I_MOV64_REG(BPF_REG_3, addr));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, size - 1));
+  emit_scratch(g, BPF_REG_1, dst + size - 1);
+  emit(g, I_MOV64_IMM(BPF_REG_2, 1));
+  emit_call(g, read_helper(as));
+  patch_here(g, partial);
+  reg_free(g, addr);
 }
 
 /* A struct or array in memory, copied whole into dst and zero-padded to

@@ -15,6 +15,9 @@
 #define DEFAULT_STRLEN 64      /* BPFTRACE_STRLEN default */
 #define COMM_SIZE 16
 #define DEFAULT_MAP_KEYS 4096  /* BPFTRACE_MAP_KEYS_MAX default */
+/* Buffers larger than this are zeroed (from the zero map) and copied by
+ * helper calls, not word by word. */
+#define BIG_BUFFER 256
 
 /* A map as the script names it ("@x", or "@" for the unnamed one), with the
  * layout the kernel stores it in.
@@ -83,7 +86,7 @@ static inline int lhist_buckets(const MapSym *m) {
  * program but END's returns at once when it is set. */
 #define EXITED_MAP_NAME "@@exited"
 /* An internal one-slot array that is never written: zeroes to insert new
- * histogram entries from. */
+ * histogram entries from, and to clear big strings with. */
 #define ZERO_MAP_NAME "@@zero"
 
 /* A scratch variable `$x`; its storage is decided by codegen per probe. */
@@ -181,14 +184,26 @@ typedef struct Compiled {
   int ringbuf_fd;          /* internal maps, created by load */
   int scratch_fd;
   uint32_t scratch_size;   /* bytes per CPU of the scratch area */
+  int big_scratch_fd;      /* an array with one slot per CPU, for programs
+                              whose buffers outgrow a per-CPU slot */
+  uint32_t big_scratch_size;
   uint32_t ringbuf_size;   /* 0: the default */
   const char *license;     /* NULL: GPL */
   bool no_exit_print;      /* print_maps_on_exit = false */
   int max_cat_bytes;       /* cat() prints at most this; 0: the default */
+  int max_strlen;          /* a string of max_strlen bytes was cut   */
+  const char *str_trailer; /* printed after such a string */
 } Compiled;
 
 /* Pseudo map ids used in LD_IMM64 map loads for the internal maps. */
 #define MAP_ID_RINGBUF  (-1)
 #define MAP_ID_SCRATCH  (-2)
+#define MAP_ID_BIG_SCRATCH (-3)
+
+/* The scratch area: a per-CPU array slot holds up to SCRATCH_SLOT bytes;
+ * beyond, a program takes its CPU's slot of a plain array, addressed from
+ * its middle (instruction offsets are 16-bit), up to SCRATCH_MAX bytes. */
+#define SCRATCH_SLOT 32768
+#define SCRATCH_MAX 65536
 
 #endif

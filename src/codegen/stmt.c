@@ -50,7 +50,7 @@ void gen_assign(Gen *g, Node *n) {
   if (lhs->kind == N_VAR) {
     VarSym *v = lhs->var;
     if (is_buffer(v->type)) {
-      gen_buf(g, rhs, v->stack_off, value_cap(v->type));
+      gen_buf_as(g, rhs, v->stack_off, v->type);
       return;
     }
     bool is_signed = v->type.is_signed && rhs->type.is_signed;
@@ -103,7 +103,7 @@ void gen_assign(Gen *g, Node *n) {
   if (is_buffer(m->value_type)) {
     int key = gen_key(g, lhs);
     int val = scratch_alloc(g, m->value_size);
-    gen_buf(g, rhs, val, m->value_size);
+    gen_buf_as(g, rhs, val, m->value_type);
     emit_update(g, m, key, val);
     return;
   }
@@ -203,6 +203,7 @@ void gen_for_map(Gen *g, Node *n) {
   g->pending = realloc(g->pending, sizeof(*g->pending) * (g->npending + 1));
   g->pending[g->npending].loop = n;
   g->pending[g->npending].at = g->p->ninsns;
+  g->pending[g->npending].scratch_at = g->scratch_top;
   g->npending++;
   emit(g, I_LD_IMM64_LO(BPF_REG_2, BPF_PSEUDO_FUNC, 0));
   emit(g, I_LD_IMM64_HI(0));
@@ -224,20 +225,32 @@ void gen_callback(Gen *g, Node *n) {
   g->p->insns[pd->at].imm = start - pd->at - 1;
 
   g->frame = (int)n->ival;
-  g->buf_base = BPF_REG_10;
+  g->buf_base = g->main_base;
   memset(g->reg_used, 0, sizeof(g->reg_used));
   g->stack_top = 16;
   g->span = n->span;
-  place_vars(g, g->probe);
-  int kv_off = kv->stack_off;
-  for (int i = 0; i < m->key_size; i += 8) {
-    emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_2, i));
-    emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, kv_off + i));
-  }
-  int voff = kv_off + kv->type.tuple->offs[1];
-  for (int i = 0; i < m->value_size; i += 8) {
-    emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_3, i));
-    emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, voff + i));
+  if (g->buf_base == BPF_REG_9) {
+    /* buffers in the scratch area, after those in use around the loop */
+    emit(g, I_MOV64_REG(BPF_REG_6, BPF_REG_2));
+    emit(g, I_MOV64_REG(BPF_REG_7, BPF_REG_3));
+    emit_scratch_base(g);
+    g->scratch_top = pd->scratch_at;
+    place_vars(g, g->probe);
+    int voff = kv->stack_off + kv->type.tuple->offs[1];
+    emit_copy_from(g, BPF_REG_6, 0, kv->stack_off, m->key_size, m->key_size);
+    emit_copy_from(g, BPF_REG_7, 0, voff, m->value_size, m->value_size);
+  } else {
+    place_vars(g, g->probe);
+    int kv_off = kv->stack_off;
+    for (int i = 0; i < m->key_size; i += 8) {
+      emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_2, i));
+      emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, kv_off + i));
+    }
+    int voff = kv_off + kv->type.tuple->offs[1];
+    for (int i = 0; i < m->value_size; i += 8) {
+      emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_3, i));
+      emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, voff + i));
+    }
   }
   struct Loop *l = &g->loops[g->nloops++];
   memset(l, 0, sizeof(*l));

@@ -78,6 +78,12 @@ VarSym *var_new(Checker *c, const Node *var) {
   v->frame = c->frame;
   v->next = c->probe->vars;
   c->probe->vars = v;
+  /* a tuple variable holds the widest tuple assigned to it anywhere, and
+   * reads before the widening assignment see that type too */
+  for (VarSym *l = c->learnt_vars; l; l = l->next)
+    if (l->type.kind == TY_TUPLE && !strcmp(l->name, v->name) &&
+        l->frame == v->frame && l->scope == v->scope && l->block == v->block)
+      v->type = l->type;
   return v;
 }
 
@@ -189,12 +195,21 @@ void check_map_keys(Checker *c, Node *n) {
       if (keys[i].kind == TY_INT) m->key_types[i] = ty_widened(keys[i]);
     return;
   }
+  /* @m[a, b] and @m[$t] with $t = (a, b) name the same entry */
+  if (nkeys == 1 && keys[0].kind == TY_TUPLE && m->nkeys > 1 &&
+      keys[0].tuple->n == m->nkeys && !keys[0].tuple->names) {
+    nkeys = m->nkeys;
+    memcpy(keys, keys[0].tuple->elems, sizeof(Type) * nkeys);
+    n->ival = 1;   /* codegen: one tuple gives all the keys */
+  }
   bool same = m->nkeys == nkeys;
-  for (int i = 0; same && i < nkeys; i++)
+  for (int i = 0; same && i < nkeys; i++) {
     same = m->key_types[i].kind == keys[i].kind &&
            (keys[i].kind == TY_STR || keys[i].kind == TY_INT ||
-            same_layout(keys[i], m->key_types[i])) &&
+            same_layout(keys[i], m->key_types[i]) ||
+            tuple_union(m->key_types[i], keys[i], &keys[i])) &&
            same_stack(keys[i], m->key_types[i]);
+  }
   if (!same) {
     char want[200], got[200];
     error_at(c, n->span,
@@ -205,8 +220,9 @@ void check_map_keys(Checker *c, Node *n) {
     return;
   }
   for (int i = 0; i < nkeys; i++)
-    if (keys[i].kind == TY_STR && keys[i].size > m->key_types[i].size)
-      m->key_types[i].size = keys[i].size;
+    if ((keys[i].kind == TY_STR && keys[i].size > m->key_types[i].size) ||
+        keys[i].kind == TY_TUPLE)
+      m->key_types[i] = keys[i];
 }
 
 /* Records that m holds values of type t, from an assignment to the map
@@ -225,8 +241,9 @@ static void map_set_value(Checker *c, MapSym *m, Type t, Span at, Span op) {
     return;
   }
   if (v->kind == TY_TUPLE && t.kind == TY_TUPLE && !same_layout(*v, t)) {
-    error_at(c, op, "Tuple type mismatch: %s != %s.", TYPE_NAME(*v),
-             TYPE_NAME(t));
+    if (!tuple_union(*v, t, v))
+      error_at(c, op, "Tuple type mismatch: %s != %s.", TYPE_NAME(*v),
+               TYPE_NAME(t));
     return;
   }
   bool same = v->kind == t.kind && (t.kind != TY_AGG || v->agg == t.agg) &&
@@ -408,9 +425,11 @@ void check_assigned(Checker *c, Node *n) {
       v->type = t;
     } else if (v->type.kind == TY_TUPLE && t.kind == TY_TUPLE &&
                !same_layout(v->type, t)) {
-      error_at(c, at, "Tuple type mismatch: %s != %s.", TYPE_NAME(v->type),
-               TYPE_NAME(t));
-      return;
+      if (!tuple_union(v->type, t, &v->type)) {
+        error_at(c, at, "Tuple type mismatch: %s != %s.",
+                 TYPE_NAME(v->type), TYPE_NAME(t));
+        return;
+      }
     } else if (v->type.kind != t.kind || !same_stack(v->type, t) ||
                ((t.kind == TY_BUF || t.kind == TY_CVAL) &&
                 !same_layout(v->type, t))) {
@@ -646,6 +665,7 @@ static void check_probe(Checker *c, Probe *p) {
   c->probe = p;
   c->frame = c->nframes = 0;
   c->nblocks = c->nopen = 0;
+  c->learnt_vars = c->pass == 2 ? p->vars : NULL;
   p->vars = NULL;
   if (p->pred) {
     check_expr(c, p->pred);
@@ -703,8 +723,8 @@ static void add_internal_array(Compiled *out, const char *name,
 
 /* Histogram slots are too large to build on the stack: a new entry is
  * inserted from this never-written array slot of zeroes. */
-static void add_zero_map(Compiled *out) {
-  int size = 0;
+static void add_zero_map(Compiled *out, int strlen) {
+  int size = strlen > BIG_BUFFER ? ((strlen + 8) & ~7) + 8 : 0;
   for (int i = 0; i < out->nmaps; i++) {
     MapSym *m = out->maps[i];
     if (m->value_type.kind == TY_AGG && m->value_size > size)
@@ -737,6 +757,8 @@ static void read_settings(Checker *c) {
   c->out->license = st->license;
   c->out->no_exit_print = !st->print_maps_on_exit;
   c->out->max_cat_bytes = st->max_cat_bytes;
+  c->out->max_strlen = st->max_strlen;
+  c->out->str_trailer = st->str_trunc_trailer;
   if (st->perf_rb_pages > 0)
     c->out->ringbuf_size = (uint32_t)st->perf_rb_pages *
                            (uint32_t)sysconf(_SC_PAGESIZE);
@@ -787,7 +809,7 @@ int check_script(Script *s, Compiled *out, Diag *d) {
   for (int i = 0; i < out->nmaps; i++)
     big_values |= out->maps[i]->value_type.kind == TY_AGG &&
                   out->maps[i]->value_size > 16;
-  if (big_values) add_zero_map(out);
+  if (big_values || c.strlen > BIG_BUFFER) add_zero_map(out, c.strlen);
   /* `elapsed` counts from the time loupe started: user space writes that
    * base into a one-slot array map before anything runs. */
   for (Probe *p = s->probes; p; p = p->next)

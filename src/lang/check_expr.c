@@ -15,7 +15,7 @@
 
 static Type field_type(const TpField *f, const char *category, int strlen) {
   if (f->is_string)
-    return ty_str(f->data_loc ? strlen : f->size);
+    return ty_str(f->data_loc ? strlen + 1 : f->size);   /* as str() */
   if (f->is_pointer) {
     Type t = ty_int(8, false);
     t.is_pointer = true;
@@ -409,7 +409,7 @@ static bool value_type_named(Checker *c, const char *name, Span at,
  * struct or array value. */
 bool type_named(Checker *c, const char *name, Span at, Type *out) {
   if (!strcmp(name, "string")) {
-    *out = ty_str(c->strlen);
+    *out = ty_str(c->strlen + 1);   /* what str() gives */
     return true;
   }
   if (value_type_named(c, name, at, out)) return true;
@@ -546,7 +546,9 @@ static void check_binop(Checker *c, Node *n) {
   check_expr(c, n->rhs);
   Type l = n->lhs->type, r = n->rhs->type;
   if (l.kind == TY_NONE || r.kind == TY_NONE) return;
-  if (l.kind == TY_STR && r.kind == TY_STR &&
+  /* strings, and buffers (their length first), compare by their bytes */
+  if (((l.kind == TY_STR && r.kind == TY_STR) ||
+       (l.kind == TY_BUF && r.kind == TY_BUF)) &&
       (n->op == OP_EQ || n->op == OP_NE)) {
     n->type = ty_int(8, false);
     return;

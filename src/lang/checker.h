@@ -15,6 +15,7 @@ typedef struct Checker {
   Script *script;
   Probe *probe;        /* the probe being checked */
   int pass;            /* 1: learn map types quietly; 2: check and report */
+  VarSym *learnt_vars; /* the probe's variables as pass 1 left them */
   bool in_assign_rhs;  /* aggregation calls are only valid there */
   int loop_depth;      /* while loops around the statement being checked */
   int frame;           /* 0, or the for-over-map body being checked */
@@ -64,6 +65,8 @@ bool ty_is_stack(Type t);
 bool same_stack(Type a, Type b);
 /* Whether two tuple or buffer types have the same layout. */
 bool same_layout(Type a, Type b);
+/* The tuple type both tuple types a and b widen to (lang/types.c). */
+bool tuple_union(Type a, Type b, Type *out);
 
 /* ---- reporting and symbols (check.c) -------------------------------- */
 

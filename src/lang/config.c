@@ -13,14 +13,17 @@
 #include "codegen/program.h"
 #include "lang/ast.h"
 
-#define MAX_STRLEN_LIMIT 1024  /* the largest string loupe's buffers hold */
+/* Strings live in the scratch area, which programs address within 64 KiB:
+ * a larger max_strlen is taken, and a probe whose buffers do not fit is
+ * refused where it is generated. */
+#define MAX_STRLEN_LIMIT (1 << 20)
 
 typedef enum { K_INT, K_BOOL, K_WORD } KeyKind;
 
 /* What a key sets; F_IGNORED: checked, then ignored with a warning. */
 typedef enum {
   F_IGNORED, F_STRLEN, F_MAP_KEYS, F_PRINT_MAPS, F_MISSING, F_LICENSE,
-  F_RB_PAGES, F_CAT_BYTES, F_STACK_MODE, F_DEBUG_INFO
+  F_RB_PAGES, F_CAT_BYTES, F_STACK_MODE, F_DEBUG_INFO, F_TRAILER
 } Field;
 
 typedef struct Key {
@@ -66,7 +69,7 @@ static const Key keys[] = {
     BOOL_KEY("lazy_symbolication", F_IGNORED),
     BOOL_KEY("show_debug_info", F_DEBUG_INFO),
     WORD_KEY("stack_mode", stack_words, false, F_STACK_MODE),
-    WORD_KEY("str_trunc_trailer", NULL, true, F_IGNORED),
+    WORD_KEY("str_trunc_trailer", NULL, true, F_TRAILER),
     WORD_KEY("unstable_tseries", unstable_words, false, F_IGNORED),
     WORD_KEY("unstable_dw_ustack", unstable_words, false, F_IGNORED),
 };
@@ -150,6 +153,7 @@ static void apply(Settings *st, const Key *k, long long v, const char *w) {
   case F_CAT_BYTES: st->max_cat_bytes = (int)v; break;
   case F_STACK_MODE: st->stack_mode = (int)v; break;
   case F_DEBUG_INFO: st->show_debug_info = v != 0; break;
+  case F_TRAILER: st->str_trunc_trailer = w; break;
   case F_IGNORED: break;
   }
 }
@@ -204,7 +208,8 @@ static void read_env(Script *s, Diag *d) {
       env = getenv(k->old_name);
       used = k->old_name;
     }
-    if (!env || !*env) continue;
+    /* an empty trailer is a setting: no trailer */
+    if (!env || (!*env && k->field != F_TRAILER)) continue;
     char err[512];
     long long v = 0;
     const char *w = NULL;
@@ -225,6 +230,7 @@ int config_read(Script *s, Diag *d) {
       .print_maps_on_exit = true,
       .missing_probes = MISSING_ERROR,
       .license = "GPL",
+      .str_trunc_trailer = "..",
   };
   read_block(s, d);
   read_env(s, d);

@@ -17,6 +17,8 @@ typedef struct Settings {
   int max_cat_bytes;        /* bytes cat() prints; 0: the default */
   int stack_mode;           /* kstack/ustack without a mode: a StackMode */
   bool show_debug_info;     /* user frames in bpftrace mode: @file:line */
+  const char *str_trunc_trailer;  /* printed after a string cut at
+                                     max_strlen */
 } Settings;
 
 struct Script;

@@ -2,6 +2,7 @@
  * them by ("int64", "unsigned int8 *", "string[16]", "(int64,string[2])").
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "lang/checker.h"
@@ -221,5 +222,39 @@ bool same_layout(Type a, Type b) {
     if (a.tuple->names && strcmp(a.tuple->names[i], b.tuple->names[i]))
       return false;
   }
+  return true;
+}
+
+/* The tuple type that holds values of tuple types a and b, which have the
+ * same shape: each string as large as the larger of the two, nested
+ * tuples likewise, so that assigning either widens to it (as bpftrace
+ * does). False when the shapes differ. */
+bool tuple_union(Type a, Type b, Type *out) {
+  if (a.kind != TY_TUPLE || b.kind != TY_TUPLE) return false;
+  TupleType *ta = a.tuple, *tb = b.tuple;
+  if (ta->n != tb->n || !ta->names != !tb->names) return false;
+  TupleType *u = calloc(1, sizeof(*u));
+  u->n = ta->n;
+  u->names = ta->names;
+  u->elems = calloc(u->n, sizeof(Type));
+  u->offs = calloc(u->n, sizeof(int));
+  for (int i = 0; i < u->n; i++) {
+    Type ea = ta->elems[i], eb = tb->elems[i];
+    if (ta->names && strcmp(ta->names[i], tb->names[i])) return false;
+    if (ea.kind == TY_STR && eb.kind == TY_STR) {
+      if (eb.size > ea.size) ea.size = eb.size;
+    } else if (ea.kind == TY_TUPLE && eb.kind == TY_TUPLE) {
+      if (!tuple_union(ea, eb, &ea)) return false;
+    } else if (ea.kind != eb.kind ||
+               (ea.kind != TY_INT && !same_layout(ea, eb))) {
+      return false;
+    }
+    u->elems[i] = ea;
+    u->offs[i] = u->size;
+    u->size += value_cap(ea);
+  }
+  *out = a;
+  out->tuple = u;
+  out->size = u->size;
   return true;
 }

@@ -6,9 +6,9 @@
  * to 64 bits, so the C length modifier decides how many low bits are shown
  * ("%d" of 0x123456789 prints 591751049, "%lu" of (int32)-1 prints
  * 18446744073709551615). Text after the last conversion, or the whole
- * format when there is none, is written as is ("%%" stays "%%"). %r and
- * %rx print a buf(): printable ASCII as is and other bytes as \xNN, or
- * every byte as \xNN.
+ * format when there is none, is written as is ("%%" stays "%%"). %r,
+ * %rx and %rh print a buf(): printable ASCII as is and other bytes as
+ * \xNN, every byte as \xNN, or every byte as two hex digits, spaced.
  *
  * Maps print as "@name[k1, k2]: value" lines sorted as bpftrace sorts:
  * by value for integer and aggregation values (hist and lhist by their
@@ -45,6 +45,26 @@
 #include <string.h>
 #include <time.h>
 
+/* ---- strings ---------------------------------------------------------- */
+
+static int trunc_strlen;                /* 0: no trailer */
+static const char *trunc_trailer = "";
+
+void print_set_truncation(int max_strlen, const char *trailer) {
+  trunc_strlen = max_strlen;
+  trunc_trailer = trailer ? trailer : "";
+}
+
+/* The trailer to print after a string of len bytes held in a buffer of
+ * `size`: str() reads up to max_strlen bytes (and a NUL), so a string of
+ * that length in such a buffer was (most likely) cut. */
+static const char *str_trailer(int size, size_t len) {
+  if (trunc_strlen <= 0 || size <= trunc_strlen ||
+      len < (size_t)trunc_strlen)
+    return "";
+  return trunc_trailer;
+}
+
 /* ---- printf ---------------------------------------------------------- */
 
 /* One conversion of a format string, e.g. "%-08.3lx". */
@@ -54,7 +74,7 @@ typedef struct Conv {
   int width;           /* -1: none */
   int prec;            /* -1: none */
   int bits;            /* value bits the length modifier keeps: 8..64 */
-  char letter;         /* d i u x X o c s p, r (%r) or R (%rx) */
+  char letter;         /* d i u x X o c s p, r (%r), R (%rx) or H (%rh) */
   bool plain;          /* no flags, width, precision or length */
 } Conv;
 
@@ -106,8 +126,8 @@ static bool parse_conv(const char *fmt, int at, Conv *cv) {
   cv->letter = c;
   cv->start = at;
   cv->end = i + 1;
-  if (c == 'r' && fmt[i + 1] == 'x') {
-    cv->letter = 'R';
+  if (c == 'r' && (fmt[i + 1] == 'x' || fmt[i + 1] == 'h')) {
+    cv->letter = fmt[i + 1] == 'x' ? 'R' : 'H';
     cv->end = i + 2;
   }
   return true;
@@ -218,12 +238,16 @@ static uint64_t narrow(uint64_t v, int bits, bool sign) {
   }
 }
 
-/* Writes the bytes of a buf() as bpftrace does: printable ASCII as is and
- * every other byte as \xNN, or every byte as \xNN when all_hex (%rx). */
-static void print_buf_bytes(const uint8_t *data, size_t len, bool all_hex,
+/* How a buf() prints: printable ASCII as is and every other byte as \xNN
+ * (%r), every byte as \xNN (%rx), or as "NN NN" (%rh). */
+typedef enum BufStyle { BUF_ASCII, BUF_HEX, BUF_SPACED } BufStyle;
+
+static void print_buf_bytes(const uint8_t *data, size_t len, BufStyle style,
                             FILE *out) {
   for (size_t i = 0; i < len; i++) {
-    if (!all_hex && data[i] >= 0x20 && data[i] < 0x7f)
+    if (style == BUF_SPACED)
+      fprintf(out, "%s%02x", i ? " " : "", data[i]);
+    else if (style == BUF_ASCII && data[i] >= 0x20 && data[i] < 0x7f)
       fputc(data[i], out);
     else
       fprintf(out, "\\x%02x", data[i]);
@@ -232,22 +256,25 @@ static void print_buf_bytes(const uint8_t *data, size_t len, bool all_hex,
 
 /* The bytes of a TY_BUF value: its 8-byte length, then up to type.size
  * bytes of data. */
-static void put_buf(const Type *t, const uint8_t *p, bool all_hex, FILE *out) {
+static void put_buf(const Type *t, const uint8_t *p, BufStyle style,
+                    FILE *out) {
   uint64_t len;
   memcpy(&len, p, 8);
   if (len > (uint64_t)t->size) len = t->size;
-  print_buf_bytes(p + 8, len, all_hex, out);
+  print_buf_bytes(p + 8, len, style, out);
 }
 
-/* %r and %rx of a buf(). bpftrace knows no flags, width or precision for
- * them: such a conversion takes its argument but prints as written. */
+/* %r, %rx and %rh of a buf(). bpftrace knows no flags, width or precision
+ * for them: such a conversion takes its argument but prints as written. */
 static void put_buf_conv(const Conv *cv, const FmtArg *arg,
                          const uint8_t *payload, const char *fmt, FILE *out) {
   if (!cv->plain || arg->type.kind != TY_BUF) {
     fwrite(fmt + cv->start, 1, cv->end - cv->start, out);
     return;
   }
-  put_buf(&arg->type, payload + arg->offset, cv->letter == 'R', out);
+  put_buf(&arg->type, payload + arg->offset,
+          cv->letter == 'R' ? BUF_HEX : cv->letter == 'H' ? BUF_SPACED
+                                                          : BUF_ASCII, out);
 }
 
 /* The text of an integer of an enum type: its enumerator's name, or the
@@ -292,7 +319,8 @@ static void put_conv(const Conv *cv, const FmtArg *arg, const uint8_t *payload,
   char *buf = small;
   size_t need = (size_t)(cv->width > 0 ? cv->width : 0) +
                 (size_t)(cv->prec > 0 ? cv->prec : 0) + 64;
-  if (arg->type.kind == TY_STR) need += arg->type.size;
+  if (arg->type.kind == TY_STR)
+    need += arg->type.size + strlen(trunc_trailer);
   if (cv->letter == 's' && arg->type.kind != TY_STR) need += 512;  /* text */
   if (need > sizeof small) buf = malloc(need);
   if (!buf) return;
@@ -305,10 +333,13 @@ static void put_conv(const Conv *cv, const FmtArg *arg, const uint8_t *payload,
                             sizeof text));
   } else if (arg->type.kind == TY_STR) {
     int size = arg->type.size;
-    char *s = malloc(size + 1);
+    const char *text = (const char *)payload + arg->offset;
+    size_t len = strnlen(text, size);
+    const char *trailer = str_trailer(size, len);
+    char *s = malloc(len + strlen(trailer) + 1);
     if (s) {
-      memcpy(s, payload + arg->offset, size);
-      s[size] = '\0';
+      memcpy(s, text, len);
+      strcpy(s + len, trailer);
       c_spec(cv, "", 's', spec, sizeof spec);
       if (cv->letter != 's') snprintf(spec, sizeof spec, "%%s");
       snprintf(buf, need, spec, s);
@@ -371,7 +402,7 @@ void print_printf(const PrintfDef *p, const void *payload, FILE *out) {
   Conv cv;
   for (int i = 0; i < p->nargs && next_conv(fmt, &pos, &cv); i++) {
     put_literal(fmt + done, cv.start - done, out);
-    if (cv.letter == 'r' || cv.letter == 'R')
+    if (cv.letter == 'r' || cv.letter == 'R' || cv.letter == 'H')
       put_buf_conv(&cv, &p->args[i], payload, fmt, out);
     else
       put_conv(&cv, &p->args[i], payload, out);
@@ -689,10 +720,20 @@ static void put_value(const Type *t, const uint8_t *p, int stored,
   case TY_STR: {
     int max = t->size > 0 && t->size < stored ? t->size : stored;
     size_t len = strnlen((const char *)p, max);
-    if (json)
+    const char *trailer = str_trailer(max, len);
+    if (json && *trailer) {
+      char *s = malloc(len + strlen(trailer) + 1);
+      if (!s) break;
+      memcpy(s, p, len);
+      strcpy(s + len, trailer);
+      print_json_string(s, strlen(s), out);
+      free(s);
+    } else if (json) {
       print_json_string((const char *)p, len, out);
-    else
+    } else {
       fwrite(p, 1, len, out);
+      fputs(trailer, out);
+    }
     break;
   }
   case TY_TUPLE:
@@ -711,10 +752,10 @@ static void put_value(const Type *t, const uint8_t *p, int stored,
         fputs(text, out);
     } else if (json) {
       MemText mt;
-      if (memtext_open(&mt)) put_buf(t, p, false, mt.f);
+      if (memtext_open(&mt)) put_buf(t, p, BUF_ASCII, mt.f);
       memtext_put_json(&mt, out);
     } else {
-      put_buf(t, p, false, out);
+      put_buf(t, p, BUF_ASCII, out);
     }
     break;
   default: {

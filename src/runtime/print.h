@@ -11,17 +11,21 @@
  * line. */
 typedef enum OutFormat { OUT_TEXT, OUT_JSON } OutFormat;
 
+/* Strings of max_strlen bytes read by str() were cut there:
+ * printing adds the trailer after them, as bpftrace does. */
+void print_set_truncation(int max_strlen, const char *trailer);
+
 /* Formats one printf record (payload after the EventHeader) as text. */
 void print_printf(const PrintfDef *p, const void *payload, FILE *out);
 
 /* Finds the conversions of a printf format as print_printf will format
  * them: %d %i %u %x %X %o %c %s %p with flags "-+ 0", width, precision
- * (".N") and, except for %c and %s, a length (hh h l ll j z t); and %r and
- * %rx, which take a buf() argument (with flags, width or precision they
+ * (".N") and, except for %c and %s, a length (hh h l ll j z t); and %r,
+ * %rx and %rh, which take a buf() argument (with flags, width or precision they
  * still take it, but print as written, as in bpftrace). "%%" and anything
  * else after '%' is literal text. Stores each conversion's letter in
  * conv_out (max + 1 bytes, NUL-terminated; may be NULL) — 'r' for %r, 'R'
- * for %rx, the C letter otherwise — and returns how many there are, or -1
+ * for %rx, 'H' for %rh, the C letter otherwise — and returns how many there are, or -1
  * with a message in err (more than max conversions, a width or precision
  * over 65535). */
 int printf_parse(const char *fmt, char *conv_out, int max, char *err,
