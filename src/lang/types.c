@@ -245,7 +245,7 @@ bool tuple_union(Type a, Type b, Type *out) {
       if (eb.size > ea.size) ea.size = eb.size;
     } else if (ea.kind == TY_TUPLE && eb.kind == TY_TUPLE) {
       if (!tuple_union(ea, eb, &ea)) return false;
-    } else if (ea.kind != eb.kind ||
+    } else if (ea.kind != eb.kind || !same_stack(ea, eb) ||
                (ea.kind != TY_INT && !same_layout(ea, eb))) {
       return false;
     }
