@@ -182,7 +182,6 @@ const Builtin builtins_kernel[] = {
      NULL, NULL, 0, NULL},
     {"percpu_kaddr", BI_CALL, 1, 2, true, check_percpu_kaddr,
      emit_percpu_kaddr, NULL, NULL, NULL, 0, NULL},
-    NOT_YET("reg", BI_CALL),
     NOT_YET("cgroupid", BI_CALL),
     NOT_YET("override", BI_CALL),
     NOT_YET("path", BI_CALL),
