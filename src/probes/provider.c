@@ -23,6 +23,7 @@ extern const Provider kprobe_provider;
 extern const Provider kretprobe_provider;
 extern const Provider uprobe_provider;
 extern const Provider uretprobe_provider;
+extern const Provider usdt_provider;
 extern const Provider begin_provider;
 extern const Provider end_provider;
 
@@ -43,7 +44,6 @@ static void list_nothing(const char *pattern, FILE *out) {}
                                .expand = unsupported_expand,             \
                                .list = list_nothing}
 
-UNSUPPORTED(usdt_provider, "usdt", "U");
 UNSUPPORTED(hardware_provider, "hardware", "h");
 UNSUPPORTED(watchpoint_provider, "watchpoint", "w");
 UNSUPPORTED(asyncwatchpoint_provider, "asyncwatchpoint", "aw");
@@ -60,8 +60,9 @@ const Provider *const providers[] = {
     &software_provider,  &tracepoint_provider,
     &kprobe_provider,    &kretprobe_provider,
     &uprobe_provider,    &uretprobe_provider,
+    &usdt_provider,
     /* known, not implemented yet */
-    &usdt_provider,      &hardware_provider,
+    &hardware_provider,
     &watchpoint_provider, &asyncwatchpoint_provider,
     &kfunc_provider,     &kretfunc_provider,
     &fentry_provider,    &fexit_provider,

@@ -76,6 +76,16 @@ bool has_wildcard(const char *s);
  * every process. Set by main before anything is attached. */
 extern int probe_target_pid;
 
+/* Shared by uprobe and usdt (uprobe.c). The file a probe's BINARY names:
+ * found gets the path to show, real (PATH_MAX bytes) the path to open;
+ * with -p, a bare name is first looked up among the files the process
+ * maps, and paths are read through /proc/PID/root when it is in another
+ * mount namespace. False if there is no such file. */
+bool uprobe_find_binary(const char *binary, char *found, char *real);
+/* The file the -p process calls path, as loupe can open it (in real, of
+ * PATH_MAX bytes); false if it cannot be had. */
+bool uprobe_in_target_tree(const char *path, char *real);
+
 /* Shared by the providers built on perf events (tracepoint, interval,
  * profile, software): opens the event described by attr (its size is
  * filled in) for process `pid` on any CPU, or (pid -1) for every process
