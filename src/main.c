@@ -65,7 +65,7 @@ static const char usage_text[] =
     "                   END acts only in it, uprobes attach to it alone\n"
     "                   (a bare library name is looked up in its maps),\n"
     "                   and loupe stops when it exits; with -l, list the\n"
-    "                   uprobes of the files it maps\n"
+    "                   uprobes and usdt probes of the files it maps\n"
     "    -B MODE        output buffering: 'line' (default), 'full', 'none'\n"
     "    -f FORMAT      output format: 'text' (default) or 'json' (one\n"
     "                   JSON record per line, as bpftrace -f json)\n"
@@ -79,6 +79,9 @@ static const char usage_text[] =
     "    --no-warnings  do not print warnings (\"WARNING: ...\")\n"
     "    --unsafe       allow functions that act on the system: system(),\n"
     "                   signal()\n"
+    "    --usdt-file-activation\n"
+    "                   accepted for bpftrace's sake: usdt semaphores are\n"
+    "                   always set in every process running the file\n"
     "    -h, --help     show this help and exit\n"
     "    -V, --version  print loupe's version and exit\n"
     "    --             end of options: every word after it is FILE or an\n"
@@ -204,7 +207,7 @@ static int parse_pid(const char *arg) {
 }
 
 /* Long options without a short form, beyond every char value. */
-enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS };
+enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_USDT_FILE_ACTIVATION };
 
 /* Fills o from argv. Exits for --help, --version and bad usage. */
 static void parse_options(int argc, char **argv, Options *o) {
@@ -215,6 +218,7 @@ static void parse_options(int argc, char **argv, Options *o) {
       {"dry-run", no_argument, NULL, OPT_DRY_RUN},
       {"no-warnings", no_argument, NULL, OPT_NO_WARNINGS},
       {"pid", required_argument, NULL, 'p'},
+      {"usdt-file-activation", no_argument, NULL, OPT_USDT_FILE_ACTIVATION},
       {NULL, 0, NULL, 0},
   };
   memset(o, 0, sizeof(*o));
@@ -256,6 +260,9 @@ static void parse_options(int argc, char **argv, Options *o) {
     case 'v': o->show_programs = true; break;
     case OPT_DRY_RUN: o->dry_run = true; break;
     case OPT_NO_WARNINGS: o->no_warnings = true; break;
+    /* the kernel raises usdt semaphores in every process (uprobe reference
+     * counters), which is what this asks bpftrace to do by hand */
+    case OPT_USDT_FILE_ACTIVATION: break;
     case 'U': o->unsafe = true; break;
     case 'h': fputs(usage_text, stdout); exit(0);
     case 'V': printf("loupe v%s\n", LOUPE_VERSION); exit(0);
@@ -313,6 +320,19 @@ static int list_probes(const char *pattern, FILE *out) {
   size_t plen = colon ? (size_t)(colon - pattern) : strlen(pattern);
   char *pname = strndup(pattern, plen);
   const Provider *prov = provider_find(pname);
+  if (!prov && colon && has_wildcard(pname)) {
+    /* "*:FILE:*": every provider whose name matches */
+    for (int i = 0; providers[i]; i++)
+      if (glob_match(pname, providers[i]->name)) {
+        char *one = malloc(strlen(providers[i]->name) + strlen(colon) + 1);
+        if (!one) break;
+        sprintf(one, "%s%s", providers[i]->name, colon);
+        list_probes(one, out);
+        free(one);
+      }
+    free(pname);
+    return 0;
+  }
   free(pname);
 
   if (!colon) {
@@ -633,7 +653,8 @@ int main(int argc, char **argv) {
   parse_options(argc, argv, &o);
   probe_target_pid = o.pid;
   /* -l -p PID: the process's probes, its uprobes */
-  if (o.list && o.pid && !o.list_pattern) o.list_pattern = "uprobe:*:*";
+  if (o.list && o.pid && !o.list_pattern)
+    return list_probes("uprobe:*:*", stdout) | list_probes("usdt:*", stdout);
   if (o.list) return list_probes(o.list_pattern, stdout);
 
   if (read_source(&o, &source) < 0) return 1;

@@ -52,6 +52,9 @@ typedef struct Provider {
   /* Prints the probes this provider offers that match the glob pattern
    * (NULL or "" for all), one per line, as `loupe -l` shows them. */
   void (*list)(const char *pattern, FILE *out);
+  /* The kernel runs the probes of one place newest first (uprobes put
+   * each new consumer first): attach_all attaches them in reverse. */
+  bool fires_newest_first;
 } Provider;
 
 /* Looks a provider up by name or alias; NULL if there is none. */

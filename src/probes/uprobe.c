@@ -239,6 +239,7 @@ const Provider uprobe_provider = {
     .expand = uprobe_expand,
     .attach = uprobe_attach,
     .list = uprobe_list,
+    .fires_newest_first = true,
 };
 
 const Provider uretprobe_provider = {
@@ -248,4 +249,5 @@ const Provider uretprobe_provider = {
     .expand = uprobe_expand,
     .attach = uretprobe_attach,
     .list = uretprobe_list,
+    .fires_newest_first = true,
 };

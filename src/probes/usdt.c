@@ -246,7 +246,13 @@ static bool expand_files(Expansion *x) {
     expand_glob(x);
   } else {
     char found[PATH_MAX], real[PATH_MAX];
-    if (!uprobe_find_binary(binary, found, real)) return false;
+    struct stat st;
+    /* a library need not be executable, only readable */
+    if (!uprobe_find_binary(binary, found, real) &&
+        !(strchr(binary, '/') && realpath(binary, real) &&
+          stat(real, &st) == 0 && S_ISREG(st.st_mode) &&
+          access(real, R_OK) == 0))
+      return false;
     /* `probe` shows a path as written, a bare name as found */
     expand_file(x, strchr(binary, '/') ? binary : found, real);
   }
@@ -395,4 +401,5 @@ const Provider usdt_provider = {
     .expand = usdt_expand,
     .attach = usdt_attach,
     .list = usdt_list,
+    .fires_newest_first = true,
 };

@@ -452,10 +452,22 @@ static int attach_prog(const BpfProg *p, LinkSet *links, Diag *d) {
   return count;
 }
 
+/* Whether p's probes are of a kind the kernel runs newest first. */
+static bool newest_first(const BpfProg *p) {
+  const AttachPoint *ap = p->ap ? p->ap : p->probe ? p->probe->aps : NULL;
+  return ap && ap->prov && ap->prov->fires_newest_first;
+}
+
+/* Programs attach in script order, so that probes of one event run in
+ * that order, except those the kernel runs newest first, which attach
+ * last to first for the same effect. */
 int attach_all(Compiled *c, LinkSet *links, Diag *d) {
   int count = 0;
-  for (int i = 0; i < c->nprogs; i++) {
-    int n = attach_prog(&c->progs[i], links, d);
+  for (int k = 0; k < 2 * c->nprogs; k++) {
+    bool second = k >= c->nprogs;
+    const BpfProg *p = &c->progs[second ? 2 * c->nprogs - 1 - k : k];
+    if (newest_first(p) != second) continue;
+    int n = attach_prog(p, links, d);
     if (n < 0) {
       links_close_all(links);
       return -1;
