@@ -60,7 +60,8 @@ static const char usage_text[] =
     "                   too; without PATTERN, list every probe\n"
     "    -o FILE        write printf and map output to FILE, not stdout\n"
     "    -c 'COMMAND'   run COMMAND once the probes are attached, and stop\n"
-    "                   when it exits; the builtin cpid is its pid\n"
+    "                   when it exits; the builtin cpid is its pid; usdt\n"
+    "                   probes attach to it alone\n"
     "    -p, --pid PID  trace only process PID: every probe but BEGIN and\n"
     "                   END acts only in it, uprobes attach to it alone\n"
     "                   (a bare library name is looked up in its maps),\n"
@@ -666,6 +667,7 @@ int main(int argc, char **argv) {
   if (o.command && !o.dry_run && geteuid() == 0 &&
       child_spawn(o.command, &child) < 0)
     return 1;
+  probe_child_pid = child.pid > 0 ? child.pid : 0;
   int status = run_main(&o, &d);
   child_finish(&child);
   return status;

@@ -4,6 +4,7 @@
 #include "probes/provider.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <linux/perf_event.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,10 +98,34 @@ void links_add(LinkSet *ls, int fd) {
   ls->fds[ls->n++] = fd;
 }
 
-/* Closes in reverse order, so each BPF link goes before the perf event it
- * was made on. */
+typedef struct CloseRange {
+  const int *fds;
+  int from, to;
+} CloseRange;
+
+static void *close_range_of(void *arg) {
+  CloseRange *r = arg;
+  for (int i = r->to - 1; i >= r->from; i--) close(r->fds[i]);
+  return NULL;
+}
+
+#define CLOSE_THREADS 16
+
 void links_close_all(LinkSet *ls) {
-  for (int i = ls->n - 1; i >= 0; i--) close(ls->fds[i]);
+  pthread_t threads[CLOSE_THREADS];
+  CloseRange ranges[CLOSE_THREADS];
+  int nthreads = ls->n >= 64 ? CLOSE_THREADS : 1, started = 0;
+  for (int k = 0; k < nthreads; k++) {
+    ranges[k] = (CloseRange){ls->fds, ls->n * k / nthreads,
+                             ls->n * (k + 1) / nthreads};
+    if (nthreads > 1 &&
+        pthread_create(&threads[started], NULL, close_range_of,
+                       &ranges[k]) == 0)
+      started++;
+    else
+      close_range_of(&ranges[k]);
+  }
+  for (int k = 0; k < started; k++) pthread_join(threads[k], NULL);
   free(ls->fds);
   ls->fds = NULL;
   ls->n = ls->cap = 0;
@@ -155,6 +180,7 @@ int probe_pmu_type(const char *pmu) {
 }
 
 int probe_target_pid;
+int probe_child_pid;
 
 int probe_pmu_attach(const char *pmu, bool retprobe, int pid, uint64_t config1,
                      uint64_t config2, int prog_fd, LinkSet *links,

@@ -52,6 +52,10 @@ typedef struct Provider {
   /* Prints the probes this provider offers that match the glob pattern
    * (NULL or "" for all), one per line, as `loupe -l` shows them. */
   void (*list)(const char *pattern, FILE *out);
+  /* The attach type its programs must be loaded for (the kernel may
+   * have a better way to attach them than the one every kernel has);
+   * NULL: none. */
+  uint32_t (*attach_type)(void);
   /* The kernel runs the probes of one place newest first (uprobes put
    * each new consumer first): attach_all attaches them in reverse. */
   bool fires_newest_first;
@@ -78,6 +82,9 @@ bool has_wildcard(const char *s);
 /* -p PID, for the providers that attach to one process (uprobes); 0:
  * every process. Set by main before anything is attached. */
 extern int probe_target_pid;
+/* -c COMMAND: the child's pid (0: none). usdt probes attach to it alone,
+ * as bpftrace's do. Set by main before anything is attached. */
+extern int probe_child_pid;
 
 /* Shared by uprobe and usdt (uprobe.c). The file a probe's BINARY names:
  * found gets the path to show, real (PATH_MAX bytes) the path to open;

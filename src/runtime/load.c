@@ -334,7 +334,8 @@ static int load_with_log(const BpfProg *p, const char *name,
   for (;;) {
     char *log = calloc(1, size);
     LIBBPF_OPTS(bpf_prog_load_opts, opts, .log_level = 1, .log_size = size,
-                .log_buf = log);
+                .log_buf = log,
+                .expected_attach_type = p->expected_attach_type);
     func_btf_opts(fb, &opts);
     int fd = bpf_prog_load(p->prog_type, name, license, insns, p->ninsns,
                            &opts);
@@ -358,7 +359,8 @@ static int load_prog(Compiled *c, BpfProg *p, Diag *d) {
     free(insns);
     return -1;
   }
-  LIBBPF_OPTS(bpf_prog_load_opts, opts);
+  LIBBPF_OPTS(bpf_prog_load_opts, opts,
+              .expected_attach_type = p->expected_attach_type);
   func_btf_opts(&fb, &opts);
   const char *license = c->license ? c->license : "GPL";
   p->fd = bpf_prog_load(p->prog_type, name, license, insns, p->ninsns,
