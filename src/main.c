@@ -67,12 +67,13 @@ static const char usage_text[] =
     "                   write printf and map output to FILE, not stdout\n"
     "    -c, --cmd 'COMMAND'\n"
     "                   run COMMAND once the probes are attached, and stop\n"
-    "                   when it exits; the builtin cpid is its pid\n"
+    "                   when it exits; the builtin cpid is its pid; usdt\n"
+    "                   probes attach to it alone\n"
     "    -p, --pid PID  trace only process PID: every probe but BEGIN and\n"
     "                   END acts only in it, uprobes attach to it alone\n"
     "                   (a bare library name is looked up in its maps),\n"
     "                   and loupe stops when it exits; with -l, list the\n"
-    "                   uprobes of the files it maps\n"
+    "                   uprobes and usdt probes of the files it maps\n"
     "    -B MODE        output buffering: 'line' (default), 'full', 'none'\n"
     "    -f FORMAT      output format: 'text' (default) or 'json' (one\n"
     "                   JSON record per line, as bpftrace -f json)\n"
@@ -96,6 +97,9 @@ static const char usage_text[] =
     "                   and END always run\n"
     "    --unsafe       allow functions that act on the system: system(),\n"
     "                   signal(); uprobes on symbols of size 0\n"
+    "    --usdt-file-activation\n"
+    "                   accepted for bpftrace's sake: usdt semaphores are\n"
+    "                   always set in every process running the file\n"
     "    -h, --help     show this help and exit\n"
     "    -V, --version  print loupe's version and exit\n"
     "    --info         print the system and the kernel's BPF features\n"
@@ -226,7 +230,8 @@ static int parse_pid(const char *arg) {
 }
 
 /* Long options without a short form, beyond every char value. */
-enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_PROBE_FILTER, OPT_MODE, OPT_INFO };
+enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_PROBE_FILTER, OPT_MODE, OPT_INFO,
+       OPT_USDT_FILE_ACTIVATION };
 
 /* Fills o from argv. Exits for --help, --version and bad usage. */
 static void parse_options(int argc, char **argv, Options *o) {
@@ -242,6 +247,7 @@ static void parse_options(int argc, char **argv, Options *o) {
       {"cmd", required_argument, NULL, 'c'},
       {"output", required_argument, NULL, 'o'},
       {"info", no_argument, NULL, OPT_INFO},
+      {"usdt-file-activation", no_argument, NULL, OPT_USDT_FILE_ACTIVATION},
       {NULL, 0, NULL, 0},
   };
   memset(o, 0, sizeof(*o));
@@ -293,6 +299,9 @@ static void parse_options(int argc, char **argv, Options *o) {
       }
       o->bench = !strcmp(optarg, "bench");
       break;
+    /* the kernel raises usdt semaphores in every process (uprobe reference
+     * counters), which is what this asks bpftrace to do by hand */
+    case OPT_USDT_FILE_ACTIVATION: break;
     case 'U': o->unsafe = true; break;
     case 'h': fputs(usage_text, stdout); exit(0);
     case 'V': printf("loupe v%s\n", LOUPE_VERSION); exit(0);
@@ -671,7 +680,7 @@ int main(int argc, char **argv) {
   probe_unsafe = o.unsafe;
   probe_bench_mode = o.bench;
   /* -l -p PID: the process's probes, its uprobes */
-  if (o.list && o.pid && !o.list_pattern) o.list_pattern = "uprobe:*:*";
+  if (o.list && o.pid && !o.list_pattern) o.list_pattern = "uprobe:*:*,usdt:*";
   probe_list_verbose = o.list && o.show_programs;   /* -lv */
   if (o.list) return run_list(&o);
 
@@ -684,6 +693,7 @@ int main(int argc, char **argv) {
   if (o.command && !o.dry_run && geteuid() == 0 &&
       child_spawn(o.command, &child) < 0)
     return 1;
+  probe_child_pid = child.pid > 0 ? child.pid : 0;
   int status = run_main(&o, &d);
   child_finish(&child);
   return status;

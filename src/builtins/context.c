@@ -12,6 +12,7 @@
 #include "builtins/builtin.h"
 #include "lang/ctype.h"
 #include "probes/provider.h"
+#include "probes/usdt.h"
 
 /* The inode number of the initial PID namespace (include/linux/proc_ns.h). */
 #define PROC_PID_INIT_INO 0xEFFFFFFCU
@@ -254,10 +255,50 @@ static bool rawtp_arg_exists(Checker *c, Node *n) {
   return true;
 }
 
+/* Whether any attach point of the probe is a usdt one. */
+static bool probe_has_usdt(const Probe *p) {
+  for (const AttachPoint *ap = p->aps; ap; ap = ap->next)
+    if (!strcmp(ap->provider, "usdt")) return true;
+  return false;
+}
+
+/* argN of a usdt probe: where its note says (probes/usdt_args.c), which
+ * differs from probe to probe, so each target gets its own program. */
+static void check_usdt_arg(Checker *c, Node *n) {
+  char msg[512];
+  for (const AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
+    if (strcmp(ap->provider, "usdt")) {
+      error_at(c, n->span, "%s can not be used in a probe that has usdt "
+               "and %s attach points", n->name, ap->provider);
+      return;
+    }
+  if (c->frame != 0) {
+    error_at(c, n->span, "%s can not be used inside a for loop over a map "
+             "(its body runs as a separate function); copy it into a "
+             "variable first", n->name);
+    return;
+  }
+  if (!usdt_arg_usable(c->probe, atoi(n->name + 3), msg, sizeof msg)) {
+    error_at(c, n->span, "%s", msg);
+    return;
+  }
+  c->probe->uses_ctx = c->probe->uses_probe = true;
+  n->type = ty_int(8, true);
+  n->type.as = AS_USER;
+}
+
 /* argN and retval read the probed function's registers from the context. */
 static void check_register(Checker *c, Node *n) {
   const char *s = n->name;
   bool is_retval = !strcmp(s, "retval");
+  if (!is_retval && probe_has_usdt(c->probe)) {
+    check_usdt_arg(c, n);
+    return;
+  }
+  if (!is_retval && atoi(s + 3) > 5) {   /* stack arguments: not read yet */
+    error_at(c, n->span, "loupe does not support the builtin '%s' yet", s);
+    return;
+  }
   if (!is_retval && probe_not_kprobe(c->probe, false) &&
       !probe_is_rawtracepoint(c->probe)) {
     error_at(c, n->span, "The %s builtin can only be used with 'kprobes', "
@@ -494,6 +535,7 @@ static int pt_regs_offset(const char *builtin) {
 /* kprobe programs may read their struct pt_regs context directly; a raw
  * tracepoint's context is its arguments, a u64 each. */
 static int emit_register(Gen *g, Node *n) {
+  if (g->target && g->target->usdt) return usdt_emit_arg(g, atoi(n->name + 3));
   int r = reg_alloc(g);
   int offset = g->p->prog_type == BPF_PROG_TYPE_RAW_TRACEPOINT
                    ? 8 * atoi(n->name + 3)
@@ -581,6 +623,13 @@ const Builtin builtins_context[] = {
     WORD("arg3", check_register, emit_register),
     WORD("arg4", check_register, emit_register),
     WORD("arg5", check_register, emit_register),
+    /* arg6..arg11: usdt probes have up to 12 arguments */
+    WORD("arg6", check_register, emit_register),
+    WORD("arg7", check_register, emit_register),
+    WORD("arg8", check_register, emit_register),
+    WORD("arg9", check_register, emit_register),
+    WORD("arg10", check_register, emit_register),
+    WORD("arg11", check_register, emit_register),
     WORD("retval", check_register, emit_register),
     /* the forms with an argument; without one, any word can be called */
     {"nsecs", BI_CALL, 0, 1, true, check_nsecs_call, emit_nsecs, NULL, NULL,

@@ -165,6 +165,7 @@ typedef struct BpfProg {
   AttachPoint *ap;         /* NULL: all attach points of the probe */
   Target *target;          /* NULL: all targets of ap (or of the probe) */
   uint32_t prog_type;      /* BPF_PROG_TYPE_* */
+  uint32_t expected_attach_type;  /* BPF_* attach type it loads for, or 0 */
   struct bpf_insn *insns;  /* map loads carry the map id in imm until load */
   Span *insn_span;         /* source span each instruction came from */
   int ninsns;

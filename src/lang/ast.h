@@ -221,6 +221,8 @@ typedef struct Target {
   struct TpFormat *format;   /* tracepoint: fields (owned by the provider) */
   char *binary;      /* uprobe, uretprobe: the ELF file's path as opened */
   uint64_t offset;   /* uprobe, uretprobe: the function's file offset */
+  struct UsdtProbe *usdt;   /* usdt: its locations and arguments (owned
+                               by the provider, probes/usdt.h) */
 } Target;
 
 /* An attach point as written: "tracepoint:syscalls:sys_enter_*". */

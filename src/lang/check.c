@@ -117,9 +117,10 @@ int probe_name_size(Probe *p) {
   return size;
 }
 
-/* Whether provider is uprobe or uretprobe: probes on user code. */
+/* Whether provider is uprobe, uretprobe or usdt: probes on user code. */
 static bool is_uprobe_provider(const char *provider) {
-  return !strcmp(provider, "uprobe") || !strcmp(provider, "uretprobe");
+  return !strcmp(provider, "uprobe") || !strcmp(provider, "uretprobe") ||
+         !strcmp(provider, "usdt");
 }
 
 /* The first provider of the probe that is not kprobe or uprobe (nor their

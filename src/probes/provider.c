@@ -4,6 +4,7 @@
 #include "probes/provider.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <linux/perf_event.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -26,6 +27,7 @@ extern const Provider kretprobe_provider;
 extern const Provider uprobe_provider;
 extern const Provider uretprobe_provider;
 extern const Provider rawtracepoint_provider;
+extern const Provider usdt_provider;
 extern const Provider begin_provider;
 extern const Provider end_provider;
 extern const Provider bench_provider;
@@ -48,7 +50,6 @@ static void list_nothing(const char *pattern, FILE *out) {}
                                .expand = unsupported_expand,             \
                                .list = list_nothing}
 
-UNSUPPORTED(usdt_provider, "usdt", "U");
 UNSUPPORTED(watchpoint_provider, "watchpoint", "w");
 UNSUPPORTED(asyncwatchpoint_provider, "asyncwatchpoint", "aw");
 UNSUPPORTED(kfunc_provider, "kfunc", "f");
@@ -66,8 +67,8 @@ const Provider *const providers[] = {
     &kprobe_provider,    &kretprobe_provider,
     &uprobe_provider,    &uretprobe_provider,
     &rawtracepoint_provider,
-    /* known, not implemented yet */
     &usdt_provider,
+    /* known, not implemented yet */
     &watchpoint_provider, &asyncwatchpoint_provider,
     &kfunc_provider,     &kretfunc_provider,
     &fentry_provider,    &fexit_provider,
@@ -110,8 +111,6 @@ void links_add(LinkSet *ls, int fd) {
   ls->fds[ls->n++] = fd;
 }
 
-/* Closes in reverse order, so each BPF link goes before the perf event it
- * was made on. */
 /* Closing the last perf event of a tracepoint or uprobe waits for an RCU
  * grace period in the kernel (tens of ms), one close after the other: 361
  * syscall tracepoints took 16-20 s to detach. Grace periods of closes made
@@ -205,6 +204,7 @@ int probe_pmu_type(const char *pmu) {
 
 int probe_target_pid;
 bool probe_unsafe;
+int probe_child_pid;
 
 int probe_pmu_attach(const char *pmu, bool retprobe, int pid, uint64_t config1,
                      uint64_t config2, int prog_fd, LinkSet *links,

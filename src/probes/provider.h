@@ -55,10 +55,13 @@ typedef struct Provider {
   /* Prints the probes this provider offers that match the glob pattern
    * (NULL or "" for all), one per line, as `loupe -l` shows them. */
   void (*list)(const char *pattern, FILE *out);
-  /* The kernel runs the programs attached to one place newest first
-   * (uprobe consumers), so attach_all attaches these probes last to
-   * first, and they still fire in the script's order. */
-  bool newest_first;
+  /* The attach type its programs must be loaded for (the kernel may
+   * have a better way to attach them than the one every kernel has);
+   * NULL: none. */
+  uint32_t (*attach_type)(void);
+  /* The kernel runs the probes of one place newest first (uprobes put
+   * each new consumer first): attach_all attaches them in reverse. */
+  bool fires_newest_first;
 } Provider;
 
 /* Looks a provider up by name or alias; NULL if there is none. */
@@ -91,6 +94,19 @@ extern bool probe_list_verbose;
 /* -p PID, for the providers that attach to one process (uprobes); 0:
  * every process. Set by main before anything is attached. */
 extern int probe_target_pid;
+/* -c COMMAND: the child's pid (0: none). usdt probes attach to it alone,
+ * as bpftrace's do. Set by main before anything is attached. */
+extern int probe_child_pid;
+
+/* Shared by uprobe and usdt (uprobe.c). The file a probe's BINARY names:
+ * found gets the path to show, real (PATH_MAX bytes) the path to open;
+ * with -p, a bare name is first looked up among the files the process
+ * maps, and paths are read through /proc/PID/root when it is in another
+ * mount namespace. False if there is no such file. */
+bool uprobe_find_binary(const char *binary, char *found, char *real);
+/* The file the -p process calls path, as loupe can open it (in real, of
+ * PATH_MAX bytes); false if it cannot be had. */
+bool uprobe_in_target_tree(const char *path, char *real);
 
 /* --mode bench: bench probes have targets (else they are left out). */
 extern bool probe_bench_mode;

@@ -37,7 +37,7 @@
  * PATH_MAX bytes): under /proc/PID/root when the process is in another
  * mount namespace (the kernel resolves that magic link itself; realpath
  * would not), else the real path. */
-static bool in_target_tree(const char *path, char *real) {
+bool uprobe_in_target_tree(const char *path, char *real) {
   int pid = probe_target_pid;
   if (!elf_other_mount_ns(pid)) return realpath(path, real) != NULL;
   if (path[0] != '/' ||
@@ -52,17 +52,17 @@ static bool in_target_tree(const char *path, char *real) {
 static bool find_in_target(const char *binary, char *found, char *real) {
   if (!strchr(binary, '/'))
     return elf_find_in_maps(probe_target_pid, binary, found, PATH_MAX) &&
-           in_target_tree(found, real);
+           uprobe_in_target_tree(found, real);
   if (!elf_other_mount_ns(probe_target_pid)) return false;
   snprintf(found, PATH_MAX, "%s", binary);
-  return in_target_tree(found, real);
+  return uprobe_in_target_tree(found, real);
 }
 
 /* Finds the file a uprobe's BINARY names: found is the path to show,
  * real the path to open. A path through /proc/PID/root into another mount
  * namespace is kept as it is: realpath would resolve the magic link to
  * "/", in loupe's own tree. */
-static bool find_binary(const char *binary, char *found, char *real) {
+bool uprobe_find_binary(const char *binary, char *found, char *real) {
   if (probe_target_pid > 0 && find_in_target(binary, found, real))
     return true;
   struct stat st;
@@ -198,7 +198,7 @@ typedef struct MappedMatch {
 static bool match_mapped(const char *path, void *arg) {
   MappedMatch *m = arg;
   char real[PATH_MAX], err[PATH_MAX + 100];
-  if (!glob_match(m->binary, path) || !in_target_tree(path, real))
+  if (!glob_match(m->binary, path) || !uprobe_in_target_tree(path, real))
     return false;
   FuncList funcs = {0};
   /* files that are no ELF (locale archives, caches) have no functions */
@@ -228,7 +228,7 @@ static int expand_source_line(AttachPoint *ap, Diag *d) {
   }
   snprintf(binary, sizeof binary, "%.*s", (int)(at - ap->parts[0]),
            ap->parts[0]);
-  if (!find_binary(binary, found, real)) {
+  if (!uprobe_find_binary(binary, found, real)) {
     diag_error(d, ap->span, "uprobe target file '%s' does not exist or is "
                "not executable", binary);
     return -1;
@@ -292,7 +292,7 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
     return probe_no_matches(ap, d, what);
   }
   char found[PATH_MAX], real[PATH_MAX], err[PATH_MAX + 100];
-  if (!find_binary(binary, found, real)) {
+  if (!uprobe_find_binary(binary, found, real)) {
     diag_error(d, ap->span, "uprobe target file '%s' does not exist or is "
                "not executable", binary);
     return -1;
@@ -372,7 +372,7 @@ static void list_functions(const char *pname, const char *pattern,
     each_globbed_file(written, match_mapped, &m);
     return;
   }
-  if (!find_binary(written, found, real)) return;
+  if (!uprobe_find_binary(written, found, real)) return;
   FuncList funcs = {0};
   if (elf_read_functions(real, &funcs, err, sizeof err) < 0) return;
   const char *shown = strchr(written, '/') ? written : found;
@@ -399,7 +399,7 @@ const Provider uprobe_provider = {
     .expand = uprobe_expand,
     .attach = uprobe_attach,
     .list = uprobe_list,
-    .newest_first = true,
+    .fires_newest_first = true,
 };
 
 const Provider uretprobe_provider = {
@@ -409,5 +409,5 @@ const Provider uretprobe_provider = {
     .expand = uprobe_expand,
     .attach = uretprobe_attach,
     .list = uretprobe_list,
-    .newest_first = true,
+    .fires_newest_first = true,
 };

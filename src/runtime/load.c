@@ -347,7 +347,8 @@ static int load_with_log(const BpfProg *p, const char *name,
   for (;;) {
     char *log = calloc(1, size);
     LIBBPF_OPTS(bpf_prog_load_opts, opts, .log_level = 1, .log_size = size,
-                .log_buf = log);
+                .log_buf = log,
+                .expected_attach_type = p->expected_attach_type);
     func_btf_opts(fb, &opts);
     int fd = bpf_prog_load(p->prog_type, name, license, insns, p->ninsns,
                            &opts);
@@ -371,7 +372,8 @@ static int load_prog(Compiled *c, BpfProg *p, Diag *d) {
     free(insns);
     return -1;
   }
-  LIBBPF_OPTS(bpf_prog_load_opts, opts);
+  LIBBPF_OPTS(bpf_prog_load_opts, opts,
+              .expected_attach_type = p->expected_attach_type);
   func_btf_opts(&fb, &opts);
   const char *license = c->license ? c->license : "GPL";
   p->fd = bpf_prog_load(p->prog_type, name, license, insns, p->ninsns,
@@ -465,21 +467,22 @@ static int attach_prog(const BpfProg *p, LinkSet *links, Diag *d) {
   return count;
 }
 
-/* Whether p is attached in the second, backward pass (see
- * Provider.newest_first). */
-static bool attach_backward(const BpfProg *p) {
+/* Whether p's probes are of a kind the kernel runs newest first. */
+static bool newest_first(const BpfProg *p) {
   const AttachPoint *ap = p->ap ? p->ap : p->probe ? p->probe->aps : NULL;
-  return ap && ap->prov && ap->prov->newest_first;
+  return ap && ap->prov && ap->prov->fires_newest_first;
 }
 
+/* Programs attach in script order, so that probes of one event run in
+ * that order, except those the kernel runs newest first, which attach
+ * last to first for the same effect. */
 int attach_all(Compiled *c, LinkSet *links, Diag *d) {
   int count = 0;
-  /* forward for most probes, then backward for those the kernel runs
-   * newest first: either way the first probe of the script runs first */
   for (int k = 0; k < 2 * c->nprogs; k++) {
-    int i = k < c->nprogs ? k : 2 * c->nprogs - 1 - k;
-    if (attach_backward(&c->progs[i]) != (k >= c->nprogs)) continue;
-    int n = attach_prog(&c->progs[i], links, d);
+    bool second = k >= c->nprogs;
+    const BpfProg *p = &c->progs[second ? 2 * c->nprogs - 1 - k : k];
+    if (newest_first(p) != second) continue;
+    int n = attach_prog(p, links, d);
     if (n < 0) {
       links_close_all(links);
       return -1;

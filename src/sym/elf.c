@@ -191,7 +191,7 @@ static void funcs_sort_unique(FuncList *l) {
 
 /* The file offset of virtual address vaddr: through the PT_LOAD segment
  * whose file image holds it. False if no segment does. */
-static bool vaddr_to_offset(Elf *e, uint64_t vaddr, uint64_t *offset) {
+bool elf_vaddr_to_offset(Elf *e, uint64_t vaddr, uint64_t *offset) {
   size_t nphdrs;
   if (elf_getphdrnum(e, &nphdrs) != 0) return false;
   for (size_t i = 0; i < nphdrs; i++) {
@@ -218,7 +218,7 @@ static void read_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh,
     if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0) continue;
     const char *name = elf_strptr(e, sh->sh_link, sym.st_name);
     uint64_t offset;
-    if (name && *name && vaddr_to_offset(e, sym.st_value, &offset))
+    if (name && *name && elf_vaddr_to_offset(e, sym.st_value, &offset))
       funcs_add(l, name, offset, &sym);
   }
 }

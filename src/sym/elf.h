@@ -46,4 +46,9 @@ int elf_read_functions(const char *path, FuncList *l, char *err,
                        size_t errlen);
 void elf_funcs_free(FuncList *l);
 
+/* The file offset of virtual address vaddr of the open ELF file e, through
+ * the PT_LOAD segment whose file image holds it; false if none does. */
+typedef struct Elf Elf;
+bool elf_vaddr_to_offset(Elf *e, uint64_t vaddr, uint64_t *offset);
+
 #endif

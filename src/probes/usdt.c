@@ -1,0 +1,488 @@
+/* usdt: user-level statically defined tracing — the probes programs and
+ * libraries declare with <sys/sdt.h> (SystemTap's notes), through the
+ * uprobe PMU.
+ *
+ *   usdt:BINARY:PROVIDER:NAME    (alias U:)
+ *   usdt:BINARY:NAME             the provider left out: NAME must be
+ *                                unique in BINARY unless it is a wildcard
+ *
+ * BINARY is a path or a bare name as for uprobes, or a glob of paths;
+ * with -p PID, a glob (or nothing: `usdt::NAME`) matches the files the
+ * process maps, and without -p, `*` alone matches the files every
+ * running process maps. PROVIDER and NAME may hold * and ?.
+ *
+ * A target is one probe (PROVIDER:NAME of one file) with every location
+ * the compiler gave it; each location is one perf event of the uprobe
+ * PMU. A probe with a semaphore (is-enabled probes) gets the semaphore's
+ * file offset as the uprobe's reference counter, so the kernel raises it
+ * in every process the probe is in while loupe runs. Each location's
+ * link carries its index as the BPF cookie, for arguments whose spec
+ * differs from one location to the next (usdt_args.c). Where the kernel
+ * has uprobe_multi links, one link holds all the locations of a probe
+ * instead of one perf event each. */
+#include "probes/usdt.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <glob.h>
+#include <limits.h>
+#include <linux/bpf.h>
+#include <linux/perf_event.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <bpf/bpf.h>
+
+#include "probes/provider.h"
+#include "sym/elf.h"
+
+/* ---- the notes of each file, read once --------------------------------- */
+
+typedef struct FileNotes {
+  struct FileNotes *next;
+  char *real;
+  UsdtNotes notes;
+  bool is_elf;
+} FileNotes;
+
+static FileNotes *files_read;
+
+/* The notes of the file at real (a path loupe can open); NULL if it is
+ * no ELF file. They stay for the whole run: targets point into them. */
+static const UsdtNotes *notes_of(const char *real) {
+  for (FileNotes *f = files_read; f; f = f->next)
+    if (!strcmp(f->real, real)) return f->is_elf ? &f->notes : NULL;
+  FileNotes *f = calloc(1, sizeof *f);
+  if (!f) abort();
+  char err[PATH_MAX + 100];
+  f->real = strdup(real);
+  f->is_elf = stapsdt_read(real, &f->notes, err, sizeof err) == 0;
+  f->next = files_read;
+  files_read = f;
+  return f->is_elf ? &f->notes : NULL;
+}
+
+/* ---- matching ----------------------------------------------------------- */
+
+/* An attach point or a -l pattern, split: BINARY[:PROVIDER]:NAME. */
+typedef struct UsdtPattern {
+  const char *binary, *provider, *name;
+  bool provider_given;
+} UsdtPattern;
+
+static void split_parts(char *const *parts, int nparts, UsdtPattern *p) {
+  p->binary = nparts > 0 ? parts[0] : "*";
+  p->provider = "*";
+  p->name = "*";
+  p->provider_given = false;
+  if (nparts == 2) {
+    p->name = parts[1];
+  } else if (nparts >= 3) {
+    p->provider_given = *parts[1] != '\0';
+    if (p->provider_given) p->provider = parts[1];
+    p->name = parts[2];
+  }
+  if (!*p->name) p->name = "*";
+}
+
+/* What one expansion (or listing) is after, and what it found. */
+typedef struct Expansion {
+  AttachPoint *ap;      /* NULL when listing */
+  Diag *d;
+  UsdtPattern pat;
+  FILE *list;           /* -l: where the lines go */
+  int found;
+  bool failed;
+} Expansion;
+
+static bool note_matches(const UsdtPattern *p, const UsdtNote *n) {
+  return glob_match(p->provider, n->provider) && glob_match(p->name, n->name);
+}
+
+static bool same_probe(const UsdtNote *a, const UsdtNote *b) {
+  return !strcmp(a->provider, b->provider) && !strcmp(a->name, b->name);
+}
+
+/* usdt:FILE:NAME with a plain NAME that more than one provider of the
+ * file has: bpftrace asks for the provider. */
+static bool ambiguous(Expansion *x, const UsdtNotes *l, const char *shown) {
+  if (x->pat.provider_given || has_wildcard(x->pat.name)) return false;
+  int providers = 0;
+  for (int i = 0; i < l->n; i++) {
+    if (strcmp(l->notes[i].name, x->pat.name)) continue;
+    bool seen = false;
+    for (int k = 0; k < i && !seen; k++)
+      seen = same_probe(&l->notes[k], &l->notes[i]);
+    if (!seen) providers++;
+  }
+  if (providers < 2) return false;
+  if (x->ap) {
+    diag_error(x->d, x->ap->span, "namespace for usdt:%s:%s not specified, "
+               "matched %d probes", shown, x->pat.name, providers);
+    diag_hint(x->d, "name the provider (usdt:%s:PROVIDER:%s), or use '*' "
+              "to attach to all matched probes", shown, x->pat.name);
+  }
+  x->failed = true;
+  return true;
+}
+
+static void add_target(Expansion *x, const char *shown, const char *real,
+                       const UsdtNotes *l, int first) {
+  const UsdtNote *n = &l->notes[first];
+  UsdtProbe *probe = calloc(1, sizeof *probe);
+  Target *t = calloc(1, sizeof *t);
+  if (!probe || !t) abort();
+  for (int i = first; i < l->n; i++) {
+    if (!same_probe(n, &l->notes[i])) continue;
+    probe->locs = realloc(probe->locs, (probe->nlocs + 1) * sizeof(void *));
+    if (!probe->locs) abort();
+    probe->locs[probe->nlocs++] = &l->notes[i];
+  }
+  size_t len = strlen(shown) + strlen(n->provider) + strlen(n->name) + 8;
+  t->name = malloc(len);
+  if (!t->name) abort();
+  snprintf(t->name, len, "usdt:%s:%s:%s", shown, n->provider, n->name);
+  t->event = strdup(n->name);
+  t->binary = strdup(real);
+  t->offset = n->pc;
+  t->usdt = probe;
+  Target **tail = &x->ap->targets;
+  while (*tail) tail = &(*tail)->next;
+  *tail = t;
+  x->ap->ntargets++;
+}
+
+/* Adds a target (or a -l line) for each probe of one file that matches:
+ * one per provider:name, its first note standing for all. */
+static void expand_file(Expansion *x, const char *shown, const char *real) {
+  const UsdtNotes *l = notes_of(real);
+  if (!l || ambiguous(x, l, shown)) return;
+  for (int i = 0; i < l->n; i++) {
+    const UsdtNote *n = &l->notes[i];
+    bool first = true;
+    for (int k = 0; k < i && first; k++) first = !same_probe(&l->notes[k], n);
+    if (!first || !note_matches(&x->pat, n)) continue;
+    x->found++;
+    if (x->list)
+      fprintf(x->list, "usdt:%s:%s:%s\n", shown, n->provider, n->name);
+    else
+      add_target(x, shown, real, l, i);
+  }
+}
+
+/* ---- the files ------------------------------------------------------------ */
+
+/* -p: each file the process maps whose path matches the binary glob. */
+static bool expand_mapped(const char *path, void *arg) {
+  Expansion *x = arg;
+  char real[PATH_MAX];
+  if (glob_match(x->pat.binary, path) && uprobe_in_target_tree(path, real))
+    expand_file(x, path, real);
+  return x->failed;
+}
+
+/* Without -p, `*`: the files every process maps, each once. */
+typedef struct SeenFiles {
+  char **paths;
+  int n;
+  Expansion *x;
+} SeenFiles;
+
+static bool expand_host_file(const char *path, void *arg) {
+  SeenFiles *s = arg;
+  char real[PATH_MAX];
+  if (!realpath(path, real)) return false;
+  for (int i = 0; i < s->n; i++)
+    if (!strcmp(s->paths[i], real)) return false;
+  s->paths = realloc(s->paths, (s->n + 1) * sizeof(char *));
+  if (!s->paths) abort();
+  s->paths[s->n++] = strdup(real);
+  expand_file(s->x, real, real);
+  return s->x->failed;
+}
+
+static void expand_host(Expansion *x) {
+  SeenFiles seen = {.x = x};
+  DIR *proc = opendir("/proc");
+  struct dirent *e;
+  while (proc && (e = readdir(proc)) && !x->failed) {
+    char *end;
+    long pid = strtol(e->d_name, &end, 10);
+    if (*end || pid <= 0 || pid == getpid()) continue;
+    elf_each_mapped_file((int)pid, expand_host_file, &seen);
+  }
+  if (proc) closedir(proc);
+  for (int i = 0; i < seen.n; i++) free(seen.paths[i]);
+  free(seen.paths);
+}
+
+/* A glob of paths without -p: the regular files it names. */
+static void expand_glob(Expansion *x) {
+  glob_t g;
+  if (glob(x->pat.binary, 0, NULL, &g) != 0) return;
+  for (size_t i = 0; i < g.gl_pathc && !x->failed; i++) {
+    char real[PATH_MAX];
+    struct stat st;
+    if (stat(g.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode) &&
+        realpath(g.gl_pathv[i], real))
+      expand_file(x, g.gl_pathv[i], real);
+  }
+  globfree(&g);
+}
+
+/* Every file the pattern's binary names. False if a plain BINARY names
+ * no file. */
+static bool expand_files(Expansion *x) {
+  const char *binary = x->pat.binary;
+  if (probe_target_pid > 0 && (!*binary || has_wildcard(binary))) {
+    if (!*binary) x->pat.binary = "*";
+    elf_each_mapped_file(probe_target_pid, expand_mapped, x);
+  } else if (!strcmp(binary, "*")) {
+    expand_host(x);
+  } else if (has_wildcard(binary)) {
+    expand_glob(x);
+  } else {
+    char found[PATH_MAX], real[PATH_MAX];
+    struct stat st;
+    /* a library need not be executable, only readable */
+    if (!uprobe_find_binary(binary, found, real) &&
+        !(strchr(binary, '/') && realpath(binary, real) &&
+          stat(real, &st) == 0 && S_ISREG(st.st_mode) &&
+          access(real, R_OK) == 0))
+      return false;
+    /* `probe` shows a path as written, a bare name as found */
+    expand_file(x, strchr(binary, '/') ? binary : found, real);
+  }
+  return true;
+}
+
+static int usdt_expand(AttachPoint *ap, Diag *d) {
+  if (ap->nparts < 2 || ap->nparts > 3) {
+    diag_error(d, ap->span, "usdt probe type requires 2 or 3 arguments: "
+               "usdt:BINARY:[PROVIDER:]NAME");
+    return -1;
+  }
+  if (probe_pmu_type("uprobe") < 0) {
+    diag_error(d, ap->span, "usdt probes are not available on this kernel "
+               "(no uprobe PMU: CONFIG_UPROBES is off)");
+    return -1;
+  }
+  Expansion x = {.ap = ap, .d = d};
+  split_parts(ap->parts, ap->nparts, &x.pat);
+  if (!*x.pat.binary && probe_target_pid <= 0) {
+    diag_error(d, ap->span, "usdt probe needs a binary or library path "
+               "(or -p PID to search the files a process maps)");
+    return -1;
+  }
+  if (!expand_files(&x)) {
+    diag_error(d, ap->span, "usdt target file '%s' does not exist or is "
+               "not executable", x.pat.binary);
+    return -1;
+  }
+  if (x.failed) return -1;
+  if (x.found > 0) return 0;
+  if (x.pat.provider_given)
+    diag_error(d, ap->span, "No usdt probe matches %s:%s:%s",
+               *x.pat.binary ? x.pat.binary : "*", x.pat.provider,
+               x.pat.name);
+  else
+    diag_error(d, ap->span, "No usdt probe matches %s:%s",
+               *x.pat.binary ? x.pat.binary : "*", x.pat.name);
+  return -1;
+}
+
+/* ---- attaching ----------------------------------------------------------- */
+
+/* The process to attach to: -p's, or -c's child (bpftrace attaches usdt
+ * probes to it alone); -1 for every process. */
+static int attach_pid(void) {
+  return probe_target_pid > 0  ? probe_target_pid
+         : probe_child_pid > 0 ? probe_child_pid
+                               : -1;
+}
+
+/* The first bit of perf_event_attr.config that holds the reference
+ * counter's offset ("config:32-63"); -1 if the kernel has none. */
+static int ref_ctr_shift(void) {
+  FILE *f = fopen("/sys/bus/event_source/devices/uprobe/format/"
+                  "ref_ctr_offset", "r");
+  int bit = -1;
+  if (f) {
+    if (fscanf(f, "config:%d", &bit) != 1) bit = -1;
+    fclose(f);
+  }
+  return bit;
+}
+
+/* One location: a uprobe perf event at pc of the file, with the
+ * semaphore as its reference counter, running prog_fd with `cookie`. */
+static int attach_location(const char *path, const UsdtNote *loc,
+                           uint64_t cookie, int prog_fd, LinkSet *links,
+                           char *err, size_t errlen) {
+  struct perf_event_attr attr = {0};
+  attr.size = sizeof attr;
+  attr.type = (uint32_t)probe_pmu_type("uprobe");
+  if (loc->semaphore) {
+    int shift = ref_ctr_shift();
+    if (shift < 0) {
+      snprintf(err, errlen, "the probe has a semaphore and this kernel's "
+               "uprobes have no reference counter to set it");
+      return -1;
+    }
+    attr.config = loc->semaphore << shift;
+  }
+  attr.config1 = (uint64_t)(uintptr_t)path;
+  attr.config2 = loc->pc;
+  attr.sample_period = 1;
+  attr.wakeup_events = 1;
+  /* as uprobes do: one event for every process, or one following one */
+  int pid = attach_pid();
+  int pfd = syscall(SYS_perf_event_open, &attr, pid, pid > 0 ? -1 : 0, -1,
+                    PERF_FLAG_FD_CLOEXEC);
+  if (pfd < 0) {
+    snprintf(err, errlen, "perf_event_open: %s", strerror(errno));
+    return -1;
+  }
+  LIBBPF_OPTS(bpf_link_create_opts, opts, .perf_event.bpf_cookie = cookie);
+  int lfd = bpf_link_create(prog_fd, pfd, BPF_PERF_EVENT, &opts);
+  if (lfd >= 0) {
+    links_add(links, pfd);
+    links_add(links, lfd);
+    return 0;
+  }
+  /* Kernels before 5.15 have no cookies: only the ioctl, which serves
+   * probes whose locations all read their arguments alike. */
+  if (ioctl(pfd, PERF_EVENT_IOC_SET_BPF, prog_fd) < 0 ||
+      ioctl(pfd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
+    snprintf(err, errlen, "attaching the program to the perf event: %s",
+             strerror(errno));
+    close(pfd);
+    return -1;
+  }
+  links_add(links, pfd);
+  return 0;
+}
+
+/* ---- uprobe_multi links (Linux 6.6) ---------------------------------------
+ * One link puts the program at every location of a probe, and the kernel
+ * takes them all down after one grace period when it closes: one perf
+ * event per location costs a grace period each to close (about 0.1 s;
+ * a minute for a JVM's 500 hotspot probes). Debian 12's libbpf predates
+ * these links, so the attribute is laid out here as the kernel's uapi
+ * header has it. */
+
+#define ATTACH_UPROBE_MULTI 48   /* BPF_TRACE_UPROBE_MULTI */
+
+struct uprobe_multi_link_attr {
+  uint32_t prog_fd, target_fd, attach_type, flags;
+  uint64_t path, offsets, ref_ctr_offsets, cookies;
+  uint32_t cnt, multi_flags, pid, pad;
+};
+
+/* ATTACH_UPROBE_MULTI if the kernel loads programs for it, else 0. */
+static uint32_t usdt_attach_type(void) {
+  static int known = -1;
+  if (known < 0) {
+    const struct bpf_insn ret0[] = {
+        {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0},
+        {.code = BPF_JMP | BPF_EXIT},
+    };
+    LIBBPF_OPTS(bpf_prog_load_opts, opts,
+                .expected_attach_type = ATTACH_UPROBE_MULTI);
+    int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "loupe_probe", "GPL",
+                           ret0, 2, &opts);
+    known = fd >= 0;
+    if (fd >= 0) close(fd);
+  }
+  return known ? ATTACH_UPROBE_MULTI : 0;
+}
+
+static int attach_multi(const Target *t, int prog_fd, LinkSet *links,
+                        char *err, size_t errlen) {
+  int n = t->usdt->nlocs;
+  uint64_t *offsets = calloc(n, sizeof *offsets),
+           *ref_ctrs = calloc(n, sizeof *ref_ctrs),
+           *cookies = calloc(n, sizeof *cookies);
+  if (!offsets || !ref_ctrs || !cookies) abort();
+  for (int i = 0; i < n; i++) {
+    offsets[i] = t->usdt->locs[i]->pc;
+    ref_ctrs[i] = t->usdt->locs[i]->semaphore;
+    cookies[i] = (uint64_t)i;
+  }
+  struct uprobe_multi_link_attr attr = {
+      .prog_fd = (uint32_t)prog_fd,
+      .attach_type = ATTACH_UPROBE_MULTI,
+      .path = (uint64_t)(uintptr_t)t->binary,
+      .offsets = (uint64_t)(uintptr_t)offsets,
+      .ref_ctr_offsets = (uint64_t)(uintptr_t)ref_ctrs,
+      .cookies = (uint64_t)(uintptr_t)cookies,
+      .cnt = (uint32_t)n,
+      .pid = attach_pid() > 0 ? (uint32_t)attach_pid() : 0,
+  };
+  int fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof attr);
+  int saved = errno;
+  free(offsets);
+  free(ref_ctrs);
+  free(cookies);
+  if (fd < 0) {
+    snprintf(err, errlen, "creating its uprobe_multi link: %s",
+             strerror(saved));
+    return -1;
+  }
+  links_add(links, fd);
+  return 0;
+}
+
+static int usdt_attach(const Target *t, int prog_fd, LinkSet *links,
+                       char *err, size_t errlen) {
+  if (usdt_attach_type() == ATTACH_UPROBE_MULTI)
+    return attach_multi(t, prog_fd, links, err, errlen);
+  for (int i = 0; i < t->usdt->nlocs; i++)
+    if (attach_location(t->binary, t->usdt->locs[i], (uint64_t)i, prog_fd,
+                        links, err, errlen) < 0)
+      return -1;
+  return 0;
+}
+
+/* ---- listing ------------------------------------------------------------- */
+
+/* usdt:BINARY[:PROVIDER[:NAME]] as -l gives it; without -p, a BINARY of
+ * `*` lists the probes of every running process's files. */
+static void usdt_list(const char *pattern, FILE *out) {
+  if (!pattern || strncmp(pattern, "usdt:", 5) ||
+      probe_pmu_type("uprobe") < 0)
+    return;
+  char *copy = strdup(pattern + 5), *parts[3];
+  if (!copy) return;
+  int nparts = 0;
+  for (char *p = copy; nparts < 3;) {
+    parts[nparts++] = p;
+    char *colon = nparts < 3 ? strchr(p, ':') : NULL;
+    if (!colon) break;
+    *colon = '\0';
+    p = colon + 1;
+  }
+  Expansion x = {.list = out};
+  split_parts(parts, nparts, &x.pat);
+  if (!*x.pat.binary) x.pat.binary = "*";
+  /* "usdt:FILE:*" means every provider too */
+  if (nparts == 2) x.pat.provider_given = true;
+  expand_files(&x);
+  free(copy);
+}
+
+const Provider usdt_provider = {
+    .name = "usdt",
+    .alias = "U",
+    .prog_type = BPF_PROG_TYPE_KPROBE,
+    .expand = usdt_expand,
+    .attach = usdt_attach,
+    .list = usdt_list,
+    .attach_type = usdt_attach_type,
+    .fires_newest_first = true,
+};

@@ -1,0 +1,59 @@
+/* stapsdt: the USDT probes of an ELF file — SystemTap's `.note.stapsdt`
+ * notes (sys/sdt.h), with their argument specs parsed for x86-64. */
+#ifndef LOUPE_SYM_STAPSDT_H
+#define LOUPE_SYM_STAPSDT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* sys/sdt.h allows at most 12 arguments. */
+#define USDT_MAX_ARGS 12
+
+typedef enum UsdtArgKind {
+  USDT_ARG_CONST,   /* N@$value */
+  USDT_ARG_REG,     /* N@%reg */
+  USDT_ARG_MEM,     /* N@disp(%base,%index,scale), N@sym(%rip) */
+} UsdtArgKind;
+
+/* Where one argument is at the probe: registers as offsets into x86-64's
+ * struct pt_regs, which a uprobe program gets as its context. */
+typedef struct UsdtArg {
+  UsdtArgKind kind;
+  int size;          /* 1, 2, 4 or 8 bytes */
+  bool is_signed;
+  int reg;           /* REG, MEM: pt_regs offset of the (base) register;
+                        MEM: -1 if there is none */
+  int reg_shift;     /* REG: 8 for %ah, %bh, %ch, %dh */
+  int index_reg;     /* MEM: pt_regs offset of the index register, or -1 */
+  int scale;         /* MEM: 1, 2, 4 or 8 */
+  int64_t value;     /* CONST: the value; MEM: the displacement (for a
+                        %rip base: from the probe's own address) */
+} UsdtArg;
+
+typedef struct UsdtNote {
+  char *provider, *name;
+  uint64_t pc;            /* file offset of the probe's nop */
+  uint64_t semaphore;     /* file offset of its semaphore; 0: none */
+  char *args_text;        /* the spec as written: "-8@%rax 8@%rdx" */
+  UsdtArg args[USDT_MAX_ARGS];
+  int nargs;
+  char *args_error;       /* why the spec could not be read; NULL if it
+                             could (arguments are then usable) */
+} UsdtNote;
+
+typedef struct UsdtNotes {
+  UsdtNote *notes;
+  int n, cap;
+} UsdtNotes;
+
+/* Reads the USDT notes of the ELF file at path into out, in file order.
+ * A file without notes gives none. Returns 0, or -1 with a message in
+ * err if the file cannot be read as ELF. */
+int stapsdt_read(const char *path, UsdtNotes *out, char *err, size_t errlen);
+void stapsdt_free(UsdtNotes *notes);
+
+/* Whether two argument specs read the same thing. */
+bool usdt_arg_same(const UsdtArg *a, const UsdtArg *b);
+
+#endif
