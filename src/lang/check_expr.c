@@ -286,6 +286,12 @@ static void check_map_read(Checker *c, Node *n) {
     return;
   }
   n->type = m->value_type;
+  if (n->type.kind == TY_AGG && n->type.agg == AGG_TSERIES) {
+    error_at(c, n->span, "%s holds tseries() values, which can be printed, "
+             "cleared or zeroed but not read", m->name);
+    n->type = (Type){.kind = TY_NONE};
+    return;
+  }
   if (n->type.kind == TY_AGG) {
     /* Reading an aggregation gives this CPU's share as an integer. */
     n->type = ty_int(8, n->type.agg != AGG_COUNT);
