@@ -321,10 +321,16 @@ void gen_cond(Gen *g, Node *cond, bool when, Jumps *out) {
 
 int gen_ternary_int(Gen *g, Node *n) {
   Jumps to_else = {0};
-  gen_cond(g, n->cond, false, &to_else);
-  int t = gen_int(g, n->then);
-  int done = emit_jump(g, I_JA(0));
-  jumps_patch_here(g, &to_else);
+  int t, done;
+  if (n->then) {
+    gen_cond(g, n->cond, false, &to_else);
+    t = gen_int(g, n->then);
+    done = emit_jump(g, I_JA(0));
+    jumps_patch_here(g, &to_else);
+  } else {   /* a ?: b */
+    t = gen_int(g, n->cond);
+    done = emit_jump(g, I_JMP_IMM(BPF_JNE, t, 0, 0));
+  }
   reg_free(g, t);
   int e = gen_int(g, n->els);
   if (e != t) {

@@ -62,12 +62,60 @@ static bool block_open(Checker *c, int block) {
 
 /* A variable is seen in the block it was declared in (by let or its first
  * assignment) and the blocks nested in it, as bpftrace scopes them. */
-VarSym *var_find(Checker *c, const Node *var) {
+static VarSym *var_in_frame(Checker *c, const Node *var, int frame) {
   for (VarSym *v = c->probe->vars; v; v = v->next)
-    if (strcmp(v->name, var->name) == 0 && v->frame == c->frame &&
+    if (strcmp(v->name, var->name) == 0 && v->frame == frame &&
         v->scope == var->scope && block_open(c, v->block))
       return v;
   return NULL;
+}
+
+/* A for-over-map body sees the variables of the frames around it through
+ * a variable of its own that stands for each (VarSym.outer). */
+static VarSym *var_captured(Checker *c, const Node *var, int frame) {
+  VarSym *v = var_in_frame(c, var, frame);
+  int max = (int)(sizeof c->frame_parent / sizeof c->frame_parent[0]);
+  if (v || frame == 0 || frame >= max) return v;
+  VarSym *outer = var_captured(c, var, c->frame_parent[frame]);
+  if (!outer) return NULL;
+  v = calloc(1, sizeof(*v));
+  v->name = strdup(var->name);
+  v->scope = var->scope;
+  v->frame = frame;
+  v->type = outer->type;
+  v->decl = outer->decl;
+  v->outer = outer;
+  v->next = c->probe->vars;
+  c->probe->vars = v;
+  return v;
+}
+
+VarSym *var_find(Checker *c, const Node *var) {
+  return var_captured(c, var, c->frame);
+}
+
+/* A variable and the ones standing for it in loop bodies have one type:
+ * the longest string any of them holds. */
+static void var_unify_captured(Probe *p) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (VarSym *v = p->vars; v; v = v->next) {
+      VarSym *o = v->outer;
+      if (!o) continue;
+      Type *from = NULL, *to = NULL;
+      if (o->type.kind == TY_NONE && v->type.kind != TY_NONE)
+        from = &v->type, to = &o->type;
+      else if (v->type.kind == TY_NONE && o->type.kind != TY_NONE)
+        from = &o->type, to = &v->type;
+      else if (v->type.kind == TY_STR && o->type.kind == TY_STR &&
+               v->type.size != o->type.size)
+        from = v->type.size > o->type.size ? &v->type : &o->type,
+        to = from == &v->type ? &o->type : &v->type;
+      if (!from) continue;
+      *to = *from;
+      changed = true;
+    }
+  }
 }
 
 VarSym *var_new(Checker *c, const Node *var) {
@@ -412,6 +460,11 @@ void check_assigned(Checker *c, Node *n) {
     } else if (t.kind == TY_STR && t.size > v->type.size) {
       v->type.size = t.size;
     }
+    /* the variable a loop body's one stands for holds the same */
+    for (VarSym *o = v->outer; o; o = o->outer)
+      if (o->type.kind == TY_NONE ||
+          (o->type.kind == TY_STR && o->type.size < v->type.size))
+        o->type = v->type;
     lhs->type = v->type;
     if (n->op == '+' || n->op == '-') n->field_offset = pointer_step(v->type);
     return;
@@ -526,6 +579,8 @@ static void check_for(Checker *c, Node *n) {
   /* the body runs in its own frame: $kv and what it declares */
   int outer = c->frame, outer_depth = c->loop_depth;
   c->frame = ++c->nframes;
+  if (c->frame < (int)(sizeof c->frame_parent / sizeof c->frame_parent[0]))
+    c->frame_parent[c->frame] = outer;
   n->ival = c->frame;
   TupleType *kv = calloc(1, sizeof(*kv));
   kv->n = 2;
@@ -610,8 +665,13 @@ static void check_stmt(Checker *c, Node *n) {
                n->kind == N_BREAK ? "break" : "continue");
     break;
   case N_RETURN:
-    if (n->lhs)
-      error_at(c, n->lhs->span, "a probe's return takes no value");
+    /* return v: the program's return value */
+    if (n->lhs) {
+      check_expr(c, n->lhs);
+      if (n->lhs->type.kind != TY_INT && n->lhs->type.kind != TY_NONE)
+        error_at(c, n->lhs->span, "a probe can only return an integer, not "
+                 "%s", TYPE_NAME(n->lhs->type));
+    }
     break;
   case N_FOR:
     check_for(c, n);
@@ -645,6 +705,7 @@ static void check_probe(Checker *c, Probe *p) {
                TYPE_NAME(p->pred->type));
   }
   check_block(c, p->body);
+  var_unify_captured(p);
   /* what a bare `let $x;` holds is learnt from later assignments: the
    * second pass starts from it */
   for (VarSym *v = p->vars; v; v = v->next)

@@ -608,29 +608,36 @@ static void check_unop(Checker *c, Node *n) {
     n->type = ty_int(8, n->op == '-' ? true : t.is_signed);
 }
 
-/* cond ? a : b: both integers or both strings. */
+/* cond ? a : b: both integers (bools stay bools), both strings, both
+ * buffers, tuples of one layout, or both calls with no value (the
+ * ternary is then a statement). In a ?: b the value a is the condition's. */
 static void check_ternary(Checker *c, Node *n) {
   check_expr(c, n->cond);
-  check_expr(c, n->then);
+  if (n->then) check_expr(c, n->then);
   check_expr(c, n->els);
-  Type a = n->then->type, b = n->els->type;
+  Type a = n->then ? n->then->type : n->cond->type, b = n->els->type;
   if (n->cond->type.kind != TY_INT && n->cond->type.kind != TY_NONE) {
     error_at(c, n->span, "Invalid condition in ternary: %s",
              kind_name(n->cond->type));
     return;
   }
   if (a.kind == TY_NONE || b.kind == TY_NONE) return;
-  if (a.kind != TY_INT && a.kind != TY_STR) {
+  if (a.kind != TY_INT && a.kind != TY_STR && a.kind != TY_VOID &&
+      a.kind != TY_BUF && a.kind != TY_TUPLE) {
     error_at(c, n->span, "Ternary return type unsupported %s", kind_name(a));
   } else if (a.kind != b.kind) {
     error_at(c, n->span, "Ternary operator must return the same type: have "
              "'%s' and '%s'", kind_name(a), kind_name(b));
   } else if (a.kind == TY_INT) {
     n->type = ty_int(8, result_signed(a, b));
+    n->type.is_bool = a.is_bool && b.is_bool;
     /* c ? ONE : TWO stays of their enum */
     if (a.enum_def == b.enum_def) n->type.enum_def = a.enum_def;
+  } else if (a.kind == TY_TUPLE && !same_layout(a, b)) {
+    error_at(c, n->span, "Ternary operator must return the same type: have "
+             "'%s' and '%s'", TYPE_NAME(a), TYPE_NAME(b));
   } else {
-    n->type = ty_str(a.size > b.size ? a.size : b.size);
+    n->type = a.size >= b.size ? a : b;   /* strings, buffers: the larger */
   }
 }
 
