@@ -12,6 +12,10 @@ int gen_key(Gen *g, Node *mapnode) {
     emit(g, I_ST(BPF_DW, SCRATCH, key, 0));
     return key;
   }
+  if (m->nkeys > 1 && !mapnode->args->next) {
+    gen_buf(g, mapnode->args, key, m->key_size);   /* one tuple: all keys */
+    return key;
+  }
   int i = 0;
   for (Node *k = mapnode->args; k; k = k->next, i++) {
     if (is_buffer(k->type)) {

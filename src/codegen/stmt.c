@@ -213,7 +213,7 @@ static bool has_return(const Node *n) {
  * returned, then the variables of that frame the body uses (each gets
  * its ctx_off). Its size, or 0 when the body needs none. */
 static int loop_ctx_layout(Gen *g, const Node *loop) {
-  int size = 16;
+  int size = 24;   /* and 8 for a range's start */
   bool shares = false;
   for (VarSym *v = g->probe->vars; v; v = v->next)
     if (v->frame == (int)loop->ival && v->outer) {
@@ -221,7 +221,7 @@ static int loop_ctx_layout(Gen *g, const Node *loop) {
       size += value_cap(v->type);
       shares = true;
     }
-  return shares || has_return(loop->then) ? size : 0;
+  return shares || loop->rhs || has_return(loop->then) ? size : 0;
 }
 
 /* Copies variable v between its home and ctx_reg + off, 8 bytes at a
@@ -273,26 +273,58 @@ static void emit_probe_return(Gen *g, int reg) {
   emit_callback_exit(g, 1);
 }
 
+static void gen_loop_done(Gen *g, Node *n, int ctx);
+
+/* The loop's context on this frame's stack, with the variables it shares
+ * copied in; its offset. */
+static int gen_loop_ctx(Gen *g, Node *n, int size) {
+  int ctx = stack_alloc(g, size);
+  emit(g, I_ST(BPF_DW, BPF_REG_10, ctx, 0));
+  for (VarSym *v = g->probe->vars; v; v = v->next)
+    if (v->frame == (int)n->ival && v->outer)
+      copy_var_ctx(g, v->outer, BPF_REG_10, ctx + v->ctx_off, true);
+  return ctx;
+}
+
+/* Where the callback's address goes (patched by gen_callback). */
+static void emit_callback_addr(Gen *g, Node *n, int reg) {
+  g->pending = realloc(g->pending, sizeof(*g->pending) * (g->npending + 1));
+  g->pending[g->npending].loop = n;
+  g->pending[g->npending].at = g->p->ninsns;
+  g->npending++;
+  emit(g, I_LD_IMM64_LO(reg, BPF_PSEUDO_FUNC, 0));
+  emit(g, I_LD_IMM64_HI(0));
+}
+
+/* for ($i : a..b) with bounds known only at run time: bpf_loop runs the
+ * body max(b - a, 0) times as a callback, b evaluated once. */
+static void gen_for_range_callback(Gen *g, Node *n) {
+  int ctx = gen_loop_ctx(g, n, loop_ctx_layout(g, n));
+  gen_store_int(g, n->args, BPF_REG_10, ctx + 16);
+  int r = gen_int(g, n->rhs);
+  emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_10, ctx + 16));
+  emit(g, I_ALU64_REG(BPF_SUB, r, BPF_REG_1));
+  emit(g, I_JMP_IMM(BPF_JSGT, r, 0, 1));
+  emit(g, I_MOV64_IMM(r, 0));
+  emit(g, I_MOV64_REG(BPF_REG_1, r));
+  reg_free(g, r);
+  emit_callback_addr(g, n, BPF_REG_2);
+  emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, ctx));
+  emit(g, I_MOV64_IMM(BPF_REG_4, 0));
+  emit_call(g, BPF_FUNC_loop);
+  gen_loop_done(g, n, ctx);
+}
+
 /* for ($kv : @m): bpf_for_each_map_elem calls the body, generated later
  * as a function of its own (see gen_callbacks), with a context on this
  * frame's stack for the variables they share and a return from it. */
 void gen_for_map(Gen *g, Node *n) {
   MapSym *m = n->args->map;
-  int size = loop_ctx_layout(g, n), ctx = 0;
-  if (size) {
-    ctx = stack_alloc(g, size);
-    emit(g, I_ST(BPF_DW, BPF_REG_10, ctx, 0));
-    for (VarSym *v = g->probe->vars; v; v = v->next)
-      if (v->frame == (int)n->ival && v->outer)
-        copy_var_ctx(g, v->outer, BPF_REG_10, ctx + v->ctx_off, true);
-  }
+  int size = loop_ctx_layout(g, n);
+  int ctx = size ? gen_loop_ctx(g, n, size) : 0;
   emit_map(g, BPF_REG_1, m->id);
-  g->pending = realloc(g->pending, sizeof(*g->pending) * (g->npending + 1));
-  g->pending[g->npending].loop = n;
-  g->pending[g->npending].at = g->p->ninsns;
-  g->npending++;
-  emit(g, I_LD_IMM64_LO(BPF_REG_2, BPF_PSEUDO_FUNC, 0));
-  emit(g, I_LD_IMM64_HI(0));
+  emit_callback_addr(g, n, BPF_REG_2);
   if (size) {   /* the callback gets it in r4 */
     emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_10));
     emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, ctx));
@@ -301,7 +333,12 @@ void gen_for_map(Gen *g, Node *n) {
   }
   emit(g, I_MOV64_IMM(BPF_REG_4, 0));
   emit_call(g, BPF_FUNC_for_each_map_elem);
-  if (!size) return;
+  if (size) gen_loop_done(g, n, ctx);
+}
+
+/* A callback loop n with its context at ctx returned: the variables it
+ * shares come back, and a return in it returns from here too. */
+static void gen_loop_done(Gen *g, Node *n, int ctx) {
   for (VarSym *v = g->probe->vars; v; v = v->next)
     if (v->frame == (int)n->ival && v->outer) {
       copy_var_ctx(g, v->outer, BPF_REG_10, ctx + v->ctx_off, false);
@@ -316,13 +353,29 @@ void gen_for_map(Gen *g, Node *n) {
   }
 }
 
-/* A for-over-map body as a callback (r1 map, r2 key, r3 value, r4 ctx):
- * $kv gets a copy of the key and the value, the variables it shares with
- * the frame around it theirs, then the body runs with its own stack frame
- * and variables. Returns 0 to go on, 1 to stop. */
-void gen_callback(Gen *g, Node *n) {
+/* $kv = (key, value) from a for-over-map callback's r2 and r3. */
+static void gen_callback_kv(Gen *g, Node *n) {
   MapSym *m = n->args->map;
   VarSym *kv = n->lhs->var;
+  for (int i = 0; i < m->key_size; i += 8) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_2, i));
+    emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, kv->stack_off + i));
+  }
+  int voff = kv->stack_off + kv->type.tuple->offs[1];
+  for (int i = 0; i < m->value_size; i += 8) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_3, i));
+    emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, voff + i));
+  }
+}
+
+/* A for-over-map body as a callback (r1 map, r2 key, r3 value, r4 ctx),
+ * or a range's for bpf_loop (r1 index, r2 ctx): $kv gets a copy of the
+ * key and the value, or $i the range's start plus the index, the
+ * variables it shares with the frame around it theirs, then the body runs
+ * with its own stack frame and variables. Returns 0 to go on, 1 to stop. */
+void gen_callback(Gen *g, Node *n) {
+  VarSym *kv = n->lhs->var;
+  int ctx_reg = n->rhs ? BPF_REG_2 : BPF_REG_4;
   int start = g->p->ninsns;
   struct Pending *pd = NULL;
   for (int i = 0; i < g->npending; i++)
@@ -338,20 +391,17 @@ void gen_callback(Gen *g, Node *n) {
   g->ctx_slot = 0;
   if (loop_ctx_layout(g, n)) {
     g->ctx_slot = stack_alloc(g, 8);
-    emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_4, g->ctx_slot));
+    emit(g, I_STX(BPF_DW, BPF_REG_10, ctx_reg, g->ctx_slot));
     for (VarSym *v = g->probe->vars; v; v = v->next)
       if (v->frame == g->frame && v->outer)
-        copy_var_ctx(g, v, BPF_REG_4, v->ctx_off, false);
+        copy_var_ctx(g, v, ctx_reg, v->ctx_off, false);
   }
-  int kv_off = kv->stack_off;
-  for (int i = 0; i < m->key_size; i += 8) {
-    emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_2, i));
-    emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, kv_off + i));
-  }
-  int voff = kv_off + kv->type.tuple->offs[1];
-  for (int i = 0; i < m->value_size; i += 8) {
-    emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_3, i));
-    emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, voff + i));
+  if (n->rhs) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_0, ctx_reg, 16));
+    emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_0, BPF_REG_1));
+    emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, kv->stack_off));
+  } else {
+    gen_callback_kv(g, n);
   }
   struct Loop *l = &g->loops[g->nloops++];
   memset(l, 0, sizeof(*l));
@@ -492,7 +542,9 @@ bool gen_stmt(Gen *g, Node *n) {
     break;
   }
   case N_FOR:
-    if (n->rhs)
+    if (n->rhs && n->ival)
+      gen_for_range_callback(g, n);
+    else if (n->rhs)
       gen_for_range(g, n);
     else
       gen_for_map(g, n);

@@ -199,6 +199,19 @@ static const char *key_list_name(Type *types, int n, char *buf, size_t len) {
 }
 
 /* Checks the keys of @m[k...] and unifies them with earlier uses. */
+/* Whether tuple t is laid out as m's keys are: one element per key, of
+ * its kind and size. */
+static bool tuple_is_key(const MapSym *m, const TupleType *t) {
+  if (t->n != m->nkeys) return false;
+  for (int i = 0; i < t->n; i++) {
+    Type a = t->elems[i], b = m->key_types[i];
+    if (a.kind != b.kind || value_cap(a) != value_cap(b) ||
+        (a.kind != TY_INT && a.kind != TY_STR && !same_layout(a, b)))
+      return false;
+  }
+  return true;
+}
+
 void check_map_keys(Checker *c, Node *n) {
   MapSym *m = map_get(c, n);
   n->map = m;
@@ -229,6 +242,9 @@ void check_map_keys(Checker *c, Node *n) {
       if (keys[i].kind == TY_INT) m->key_types[i] = ty_widened(keys[i]);
     return;
   }
+  if (nkeys == 1 && keys[0].kind == TY_TUPLE && m->nkeys > 1 &&
+      tuple_is_key(m, keys[0].tuple))
+    return;   /* @m[$kv.0]: the whole key of a map of several at once */
   bool same = m->nkeys == nkeys;
   for (int i = 0; same && i < nkeys; i++)
     same = m->key_types[i].kind == keys[i].kind &&
@@ -540,6 +556,16 @@ static VarSym *for_variable(Checker *c, Node *var, Type t) {
   return v;
 }
 
+/* The body of loop n gets a frame of its own (Node.ival), inside the
+ * one being checked. */
+static void enter_frame(Checker *c, Node *n) {
+  int outer = c->frame;
+  c->frame = ++c->nframes;
+  if (c->frame < (int)(sizeof c->frame_parent / sizeof c->frame_parent[0]))
+    c->frame_parent[c->frame] = outer;
+  n->ival = c->frame;
+}
+
 /* for ($i : a..b) counts from a up to b - 1; for ($kv : @m) visits each
  * entry with $kv = (key, value). */
 static void check_for(Checker *c, Node *n) {
@@ -558,10 +584,23 @@ static void check_for(Checker *c, Node *n) {
                  TYPE_NAME(e->type));
         return;
       }
+    int64_t lo, hi;
+    if (const_int(src, &lo) && const_int(n->rhs, &hi)) {
+      for_variable(c, n->lhs, ty_int(8, true));
+      c->loop_depth++;
+      check_block(c, n->then);
+      c->loop_depth--;
+      return;
+    }
+    /* bounds known only when it runs: the body is a bpf_loop callback,
+     * in a frame of its own as a for-over-map body is */
+    int outer = c->frame, outer_depth = c->loop_depth;
+    enter_frame(c, n);
     for_variable(c, n->lhs, ty_int(8, true));
-    c->loop_depth++;
+    c->loop_depth = 1;
     check_block(c, n->then);
-    c->loop_depth--;
+    c->loop_depth = outer_depth;
+    c->frame = outer;
     return;
   }
   MapSym *m = map_get(c, src);
@@ -578,10 +617,7 @@ static void check_for(Checker *c, Node *n) {
   }
   /* the body runs in its own frame: $kv and what it declares */
   int outer = c->frame, outer_depth = c->loop_depth;
-  c->frame = ++c->nframes;
-  if (c->frame < (int)(sizeof c->frame_parent / sizeof c->frame_parent[0]))
-    c->frame_parent[c->frame] = outer;
-  n->ival = c->frame;
+  enter_frame(c, n);
   TupleType *kv = calloc(1, sizeof(*kv));
   kv->n = 2;
   kv->elems = calloc(2, sizeof(Type));
