@@ -345,6 +345,34 @@ int gen_ternary_int(Gen *g, Node *n) {
   return t;
 }
 
+/* s[i] of a string value: byte i, sign-extended; 0 when i is outside
+ * the buffer (the verifier wants the read inside it). */
+static int gen_str_index(Gen *g, Node *n) {
+  int off = buf_ref(g, n->lhs), size = n->lhs->type.size;
+  int64_t k;
+  int r;
+  if (fold(g, n->rhs, &k)) {
+    r = reg_alloc(g);
+    if (k < 0 || k >= size) {
+      emit(g, I_MOV64_IMM(r, 0));
+      return r;
+    }
+    emit(g, I_LDX(BPF_B, r, SCRATCH, off + (int)k));
+  } else {
+    r = gen_int(g, n->rhs);
+    int outside = emit_jump(g, I_JMP_IMM(BPF_JGE, r, size, 0));
+    emit(g, I_ALU64_REG(BPF_ADD, r, SCRATCH));
+    emit(g, I_LDX(BPF_B, r, r, off));
+    int done = emit_jump(g, I_JA(0));
+    patch_here(g, outside);
+    emit(g, I_MOV64_IMM(r, 0));
+    patch_here(g, done);
+  }
+  emit(g, I_ALU64_IMM(BPF_LSH, r, 56));
+  emit(g, I_ALU64_IMM(BPF_ARSH, r, 56));
+  return r;
+}
+
 /* $x++ / ++$x and the map forms. As a statement (value unused) the old
  * value is not kept. A pointer moves by whole elements (field_offset). */
 int gen_incdec(Gen *g, Node *n, bool as_stmt) {
@@ -448,7 +476,7 @@ int gen_int(Gen *g, Node *n) {
                                       : gen_field_int(g, n);
     break;
   case N_INDEX:
-    r = gen_mem_int(g, n);
+    r = n->lhs->type.kind == TY_STR ? gen_str_index(g, n) : gen_mem_int(g, n);
     break;
   case N_CAST:
     r = gen_cast(g, n);

@@ -73,6 +73,8 @@ typedef struct TupleType {
   Type *elems;
   int *offs;
   int size;
+  int c_size, c_align;  /* as a C struct of its elements as written (what
+                           sizeof gives); 0 when not worked out */
 } TupleType;
 
 /* The bytes a value takes in a map, a printf record or a scratch buffer:

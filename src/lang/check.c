@@ -721,10 +721,25 @@ static void check_stmt(Checker *c, Node *n) {
   }
 }
 
+/* Whether control never goes on after statement s: return, break,
+ * continue, exit(). */
+static bool stmt_ends(const Node *s) {
+  return s->kind == N_RETURN || s->kind == N_BREAK || s->kind == N_CONTINUE ||
+         (s->kind == N_EXPR_STMT && s->lhs->kind == N_CALL &&
+          s->lhs->builtin && s->lhs->builtin->event == EV_EXIT);
+}
+
 void check_block(Checker *c, Node *n) {
   bool scoped = c->nopen < (int)(sizeof c->open / sizeof c->open[0]);
   if (scoped) c->open[c->nopen++] = ++c->nblocks;
-  for (Node *s = n->body; s; s = s->next) check_stmt(c, s);
+  for (Node *s = n->body; s; s = s->next) {
+    check_stmt(c, s);
+    if (c->pass == 2 && s->next && stmt_ends(s))
+      diag_warning(c->d, s->next->span, "Unreachable statement: it comes "
+                   "after %s, which never goes on", s->kind == N_RETURN ? "return"
+                   : s->kind == N_BREAK ? "break" : s->kind == N_CONTINUE
+                   ? "continue" : "exit()");
+  }
   if (n->lhs) check_expr(c, n->lhs);  /* a block expression's value */
   if (scoped) c->nopen--;
 }

@@ -2,6 +2,7 @@
  * C structs, tuples, casts, positional parameters, operators — and the
  * dispatch of builtin words and calls to their records (builtins/). */
 #include <ctype.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -288,6 +289,39 @@ static void check_map_read(Checker *c, Node *n) {
   }
 }
 
+/* The size and alignment of a value of type t as a member of a C struct,
+ * as sizeof counts a tuple's elements. */
+static int c_size_of(Type t, int *align) {
+  int size = value_cap(t);
+  *align = 8;
+  if (t.kind == TY_INT) {
+    size = t.is_pointer ? 8 : t.is_bool ? 1 : t.size;
+    *align = size;
+  } else if (t.kind == TY_STR) {
+    size = t.size;
+    *align = 1;
+  } else if (t.kind == TY_TUPLE && t.tuple->c_size) {
+    size = t.tuple->c_size;
+    *align = t.tuple->c_align;
+  } else if ((t.kind == TY_RECORD || t.kind == TY_CVAL) && t.ctype) {
+    size = t.ctype->size;
+    *align = t.ctype->align > 0 ? t.ctype->align : 1;
+  }
+  return size;
+}
+
+/* Lays tuple t out as the C struct of the elements (types as written). */
+static void tuple_c_layout(TupleType *t, Node *elems) {
+  int size = 0, max_align = 1;
+  for (Node *e = elems; e; e = e->next) {
+    int align, n = c_size_of(e->type, &align);
+    size = (size + align - 1) / align * align + n;
+    if (align > max_align) max_align = align;
+  }
+  t->c_size = (size + max_align - 1) / max_align * max_align;
+  t->c_align = max_align;
+}
+
 /* (a, b, ...): each element laid out as in a map key. */
 static void check_tuple(Checker *c, Node *n) {
   int k = 0;
@@ -319,6 +353,7 @@ static void check_tuple(Checker *c, Node *n) {
     t->offs[i] = t->size;
     t->size += value_cap(t->elems[i]);
   }
+  tuple_c_layout(t, n->args);
   n->type.kind = TY_TUPLE;
   n->type.tuple = t;
   n->type.size = t->size;
@@ -522,11 +557,68 @@ static void check_deref(Checker *c, Node *n) {
 }
 
 /* p[i] on a pointer, or a[i] on an array in memory. */
+/* A constant integer expression: literals and + - * of them. */
+static bool const_expr(const Node *n, int64_t *v) {
+  int64_t a, b;
+  if (n->kind == N_INT) {
+    *v = n->ival;
+    return true;
+  }
+  if (n->kind != N_BINOP || !const_expr(n->lhs, &a) ||
+      !const_expr(n->rhs, &b))
+    return false;
+  switch (n->op) {
+  case '+': *v = (int64_t)((uint64_t)a + (uint64_t)b); return true;
+  case '-': *v = (int64_t)((uint64_t)a - (uint64_t)b); return true;
+  case '*': *v = (int64_t)((uint64_t)a * (uint64_t)b); return true;
+  default: return false;
+  }
+}
+
+/* t[i] on a tuple is t.i: the index must be a constant. */
+static void check_tuple_index(Checker *c, Node *n) {
+  int64_t i;
+  if (!const_expr(n->rhs, &i) || i < 0) {
+    error_at(c, n->span, "Tuples must be indexed with a constant and "
+             "non-negative integer");
+    return;
+  }
+  char text[24];
+  snprintf(text, sizeof text, "%lld", (long long)i);
+  n->kind = N_FIELD;
+  n->name = strdup(text);
+  n->rhs = NULL;
+  check_tuple_field(c, n);
+}
+
+/* s[i] on a string value: its byte i as a signed char. A constant index
+ * must be inside the buffer; codegen reads 0 for one outside it. */
+static void check_string_index(Checker *c, Node *n) {
+  Type t = n->lhs->type;
+  if (n->rhs->type.kind != TY_INT) {
+    error_at(c, n->rhs->span, "an index must be an integer, not %s",
+             TYPE_NAME(n->rhs->type));
+    return;
+  }
+  if (n->rhs->kind == N_INT && (n->rhs->ival < 0 || n->rhs->ival >= t.size))
+    error_at(c, n->span, "the index %lld is out of bounds for array of size "
+             "%d", (long long)n->rhs->ival, t.size);
+  n->type = ty_int(1, true);
+}
+
 static void check_index(Checker *c, Node *n) {
   check_expr(c, n->lhs);
   check_expr(c, n->rhs);
   Type t = n->lhs->type;
   if (t.kind == TY_NONE) return;
+  if (t.kind == TY_TUPLE) {
+    check_tuple_index(c, n);
+    return;
+  }
+  if (t.kind == TY_STR) {
+    check_string_index(c, n);
+    return;
+  }
   const CType *elem = NULL;
   if (t.kind == TY_INT && t.is_pointer && t.ctype)
     elem = t.ctype;
@@ -564,9 +656,11 @@ static void check_sizeof(Checker *c, Node *n) {
   if (n->kind == N_SIZEOF && !n->name) {
     check_expr(c, n->lhs);
     Type t = n->lhs->type;
+    int align;
     value = t.kind == TY_INT ? (t.is_pointer ? 8 : t.size)
             : t.kind == TY_RECORD || t.kind == TY_CVAL ? t.size
-                                                          : value_cap(t);
+            : t.kind == TY_TUPLE && t.tuple->c_size ? c_size_of(t, &align)
+                                                     : value_cap(t);
   } else {
     const CType *ct = ctype_parse(n->name, err, sizeof(err));
     if (!ct) {
