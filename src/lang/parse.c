@@ -672,7 +672,14 @@ static Node *parse_let(Parser *P) {
     next(P);
     Span at;
     Node *t = node_new(N_CAST, P->tok.span);
-    t->name = parse_type_text(P, &at);
+    if (is_word(P, "typeof")) {   /* the type of an expression */
+      next(P);
+      expect(P, '(', "(");
+      t->lhs = parse_expr(P);
+      at = span_join(t->span, expect(P, ')', ")"));
+    } else {
+      t->name = parse_type_text(P, &at);
+    }
     t->span = at;
     n->cond = t;
     n->span = span_join(n->span, at);
