@@ -246,6 +246,7 @@ typedef struct StructField {
   int ndims;
   struct StructDef *inline_def;  /* "struct { int x; } bar": its members
                                     (type is then "struct") */
+  int bits;          /* a bitfield "int a:4": its width; else 0 */
 } StructField;
 
 /* struct Foo { ... } or union Foo { ... } at the top level of a script. */
@@ -253,6 +254,7 @@ typedef struct StructDef {
   struct StructDef *next;
   Span span;         /* "struct Foo" */
   bool is_union;
+  bool packed;       /* __attribute__((packed)): no padding */
   char *name;        /* "Foo", without the keyword */
   StructField *fields;
 } StructDef;
