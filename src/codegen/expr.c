@@ -232,6 +232,13 @@ int gen_binop(Gen *g, Node *n) {
 
 int gen_unop(Gen *g, Node *n) {
   if (n->op == '*') return gen_mem_int(g, n);
+  if (n->op == '&') {   /* &$x: where the variable lives */
+    VarSym *v = n->lhs->var;
+    int r = reg_alloc(g);
+    emit(g, I_MOV64_REG(r, is_buffer(v->type) ? SCRATCH : BPF_REG_10));
+    emit(g, I_ALU64_IMM(BPF_ADD, r, v->stack_off));
+    return r;
+  }
   int r = gen_int(g, n->lhs);
   switch (n->op) {
   case '-': emit(g, I_NEG64(r)); break;

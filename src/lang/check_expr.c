@@ -556,7 +556,6 @@ static void check_deref(Checker *c, Node *n) {
   }
 }
 
-/* p[i] on a pointer, or a[i] on an array in memory. */
 /* A constant integer expression: literals and + - * of them. */
 static bool const_expr(const Node *n, int64_t *v) {
   int64_t a, b;
@@ -606,6 +605,7 @@ static void check_string_index(Checker *c, Node *n) {
   n->type = ty_int(1, true);
 }
 
+/* p[i] on a pointer, or a[i] on an array in memory. */
 static void check_index(Checker *c, Node *n) {
   check_expr(c, n->lhs);
   check_expr(c, n->rhs);
@@ -683,10 +683,48 @@ static void check_sizeof(Checker *c, Node *n) {
   n->type = ty_int(8, false);
 }
 
+/* &$x: a kernel pointer to the variable's home, typed as what it holds
+ * (integers as int64 / uint64, strings as char arrays, structs as
+ * themselves). *&$x is $x itself, of any type. */
+static void check_address_of(Checker *c, Node *n) {
+  Node *var = n->lhs;
+  Type t = var->type;
+  const CType *ct = NULL;
+  char err[120];
+  if (var->kind != N_VAR) {
+    error_at(c, n->span, "& takes the address of a $variable only");
+    return;
+  }
+  if (!var->var) return;
+  if (t.kind == TY_INT)
+    ct = t.is_pointer ? ctype_parse("void *", err, sizeof err)
+                      : ctype_parse(t.is_signed ? "int64" : "uint64", err,
+                                    sizeof err);
+  else if (t.kind == TY_STR)
+    ct = ctype_array_of(ctype_parse("char", err, sizeof err), t.size);
+  else if (t.kind == TY_CVAL)
+    ct = t.ctype;
+  n->type = ty_int(8, false);
+  n->type.is_pointer = true;
+  n->type.as = AS_KERNEL;
+  n->type.ctype = ct;   /* NULL: only *&$x reads it */
+}
+
 static void check_unop(Checker *c, Node *n) {
   check_expr(c, n->lhs);
   Type t = n->lhs->type;
   if (t.kind == TY_NONE) return;
+  if (n->op == '&') {
+    check_address_of(c, n);
+    return;
+  }
+  if (n->op == '*' && n->lhs->kind == N_UNOP && n->lhs->op == '&' &&
+      n->lhs->lhs->kind == N_VAR) {
+    Node *next = n->next;
+    *n = *n->lhs->lhs;   /* *&$x */
+    n->next = next;
+    return;
+  }
   if (n->op == '*') {
     check_deref(c, n);
     return;

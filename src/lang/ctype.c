@@ -410,6 +410,13 @@ bool ctype_field_path(const CType *t, const char *path, CField *out) {
   return true;
 }
 
+const CType *ctype_array_of(const CType *elem, int n) {
+  CType *arr = new_type(C_ARRAY, NULL, elem->size * n, elem->align);
+  arr->target = elem;
+  arr->nelems = n;
+  return arr;
+}
+
 const CType *ctype_pointer_to(const CType *ct) {
   CType *t = (CType *)ct;
   if (!t->pointer_) {
@@ -643,12 +650,7 @@ static void lay_out(CType *t, const StructDef *def, Diag *d);
 
 /* An array of t for each of the member's dimensions, innermost first. */
 static const CType *member_array(const StructField *sf, const CType *t) {
-  for (int i = sf->ndims - 1; i >= 0; i--) {
-    CType *arr = new_type(C_ARRAY, NULL, t->size * sf->dims[i], t->align);
-    arr->target = t;
-    arr->nelems = sf->dims[i];
-    t = arr;
-  }
+  for (int i = sf->ndims - 1; i >= 0; i--) t = ctype_array_of(t, sf->dims[i]);
   return t;
 }
 

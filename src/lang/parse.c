@@ -431,7 +431,7 @@ static Node *parse_unary(Parser *P) {
   Node *n;
   Token t = P->tok;
   if (t.kind == TK_PUNCT && (t.op == '-' || t.op == '!' || t.op == '~' ||
-                             t.op == '*')) {
+                             t.op == '*' || t.op == '&')) {
     next(P);
     Node *operand = parse_unary(P);
     n = node_new(N_UNOP, span_join(t.span, operand->span));
