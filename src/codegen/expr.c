@@ -308,6 +308,13 @@ static void gen_checked_division(Gen *g, Node *n, int ar, int b) {
 
 int gen_unop(Gen *g, Node *n) {
   if (n->op == '*') return gen_mem_int(g, n);
+  if (n->op == '&') {   /* &$x: where the variable lives */
+    VarSym *v = n->lhs->var;
+    int r = reg_alloc(g);
+    emit(g, I_MOV64_REG(r, is_buffer(v->type) ? SCRATCH : BPF_REG_10));
+    emit(g, I_ALU64_IMM(BPF_ADD, r, v->stack_off));
+    return r;
+  }
   int r = gen_int(g, n->lhs);
   switch (n->op) {
   case '-': emit(g, I_NEG64(r)); break;
@@ -397,10 +404,16 @@ void gen_cond(Gen *g, Node *cond, bool when, Jumps *out) {
 
 int gen_ternary_int(Gen *g, Node *n) {
   Jumps to_else = {0};
-  gen_cond(g, n->cond, false, &to_else);
-  int t = gen_int(g, n->then);
-  int done = emit_jump(g, I_JA(0));
-  jumps_patch_here(g, &to_else);
+  int t, done;
+  if (n->then) {
+    gen_cond(g, n->cond, false, &to_else);
+    t = gen_int(g, n->then);
+    done = emit_jump(g, I_JA(0));
+    jumps_patch_here(g, &to_else);
+  } else {   /* a ?: b */
+    t = gen_int(g, n->cond);
+    done = emit_jump(g, I_JMP_IMM(BPF_JNE, t, 0, 0));
+  }
   reg_free(g, t);
   int e = gen_int(g, n->els);
   if (e != t) {
@@ -413,6 +426,34 @@ int gen_ternary_int(Gen *g, Node *n) {
   vars_forget_assigned(n->then);
   vars_forget_assigned(n->els);
   return t;
+}
+
+/* s[i] of a string value: byte i, sign-extended; 0 when i is outside
+ * the buffer (the verifier wants the read inside it). */
+static int gen_str_index(Gen *g, Node *n) {
+  int off = buf_ref(g, n->lhs), size = n->lhs->type.size;
+  int64_t k;
+  int r;
+  if (fold(g, n->rhs, &k)) {
+    r = reg_alloc(g);
+    if (k < 0 || k >= size) {
+      emit(g, I_MOV64_IMM(r, 0));
+      return r;
+    }
+    emit(g, I_LDX(BPF_B, r, SCRATCH, off + (int)k));
+  } else {
+    r = gen_int(g, n->rhs);
+    int outside = emit_jump(g, I_JMP_IMM(BPF_JGE, r, size, 0));
+    emit(g, I_ALU64_REG(BPF_ADD, r, SCRATCH));
+    emit(g, I_LDX(BPF_B, r, r, off));
+    int done = emit_jump(g, I_JA(0));
+    patch_here(g, outside);
+    emit(g, I_MOV64_IMM(r, 0));
+    patch_here(g, done);
+  }
+  emit(g, I_ALU64_IMM(BPF_LSH, r, 56));
+  emit(g, I_ALU64_IMM(BPF_ARSH, r, 56));
+  return r;
 }
 
 /* $x++ / ++$x and the map forms. As a statement (value unused) the old
@@ -518,7 +559,7 @@ int gen_int(Gen *g, Node *n) {
                                       : gen_field_int(g, n);
     break;
   case N_INDEX:
-    r = gen_mem_int(g, n);
+    r = n->lhs->type.kind == TY_STR ? gen_str_index(g, n) : gen_mem_int(g, n);
     break;
   case N_CAST:
     r = gen_cast(g, n);

@@ -66,7 +66,7 @@ bool fold(Gen *g, Node *n, int64_t *v) {
     *v = n->var->value;
     return true;
   case N_UNOP:
-    if (n->op == '*' || !fold(g, n->lhs, &a)) return false;
+    if (n->op == '*' || n->op == '&' || !fold(g, n->lhs, &a)) return false;
     *v = n->op == '-' ? (int64_t)(0 - (uint64_t)a) : n->op == '~' ? ~a : !a;
     return true;
   case N_BINOP:

@@ -63,6 +63,8 @@ typedef struct Gen {
   } *pending;
   int npending;
   int frame;           /* the frame being generated (VarSym.frame) */
+  int ctx_slot;        /* in a for-over-map body with a context: the stack
+                          slot holding its address; else 0 */
   bool failed;
 } Gen;
 

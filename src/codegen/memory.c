@@ -124,6 +124,11 @@ static int gen_copy_addr(Gen *g, Node *n) {
  * reads as 0. */
 static int gen_index_addr(Gen *g, Node *n, int base) {
   int64_t k;
+  const CType *t = n->lhs->type.kind == TY_INT ? NULL : n->lhs->type.ctype;
+  if (t && t->kind == C_ARRAY && t->nelems > 0 && fold(g, n->rhs, &k) &&
+      (k < 0 || k >= t->nelems))   /* a variable known to hold k */
+    diag_warning(g->d, n->span, "Array access out of bounds. This can lead "
+                 "to unexpected results.");
   if (fold(g, n->rhs, &k) && fits32(k * n->field_offset)) {
     if (k) emit(g, I_ALU64_IMM(BPF_ADD, base, (int32_t)(k * n->field_offset)));
     return base;

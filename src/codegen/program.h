@@ -103,6 +103,10 @@ typedef struct VarSym {
   Type decl;       /* `let $x: uint8`: the integer type it wraps at, else
                       kind TY_NONE */
   struct Node *let;  /* check: its let statement, or NULL */
+  struct VarSym *outer;  /* in a for-over-map body: the variable of the
+                            enclosing frame this one stands for (copied in
+                            when the body starts, back when it returns) */
+  int ctx_off;     /* codegen, with outer: its place in the loop's context */
   bool known;      /* codegen: the variable holds `value` at this point */
   int64_t value;
 } VarSym;

@@ -97,6 +97,9 @@ void gen_assign(Gen *g, Node *n) {
     return;
   }
   if (m->value_type.kind == TY_AGG) {
+    /* @m = { statements; avg(v) }: the statements, then the update */
+    for (; rhs->kind == N_BLOCK; rhs = rhs->lhs)
+      if (gen_block(g, rhs)) return;
     agg_ops(m->value_type.agg)->emit_update(g, lhs, rhs);
     return;
   }
@@ -195,29 +198,192 @@ void gen_for_range(Gen *g, Node *n) {
   vars_forget_assigned(n->then);
 }
 
-/* for ($kv : @m): bpf_for_each_map_elem calls the body, generated later
- * as a function of its own (see gen_callbacks). */
-void gen_for_map(Gen *g, Node *n) {
-  MapSym *m = n->args->map;
-  emit_map(g, BPF_REG_1, m->id);
+/* Whether a return is in n (or the statements after it). */
+static bool has_return(const Node *n) {
+  for (; n; n = n->next)
+    if (n->kind == N_RETURN || has_return(n->lhs) || has_return(n->rhs) ||
+        has_return(n->cond) || has_return(n->then) || has_return(n->els) ||
+        has_return(n->body))
+      return true;
+  return false;
+}
+
+/* The context a for-over-map body gets from the frame that runs it: 8
+ * bytes set when the body returned from the probe, 8 for the value it
+ * returned, then the variables of that frame the body uses (each gets
+ * its ctx_off). Its size, or 0 when the body needs none. */
+static int loop_ctx_layout(Gen *g, const Node *loop) {
+  int size = 24;   /* and 8 for a range's start */
+  bool shares = false;
+  for (VarSym *v = g->probe->vars; v; v = v->next)
+    if (v->frame == (int)loop->ival && v->outer) {
+      v->ctx_off = size;
+      size += value_cap(v->type);
+      shares = true;
+    }
+  return shares || loop->rhs || has_return(loop->then) ? size : 0;
+}
+
+/* Copies variable v between its home and ctx_reg + off, 8 bytes at a
+ * time through r0; to_ctx: from the home. */
+static void copy_var_ctx(Gen *g, const VarSym *v, int ctx_reg, int off,
+                         bool to_ctx) {
+  int home = is_buffer(v->type) ? SCRATCH : BPF_REG_10;
+  for (int i = 0; i < value_cap(v->type); i += 8) {
+    if (to_ctx) {
+      emit(g, I_LDX(BPF_DW, BPF_REG_0, home, v->stack_off + i));
+      emit(g, I_STX(BPF_DW, ctx_reg, BPF_REG_0, off + i));
+    } else {
+      emit(g, I_LDX(BPF_DW, BPF_REG_0, ctx_reg, off + i));
+      emit(g, I_STX(BPF_DW, home, BPF_REG_0, v->stack_off + i));
+    }
+  }
+}
+
+/* Leaves the for-over-map body being generated with r0 = `go`: 0 on to
+ * the next entry, 1 stop; the variables it shares go back first. */
+static void emit_callback_exit(Gen *g, int go) {
+  if (g->ctx_slot) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_10, g->ctx_slot));
+    for (VarSym *v = g->probe->vars; v; v = v->next)
+      if (v->frame == g->frame && v->outer)
+        copy_var_ctx(g, v, BPF_REG_1, v->ctx_off, true);
+  }
+  emit(g, I_MOV64_IMM(BPF_REG_0, go));
+  emit(g, I_EXIT());
+}
+
+/* return [v] from the probe: in a for-over-map body, through its context
+ * (the frame around it returns in turn). `reg`: the value, or -1. */
+static void emit_probe_return(Gen *g, int reg) {
+  if (g->frame == 0) {
+    if (reg < 0)
+      emit(g, I_MOV64_IMM(BPF_REG_0, 0));
+    else if (reg != BPF_REG_0)
+      emit(g, I_MOV64_REG(BPF_REG_0, reg));
+    emit(g, I_EXIT());
+    return;
+  }
+  emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_10, g->ctx_slot));
+  emit(g, I_ST(BPF_DW, BPF_REG_1, 0, 1));
+  if (reg < 0)
+    emit(g, I_ST(BPF_DW, BPF_REG_1, 8, 0));
+  else
+    emit(g, I_STX(BPF_DW, BPF_REG_1, reg, 8));
+  emit_callback_exit(g, 1);
+}
+
+static void gen_loop_done(Gen *g, Node *n, int ctx);
+
+/* The loop's context on this frame's stack, with the variables it shares
+ * copied in; its offset. */
+static int gen_loop_ctx(Gen *g, Node *n, int size) {
+  int ctx = stack_alloc(g, size);
+  emit(g, I_ST(BPF_DW, BPF_REG_10, ctx, 0));
+  for (VarSym *v = g->probe->vars; v; v = v->next)
+    if (v->frame == (int)n->ival && v->outer)
+      copy_var_ctx(g, v->outer, BPF_REG_10, ctx + v->ctx_off, true);
+  return ctx;
+}
+
+/* Where the callback's address goes (patched by gen_callback). */
+static void emit_callback_addr(Gen *g, Node *n, int reg) {
   g->pending = realloc(g->pending, sizeof(*g->pending) * (g->npending + 1));
   g->pending[g->npending].loop = n;
   g->pending[g->npending].at = g->p->ninsns;
   g->pending[g->npending].scratch_at = g->scratch_top;
   g->npending++;
-  emit(g, I_LD_IMM64_LO(BPF_REG_2, BPF_PSEUDO_FUNC, 0));
+  emit(g, I_LD_IMM64_LO(reg, BPF_PSEUDO_FUNC, 0));
   emit(g, I_LD_IMM64_HI(0));
-  emit(g, I_MOV64_IMM(BPF_REG_3, 0));
-  emit(g, I_MOV64_IMM(BPF_REG_4, 0));
-  emit_call(g, BPF_FUNC_for_each_map_elem);
 }
 
-/* A for-over-map body as a callback (r1 map, r2 key, r3 value, r4 ctx):
- * $kv gets a copy of the key and the value, then the body runs with its
- * own stack frame and variables. Returns 0 to go on, 1 to stop. */
-void gen_callback(Gen *g, Node *n) {
+/* for ($i : a..b) with bounds known only at run time: bpf_loop runs the
+ * body max(b - a, 0) times as a callback, b evaluated once. */
+static void gen_for_range_callback(Gen *g, Node *n) {
+  int ctx = gen_loop_ctx(g, n, loop_ctx_layout(g, n));
+  gen_store_int(g, n->args, BPF_REG_10, ctx + 16);
+  int r = gen_int(g, n->rhs);
+  emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_10, ctx + 16));
+  emit(g, I_ALU64_REG(BPF_SUB, r, BPF_REG_1));
+  emit(g, I_JMP_IMM(BPF_JSGT, r, 0, 1));
+  emit(g, I_MOV64_IMM(r, 0));
+  emit(g, I_MOV64_REG(BPF_REG_1, r));
+  reg_free(g, r);
+  emit_callback_addr(g, n, BPF_REG_2);
+  emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, ctx));
+  emit(g, I_MOV64_IMM(BPF_REG_4, 0));
+  emit_call(g, BPF_FUNC_loop);
+  gen_loop_done(g, n, ctx);
+}
+
+/* for ($kv : @m): bpf_for_each_map_elem calls the body, generated later
+ * as a function of its own (see gen_callbacks), with a context on this
+ * frame's stack for the variables they share and a return from it. */
+void gen_for_map(Gen *g, Node *n) {
+  MapSym *m = n->args->map;
+  int size = loop_ctx_layout(g, n);
+  int ctx = size ? gen_loop_ctx(g, n, size) : 0;
+  emit_map(g, BPF_REG_1, m->id);
+  emit_callback_addr(g, n, BPF_REG_2);
+  if (size) {   /* the callback gets it in r4 */
+    emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_10));
+    emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, ctx));
+  } else {
+    emit(g, I_MOV64_IMM(BPF_REG_3, 0));
+  }
+  emit(g, I_MOV64_IMM(BPF_REG_4, 0));
+  emit_call(g, BPF_FUNC_for_each_map_elem);
+  if (size) gen_loop_done(g, n, ctx);
+}
+
+/* A callback loop n with its context at ctx returned: the variables it
+ * shares come back, and a return in it returns from here too. */
+static void gen_loop_done(Gen *g, Node *n, int ctx) {
+  for (VarSym *v = g->probe->vars; v; v = v->next)
+    if (v->frame == (int)n->ival && v->outer) {
+      copy_var_ctx(g, v->outer, BPF_REG_10, ctx + v->ctx_off, false);
+      v->outer->known = false;
+    }
+  if (has_return(n->then)) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_10, ctx));
+    int go_on = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+    emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_10, ctx + 8));
+    emit_probe_return(g, BPF_REG_0);
+    patch_here(g, go_on);
+  }
+}
+
+/* $kv = (key, value) from a for-over-map callback's key and value
+ * pointers (r2 and r3, or copies of them in callee-saved registers when
+ * the body's buffers are in the scratch area). */
+static void gen_callback_kv(Gen *g, Node *n, int key_reg, int value_reg) {
   MapSym *m = n->args->map;
   VarSym *kv = n->lhs->var;
+  int voff = kv->stack_off + kv->type.tuple->offs[1];
+  if (key_reg != BPF_REG_2) {   /* emit_copy_from's temporaries are free */
+    emit_copy_from(g, key_reg, 0, kv->stack_off, m->key_size, m->key_size);
+    emit_copy_from(g, value_reg, 0, voff, m->value_size, m->value_size);
+    return;
+  }
+  for (int i = 0; i < m->key_size; i += 8) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_0, key_reg, i));
+    emit(g, I_STX(BPF_DW, SCRATCH, BPF_REG_0, kv->stack_off + i));
+  }
+  for (int i = 0; i < m->value_size; i += 8) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_0, value_reg, i));
+    emit(g, I_STX(BPF_DW, SCRATCH, BPF_REG_0, voff + i));
+  }
+}
+
+/* A for-over-map body as a callback (r1 map, r2 key, r3 value, r4 ctx),
+ * or a range's for bpf_loop (r1 index, r2 ctx): $kv gets a copy of the
+ * key and the value, or $i the range's start plus the index, the
+ * variables it shares with the frame around it theirs, then the body runs
+ * with its own stack frame and variables. Returns 0 to go on, 1 to stop. */
+void gen_callback(Gen *g, Node *n) {
+  VarSym *kv = n->lhs->var;
+  int ctx_reg = n->rhs ? BPF_REG_2 : BPF_REG_4;
   int start = g->p->ninsns;
   struct Pending *pd = NULL;
   for (int i = 0; i < g->npending; i++)
@@ -229,33 +395,44 @@ void gen_callback(Gen *g, Node *n) {
   memset(g->reg_used, 0, sizeof(g->reg_used));
   g->stack_top = 16;
   g->span = n->span;
+  int key_reg = BPF_REG_2, value_reg = BPF_REG_3, index_reg = BPF_REG_1;
   if (g->buf_base == BPF_REG_9) {
-    /* buffers in the scratch area, after those in use around the loop */
-    emit(g, I_MOV64_REG(BPF_REG_6, BPF_REG_2));
-    emit(g, I_MOV64_REG(BPF_REG_7, BPF_REG_3));
+    /* buffers in the scratch area, after those in use around the loop;
+     * finding it clobbers r1-r5, so what the callback got moves first */
+    if (n->rhs) {
+      emit(g, I_MOV64_REG(BPF_REG_6, BPF_REG_1));
+      index_reg = BPF_REG_6;
+    } else {
+      emit(g, I_MOV64_REG(BPF_REG_6, BPF_REG_2));
+      emit(g, I_MOV64_REG(BPF_REG_7, BPF_REG_3));
+      key_reg = BPF_REG_6;
+      value_reg = BPF_REG_7;
+    }
+    emit(g, I_MOV64_REG(BPF_REG_8, ctx_reg));
+    ctx_reg = BPF_REG_8;
     emit_scratch_base(g);
     g->scratch_top = pd->scratch_at;
-    place_vars(g, g->probe);
-    int voff = kv->stack_off + kv->type.tuple->offs[1];
-    emit_copy_from(g, BPF_REG_6, 0, kv->stack_off, m->key_size, m->key_size);
-    emit_copy_from(g, BPF_REG_7, 0, voff, m->value_size, m->value_size);
+  }
+  place_vars(g, g->probe);
+  g->ctx_slot = 0;
+  if (loop_ctx_layout(g, n)) {
+    g->ctx_slot = stack_alloc(g, 8);
+    emit(g, I_STX(BPF_DW, BPF_REG_10, ctx_reg, g->ctx_slot));
+    for (VarSym *v = g->probe->vars; v; v = v->next)
+      if (v->frame == g->frame && v->outer)
+        copy_var_ctx(g, v, ctx_reg, v->ctx_off, false);
+  }
+  if (n->rhs) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_0, ctx_reg, 16));
+    emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_0, index_reg));
+    emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, kv->stack_off));
   } else {
-    place_vars(g, g->probe);
-    int kv_off = kv->stack_off;
-    for (int i = 0; i < m->key_size; i += 8) {
-      emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_2, i));
-      emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, kv_off + i));
-    }
-    int voff = kv_off + kv->type.tuple->offs[1];
-    for (int i = 0; i < m->value_size; i += 8) {
-      emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_3, i));
-      emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, voff + i));
-    }
+    gen_callback_kv(g, n, key_reg, value_reg);
   }
   struct Loop *l = &g->loops[g->nloops++];
   memset(l, 0, sizeof(*l));
   l->callback = true;
-  if (!gen_block(g, n->then)) emit_return(g);
+  if (!gen_block(g, n->then)) emit_callback_exit(g, 0);
   g->nloops--;
 }
 
@@ -268,6 +445,7 @@ void gen_callbacks(Gen *g) {
   g->npending = 0;
   g->buf_base = saved_base;
   g->frame = saved_frame;
+  g->ctx_slot = 0;
 }
 
 void emit_jump_back(Gen *g, int target) {
@@ -303,6 +481,35 @@ void gen_while(Gen *g, Node *n) {
   g->nloops--;
 }
 
+/* Expression e for its effects alone; returns true when control never
+ * continues after it. Calls with no value, blocks and ternaries of them
+ * are statements in disguise. */
+static bool gen_effect(Gen *g, Node *e) {
+  if (e->kind == N_CALL && e->type.kind == TY_VOID) {
+    const Builtin *b = e->builtin;
+    if (b && b->emit_stmt) return b->emit_stmt(g, e);
+    fail(g, e->span, "loupe cannot generate code for %s() yet", e->name);
+  } else if (e->kind == N_BLOCK && e->type.kind == TY_VOID) {
+    return gen_block(g, e) || gen_effect(g, e->lhs);
+  } else if (e->kind == N_TERNARY && e->type.kind == TY_VOID) {
+    Jumps to_else = {0};
+    gen_cond(g, e->cond, false, &to_else);
+    bool then_ends = gen_effect(g, e->then);
+    int done = then_ends ? -1 : emit_jump(g, I_JA(0));
+    jumps_patch_here(g, &to_else);
+    bool else_ends = gen_effect(g, e->els);
+    if (done >= 0) patch_here(g, done);
+    vars_forget_assigned(e->then);
+    vars_forget_assigned(e->els);
+    return then_ends && else_ends;
+  } else if (is_buffer(e->type)) {
+    buf_ref(g, e);
+  } else {
+    reg_free(g, gen_int(g, e));
+  }
+  return false;
+}
+
 /* Generates statement n; returns true when control never continues after
  * it (exit(), return, break, continue, or an if whose branches all end),
  * so the caller emits nothing the verifier would find unreachable. */
@@ -312,18 +519,7 @@ bool gen_stmt(Gen *g, Node *n) {
   g->span = n->span;
   switch (n->kind) {
   case N_EXPR_STMT:
-    if (n->lhs->kind == N_CALL && n->lhs->type.kind == TY_VOID) {
-      const Builtin *b = n->lhs->builtin;
-      if (b && b->emit_stmt)
-        ends = b->emit_stmt(g, n->lhs);
-      else
-        fail(g, n->lhs->span, "loupe cannot generate code for %s() yet",
-             n->lhs->name);
-    }
-    else if (is_buffer(n->lhs->type))
-      buf_ref(g, n->lhs);
-    else
-      reg_free(g, gen_int(g, n->lhs));
+    ends = gen_effect(g, n->lhs);
     break;
   case N_ASSIGN:
     gen_assign(g, n);
@@ -350,8 +546,7 @@ bool gen_stmt(Gen *g, Node *n) {
   case N_BREAK: {
     struct Loop *l = &g->loops[g->nloops - 1];
     if (l->callback) {
-      emit(g, I_MOV64_IMM(BPF_REG_0, 1));   /* stop the iteration */
-      emit(g, I_EXIT());
+      emit_callback_exit(g, 1);              /* stop the iteration */
     } else {
       l->breaks = realloc(l->breaks, sizeof(int) * (l->nbreaks + 1));
       l->breaks[l->nbreaks++] = emit_jump(g, I_JA(0));
@@ -362,7 +557,7 @@ bool gen_stmt(Gen *g, Node *n) {
   case N_CONTINUE: {
     struct Loop *l = &g->loops[g->nloops - 1];
     if (l->callback) {
-      emit_return(g);                        /* on to the next entry */
+      emit_callback_exit(g, 0);              /* on to the next entry */
     } else if (l->start >= 0) {
       emit_jump_back(g, l->start);
     } else {
@@ -373,13 +568,15 @@ bool gen_stmt(Gen *g, Node *n) {
     break;
   }
   case N_FOR:
-    if (n->rhs)
+    if (n->rhs && n->ival)
+      gen_for_range_callback(g, n);
+    else if (n->rhs)
       gen_for_range(g, n);
     else
       gen_for_map(g, n);
     break;
   case N_RETURN:
-    emit_return(g);
+    emit_probe_return(g, n->lhs ? gen_int(g, n->lhs) : -1);
     ends = true;
     break;
   default:

@@ -93,6 +93,8 @@ typedef struct TupleType {
   Type *elems;
   int *offs;
   int size;
+  int c_size, c_align;  /* as a C struct of its elements as written (what
+                           sizeof gives); 0 when not worked out */
 } TupleType;
 
 /* The bytes a value takes in a map, a printf record or a scratch buffer:
@@ -266,6 +268,7 @@ typedef struct StructField {
   int ndims;
   struct StructDef *inline_def;  /* "struct { int x; } bar": its members
                                     (type is then "struct") */
+  int bits;          /* a bitfield "int a:4": its width; else 0 */
 } StructField;
 
 /* struct Foo { ... } or union Foo { ... } at the top level of a script. */
@@ -273,6 +276,7 @@ typedef struct StructDef {
   struct StructDef *next;
   Span span;         /* "struct Foo" */
   bool is_union;
+  bool packed;       /* __attribute__((packed)): no padding */
   char *name;        /* "Foo", without the keyword */
   StructField *fields;
 } StructDef;

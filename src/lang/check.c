@@ -62,12 +62,60 @@ static bool block_open(Checker *c, int block) {
 
 /* A variable is seen in the block it was declared in (by let or its first
  * assignment) and the blocks nested in it, as bpftrace scopes them. */
-VarSym *var_find(Checker *c, const Node *var) {
+static VarSym *var_in_frame(Checker *c, const Node *var, int frame) {
   for (VarSym *v = c->probe->vars; v; v = v->next)
-    if (strcmp(v->name, var->name) == 0 && v->frame == c->frame &&
+    if (strcmp(v->name, var->name) == 0 && v->frame == frame &&
         v->scope == var->scope && block_open(c, v->block))
       return v;
   return NULL;
+}
+
+/* A for-over-map body sees the variables of the frames around it through
+ * a variable of its own that stands for each (VarSym.outer). */
+static VarSym *var_captured(Checker *c, const Node *var, int frame) {
+  VarSym *v = var_in_frame(c, var, frame);
+  int max = (int)(sizeof c->frame_parent / sizeof c->frame_parent[0]);
+  if (v || frame == 0 || frame >= max) return v;
+  VarSym *outer = var_captured(c, var, c->frame_parent[frame]);
+  if (!outer) return NULL;
+  v = calloc(1, sizeof(*v));
+  v->name = strdup(var->name);
+  v->scope = var->scope;
+  v->frame = frame;
+  v->type = outer->type;
+  v->decl = outer->decl;
+  v->outer = outer;
+  v->next = c->probe->vars;
+  c->probe->vars = v;
+  return v;
+}
+
+VarSym *var_find(Checker *c, const Node *var) {
+  return var_captured(c, var, c->frame);
+}
+
+/* A variable and the ones standing for it in loop bodies have one type:
+ * the longest string any of them holds. */
+static void var_unify_captured(Probe *p) {
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (VarSym *v = p->vars; v; v = v->next) {
+      VarSym *o = v->outer;
+      if (!o) continue;
+      Type *from = NULL, *to = NULL;
+      if (o->type.kind == TY_NONE && v->type.kind != TY_NONE)
+        from = &v->type, to = &o->type;
+      else if (v->type.kind == TY_NONE && o->type.kind != TY_NONE)
+        from = &o->type, to = &v->type;
+      else if (v->type.kind == TY_STR && o->type.kind == TY_STR &&
+               v->type.size != o->type.size)
+        from = v->type.size > o->type.size ? &v->type : &o->type,
+        to = from == &v->type ? &o->type : &v->type;
+      if (!from) continue;
+      *to = *from;
+      changed = true;
+    }
+  }
 }
 
 VarSym *var_new(Checker *c, const Node *var) {
@@ -441,6 +489,11 @@ void check_assigned(Checker *c, Node *n) {
     } else if (t.kind == TY_STR && t.size > v->type.size) {
       v->type.size = t.size;
     }
+    /* the variable a loop body's one stands for holds the same */
+    for (VarSym *o = v->outer; o; o = o->outer)
+      if (o->type.kind == TY_NONE ||
+          (o->type.kind == TY_STR && o->type.size < v->type.size))
+        o->type = v->type;
     lhs->type = v->type;
     if (n->op == '+' || n->op == '-') n->field_offset = pointer_step(v->type);
     return;
@@ -516,6 +569,16 @@ static VarSym *for_variable(Checker *c, Node *var, Type t) {
   return v;
 }
 
+/* The body of loop n gets a frame of its own (Node.ival), inside the
+ * one being checked. */
+static void enter_frame(Checker *c, Node *n) {
+  int outer = c->frame;
+  c->frame = ++c->nframes;
+  if (c->frame < (int)(sizeof c->frame_parent / sizeof c->frame_parent[0]))
+    c->frame_parent[c->frame] = outer;
+  n->ival = c->frame;
+}
+
 /* for ($i : a..b) counts from a up to b - 1; for ($kv : @m) visits each
  * entry with $kv = (key, value). */
 static void check_for(Checker *c, Node *n) {
@@ -534,10 +597,23 @@ static void check_for(Checker *c, Node *n) {
                  TYPE_NAME(e->type));
         return;
       }
+    int64_t lo, hi;
+    if (const_int(src, &lo) && const_int(n->rhs, &hi)) {
+      for_variable(c, n->lhs, ty_int(8, true));
+      c->loop_depth++;
+      check_block(c, n->then);
+      c->loop_depth--;
+      return;
+    }
+    /* bounds known only when it runs: the body is a bpf_loop callback,
+     * in a frame of its own as a for-over-map body is */
+    int outer = c->frame, outer_depth = c->loop_depth;
+    enter_frame(c, n);
     for_variable(c, n->lhs, ty_int(8, true));
-    c->loop_depth++;
+    c->loop_depth = 1;
     check_block(c, n->then);
-    c->loop_depth--;
+    c->loop_depth = outer_depth;
+    c->frame = outer;
     return;
   }
   MapSym *m = map_get(c, src);
@@ -554,8 +630,7 @@ static void check_for(Checker *c, Node *n) {
   }
   /* the body runs in its own frame: $kv and what it declares */
   int outer = c->frame, outer_depth = c->loop_depth;
-  c->frame = ++c->nframes;
-  n->ival = c->frame;
+  enter_frame(c, n);
   TupleType *kv = calloc(1, sizeof(*kv));
   kv->n = 2;
   kv->elems = calloc(2, sizeof(Type));
@@ -639,8 +714,13 @@ static void check_stmt(Checker *c, Node *n) {
                n->kind == N_BREAK ? "break" : "continue");
     break;
   case N_RETURN:
-    if (n->lhs)
-      error_at(c, n->lhs->span, "a probe's return takes no value");
+    /* return v: the program's return value */
+    if (n->lhs) {
+      check_expr(c, n->lhs);
+      if (n->lhs->type.kind != TY_INT && n->lhs->type.kind != TY_NONE)
+        error_at(c, n->lhs->span, "a probe can only return an integer, not "
+                 "%s", TYPE_NAME(n->lhs->type));
+    }
     break;
   case N_FOR:
     check_for(c, n);
@@ -654,10 +734,25 @@ static void check_stmt(Checker *c, Node *n) {
   }
 }
 
+/* Whether control never goes on after statement s: return, break,
+ * continue, exit(). */
+static bool stmt_ends(const Node *s) {
+  return s->kind == N_RETURN || s->kind == N_BREAK || s->kind == N_CONTINUE ||
+         (s->kind == N_EXPR_STMT && s->lhs->kind == N_CALL &&
+          s->lhs->builtin && s->lhs->builtin->event == EV_EXIT);
+}
+
 void check_block(Checker *c, Node *n) {
   bool scoped = c->nopen < (int)(sizeof c->open / sizeof c->open[0]);
   if (scoped) c->open[c->nopen++] = ++c->nblocks;
-  for (Node *s = n->body; s; s = s->next) check_stmt(c, s);
+  for (Node *s = n->body; s; s = s->next) {
+    check_stmt(c, s);
+    if (c->pass == 2 && s->next && stmt_ends(s))
+      diag_warning(c->d, s->next->span, "Unreachable statement: it comes "
+                   "after %s, which never goes on", s->kind == N_RETURN ? "return"
+                   : s->kind == N_BREAK ? "break" : s->kind == N_CONTINUE
+                   ? "continue" : "exit()");
+  }
   if (n->lhs) check_expr(c, n->lhs);  /* a block expression's value */
   if (scoped) c->nopen--;
 }
@@ -675,6 +770,7 @@ static void check_probe(Checker *c, Probe *p) {
                TYPE_NAME(p->pred->type));
   }
   check_block(c, p->body);
+  var_unify_captured(p);
   /* what a bare `let $x;` holds is learnt from later assignments: the
    * second pass starts from it */
   for (VarSym *v = p->vars; v; v = v->next)

@@ -87,7 +87,13 @@ void check_let(Checker *c, Node *n) {
   v->let = n;
   var->var = v;
   Type t;
-  if (n->cond) {
+  if (n->cond && n->cond->lhs) {   /* let $x: typeof(expr) */
+    check_expr(c, n->cond->lhs);
+    t = n->cond->lhs->type;
+    if (t.kind == TY_NONE || t.kind == TY_VOID) return;
+    v->type = ty_stored(t);
+    if (t.kind == TY_INT && !t.is_pointer) v->decl = t;
+  } else if (n->cond) {
     if (!type_named(c, n->cond->name, n->cond->span, &t)) return;
     v->type = ty_stored(t);
     if (t.kind == TY_INT && !t.is_pointer) v->decl = t;

@@ -3,6 +3,7 @@
  * dispatch of builtin words and calls to their records (builtins/). */
 #include <ctype.h>
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -298,6 +299,39 @@ static void check_map_read(Checker *c, Node *n) {
   }
 }
 
+/* The size and alignment of a value of type t as a member of a C struct,
+ * as sizeof counts a tuple's elements. */
+static int c_size_of(Type t, int *align) {
+  int size = value_cap(t);
+  *align = 8;
+  if (t.kind == TY_INT) {
+    size = t.is_pointer ? 8 : t.is_bool ? 1 : t.size;
+    *align = size;
+  } else if (t.kind == TY_STR) {
+    size = t.size;
+    *align = 1;
+  } else if (t.kind == TY_TUPLE && t.tuple->c_size) {
+    size = t.tuple->c_size;
+    *align = t.tuple->c_align;
+  } else if ((t.kind == TY_RECORD || t.kind == TY_CVAL) && t.ctype) {
+    size = t.ctype->size;
+    *align = t.ctype->align > 0 ? t.ctype->align : 1;
+  }
+  return size;
+}
+
+/* Lays tuple t out as the C struct of the elements (types as written). */
+static void tuple_c_layout(TupleType *t, Node *elems) {
+  int size = 0, max_align = 1;
+  for (Node *e = elems; e; e = e->next) {
+    int align, n = c_size_of(e->type, &align);
+    size = (size + align - 1) / align * align + n;
+    if (align > max_align) max_align = align;
+  }
+  t->c_size = (size + max_align - 1) / max_align * max_align;
+  t->c_align = max_align;
+}
+
 /* (a, b, ...): each element laid out as in a map key. */
 static void check_tuple(Checker *c, Node *n) {
   int k = 0;
@@ -329,6 +363,7 @@ static void check_tuple(Checker *c, Node *n) {
     t->offs[i] = t->size;
     t->size += value_cap(t->elems[i]);
   }
+  tuple_c_layout(t, n->args);
   n->type.kind = TY_TUPLE;
   n->type.tuple = t;
   n->type.size = t->size;
@@ -604,12 +639,69 @@ static void check_deref(Checker *c, Node *n) {
   }
 }
 
+/* A constant integer expression: literals and + - * of them. */
+static bool const_expr(const Node *n, int64_t *v) {
+  int64_t a, b;
+  if (n->kind == N_INT) {
+    *v = n->ival;
+    return true;
+  }
+  if (n->kind != N_BINOP || !const_expr(n->lhs, &a) ||
+      !const_expr(n->rhs, &b))
+    return false;
+  switch (n->op) {
+  case '+': *v = (int64_t)((uint64_t)a + (uint64_t)b); return true;
+  case '-': *v = (int64_t)((uint64_t)a - (uint64_t)b); return true;
+  case '*': *v = (int64_t)((uint64_t)a * (uint64_t)b); return true;
+  default: return false;
+  }
+}
+
+/* t[i] on a tuple is t.i: the index must be a constant. */
+static void check_tuple_index(Checker *c, Node *n) {
+  int64_t i;
+  if (!const_expr(n->rhs, &i) || i < 0) {
+    error_at(c, n->span, "Tuples must be indexed with a constant and "
+             "non-negative integer");
+    return;
+  }
+  char text[24];
+  snprintf(text, sizeof text, "%lld", (long long)i);
+  n->kind = N_FIELD;
+  n->name = strdup(text);
+  n->rhs = NULL;
+  check_tuple_field(c, n);
+}
+
+/* s[i] on a string value: its byte i as a signed char. A constant index
+ * must be inside the buffer; codegen reads 0 for one outside it. */
+static void check_string_index(Checker *c, Node *n) {
+  Type t = n->lhs->type;
+  if (n->rhs->type.kind != TY_INT) {
+    error_at(c, n->rhs->span, "an index must be an integer, not %s",
+             TYPE_NAME(n->rhs->type));
+    return;
+  }
+  if (n->rhs->kind == N_INT && (n->rhs->ival < 0 || n->rhs->ival >= t.size))
+    error_at(c, n->span, "the index %lld is out of bounds for array of size "
+             "%d", (long long)n->rhs->ival, t.size);
+  n->type = ty_int(1, true);
+}
+
 /* p[i] on a pointer, or a[i] on an array in memory. */
 static void check_index(Checker *c, Node *n) {
   check_expr(c, n->lhs);
   check_expr(c, n->rhs);
   Type t = n->lhs->type;
   if (t.kind == TY_NONE) return;
+  if (t.kind == TY_TUPLE) {
+    check_tuple_index(c, n);
+    return;
+  }
+  if (t.kind == TY_STR) {
+    check_string_index(c, n);
+    return;
+  }
   const CType *elem = NULL;
   if (t.kind == TY_INT && t.is_pointer && t.ctype)
     elem = t.ctype;
@@ -647,9 +739,11 @@ static void check_sizeof(Checker *c, Node *n) {
   if (n->kind == N_SIZEOF && !n->name) {
     check_expr(c, n->lhs);
     Type t = n->lhs->type;
+    int align;
     value = t.kind == TY_INT ? (t.is_pointer ? 8 : t.size)
             : t.kind == TY_RECORD || t.kind == TY_CVAL ? t.size
-                                                          : value_cap(t);
+            : t.kind == TY_TUPLE && t.tuple->c_size ? c_size_of(t, &align)
+                                                     : value_cap(t);
   } else {
     const CType *ct = ctype_parse(n->name, err, sizeof(err));
     if (!ct) {
@@ -672,10 +766,48 @@ static void check_sizeof(Checker *c, Node *n) {
   n->type = ty_int(8, false);
 }
 
+/* &$x: a kernel pointer to the variable's home, typed as what it holds
+ * (integers as int64 / uint64, strings as char arrays, structs as
+ * themselves). *&$x is $x itself, of any type. */
+static void check_address_of(Checker *c, Node *n) {
+  Node *var = n->lhs;
+  Type t = var->type;
+  const CType *ct = NULL;
+  char err[120];
+  if (var->kind != N_VAR) {
+    error_at(c, n->span, "& takes the address of a $variable only");
+    return;
+  }
+  if (!var->var) return;
+  if (t.kind == TY_INT)
+    ct = t.is_pointer ? ctype_parse("void *", err, sizeof err)
+                      : ctype_parse(t.is_signed ? "int64" : "uint64", err,
+                                    sizeof err);
+  else if (t.kind == TY_STR)
+    ct = ctype_array_of(ctype_parse("char", err, sizeof err), t.size);
+  else if (t.kind == TY_CVAL)
+    ct = t.ctype;
+  n->type = ty_int(8, false);
+  n->type.is_pointer = true;
+  n->type.as = AS_KERNEL;
+  n->type.ctype = ct;   /* NULL: only *&$x reads it */
+}
+
 static void check_unop(Checker *c, Node *n) {
   check_expr(c, n->lhs);
   Type t = n->lhs->type;
   if (t.kind == TY_NONE) return;
+  if (n->op == '&') {
+    check_address_of(c, n);
+    return;
+  }
+  if (n->op == '*' && n->lhs->kind == N_UNOP && n->lhs->op == '&' &&
+      n->lhs->lhs->kind == N_VAR) {
+    Node *next = n->next;
+    *n = *n->lhs->lhs;   /* *&$x */
+    n->next = next;
+    return;
+  }
   if (n->op == '*') {
     check_deref(c, n);
     return;
@@ -691,29 +823,36 @@ static void check_unop(Checker *c, Node *n) {
     n->type = ty_int(8, n->op == '-' ? true : t.is_signed);
 }
 
-/* cond ? a : b: both integers or both strings. */
+/* cond ? a : b: both integers (bools stay bools), both strings, both
+ * buffers, tuples of one layout, or both calls with no value (the
+ * ternary is then a statement). In a ?: b the value a is the condition's. */
 static void check_ternary(Checker *c, Node *n) {
   check_expr(c, n->cond);
-  check_expr(c, n->then);
+  if (n->then) check_expr(c, n->then);
   check_expr(c, n->els);
-  Type a = n->then->type, b = n->els->type;
+  Type a = n->then ? n->then->type : n->cond->type, b = n->els->type;
   if (n->cond->type.kind != TY_INT && n->cond->type.kind != TY_NONE) {
     error_at(c, n->span, "Invalid condition in ternary: %s",
              kind_name(n->cond->type));
     return;
   }
   if (a.kind == TY_NONE || b.kind == TY_NONE) return;
-  if (a.kind != TY_INT && a.kind != TY_STR) {
+  if (a.kind != TY_INT && a.kind != TY_STR && a.kind != TY_VOID &&
+      a.kind != TY_BUF && a.kind != TY_TUPLE) {
     error_at(c, n->span, "Ternary return type unsupported %s", kind_name(a));
   } else if (a.kind != b.kind) {
     error_at(c, n->span, "Ternary operator must return the same type: have "
              "'%s' and '%s'", kind_name(a), kind_name(b));
   } else if (a.kind == TY_INT) {
     n->type = ty_int(8, result_signed(a, b));
+    n->type.is_bool = a.is_bool && b.is_bool;
     /* c ? ONE : TWO stays of their enum */
     if (a.enum_def == b.enum_def) n->type.enum_def = a.enum_def;
+  } else if (a.kind == TY_TUPLE && !same_layout(a, b)) {
+    error_at(c, n->span, "Ternary operator must return the same type: have "
+             "'%s' and '%s'", TYPE_NAME(a), TYPE_NAME(b));
   } else {
-    n->type = ty_str(a.size > b.size ? a.size : b.size);
+    n->type = a.size >= b.size ? a : b;   /* strings, buffers: the larger */
   }
 }
 

@@ -19,6 +19,7 @@ typedef struct Checker {
   bool in_assign_rhs;  /* aggregation calls are only valid there */
   int loop_depth;      /* while loops around the statement being checked */
   int frame;           /* 0, or the for-over-map body being checked */
+  int frame_parent[64];  /* the frame each for-over-map body is in */
   int nframes;         /* for-over-map bodies seen in this probe */
   int strlen;          /* str() buffer size: BPFTRACE_STRLEN or config */
   int map_keys;        /* max entries of a map: BPFTRACE_MAP_KEYS_MAX ... */

@@ -413,6 +413,13 @@ bool ctype_field_path(const CType *t, const char *path, CField *out) {
   return true;
 }
 
+const CType *ctype_array_of(const CType *elem, int n) {
+  CType *arr = new_type(C_ARRAY, NULL, elem->size * n, elem->align);
+  arr->target = elem;
+  arr->nelems = n;
+  return arr;
+}
+
 const CType *ctype_pointer_to(const CType *ct) {
   CType *t = (CType *)ct;
   if (!t->pointer_) {
@@ -678,12 +685,7 @@ static void lay_out(CType *t, const StructDef *def, Diag *d);
 
 /* An array of t for each of the member's dimensions, innermost first. */
 static const CType *member_array(const StructField *sf, const CType *t) {
-  for (int i = sf->ndims - 1; i >= 0; i--) {
-    CType *arr = new_type(C_ARRAY, NULL, t->size * sf->dims[i], t->align);
-    arr->target = t;
-    arr->nelems = sf->dims[i];
-    t = arr;
-  }
+  for (int i = sf->ndims - 1; i >= 0; i--) t = ctype_array_of(t, sf->dims[i]);
   return t;
 }
 
@@ -728,12 +730,14 @@ static const CType *member_type(const StructField *sf, Diag *d) {
 }
 
 /* Lays out one script struct: each member at the next multiple of its
- * alignment (at 0 in a union), the size rounded up to the largest. */
+ * alignment (at 0 in a union; anywhere when packed), the size rounded up
+ * to the largest. A bitfield goes on in the unit of its type the bits
+ * before it are in if it fits there, else starts the next one. */
 static void lay_out(CType *t, const StructDef *def, Diag *d) {
   int n = 0;
   for (const StructField *sf = def->fields; sf; sf = sf->next) n++;
   t->fields_ = xcalloc((size_t)(n ? n : 1), sizeof *t->fields_);
-  int end = 0, align = 1;
+  int end = 0, align = 1, bit_end = 0;
   for (const StructField *sf = def->fields; sf; sf = sf->next) {
     CField dup;
     if (ctype_field(t, sf->name, &dup)) {
@@ -743,12 +747,34 @@ static void lay_out(CType *t, const StructDef *def, Diag *d) {
     }
     const CType *mt = member_type(sf, d);
     if (!mt) continue;
+    if (sf->bits && (mt->kind != C_INT || sf->bits > mt->size * 8)) {
+      diag_error(d, sf->span, "bitfield '%s' needs an integer type of at "
+                 "least %d bits", sf->name, sf->bits);
+      continue;
+    }
+    if (sf->bits && mt->is_signed) {
+      /* bpftrace reads a bitfield's bits as an unsigned value */
+      CType *u = new_type(C_INT, mt->name, mt->size, mt->align);
+      u->is_char = mt->is_char;
+      mt = u;
+    }
     CField *f = &t->fields_[t->nfields_++];
     f->name = sf->name;
     f->type = mt;
-    f->offset = t->kind == C_UNION ? 0 : align_up(end, mt->align);
-    if (f->offset + mt->size > end) end = f->offset + mt->size;
-    if (mt->align > align) align = mt->align;
+    int member_align = def->packed ? 1 : mt->align;
+    if (sf->bits) {
+      int unit = mt->size * 8, at = t->kind == C_UNION ? 0 : bit_end;
+      if (!def->packed && at / unit != (at + sf->bits - 1) / unit)
+        at = align_up(at, unit);
+      place_bitfield(f, at, sf->bits);
+      bit_end = at + sf->bits;
+      if ((bit_end + 7) / 8 > end) end = (bit_end + 7) / 8;
+    } else {
+      f->offset = t->kind == C_UNION ? 0 : align_up(end, member_align);
+      if (f->offset + mt->size > end) end = f->offset + mt->size;
+      bit_end = end * 8;
+    }
+    if (member_align > align) align = member_align;
   }
   t->align = align;
   t->size = align_up(end, align);

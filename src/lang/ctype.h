@@ -97,6 +97,8 @@ int ctype_fields(const CType *t, const CField **fields);
 
 /* The type "pointer to t". */
 const CType *ctype_pointer_to(const CType *t);
+/* An array of n elems. */
+const CType *ctype_array_of(const CType *elem, int n);
 
 /* The value of an enumerator of the kernel's BTF, e.g. BPF_MAP_TYPE_HASH,
  * and its enum type in *type (if type is not NULL). False if there is

@@ -100,6 +100,7 @@ Node *parse_expr(Parser *P);
 static Node *parse_unary(Parser *P);
 Node *parse_block(Parser *P, bool probe_body);
 static Node *parse_block_expr(Parser *P);
+static Node *parse_if_value(Parser *P);
 
 static bool is_lvalue(const Node *n) {
   return n->kind == N_VAR || n->kind == N_MAP;
@@ -322,6 +323,7 @@ static Node *parse_identifier(Parser *P) {
       "if", "else", "while", "unroll", "for", "return", "break", "continue",
       "let", NULL,
   };
+  if (is_word(P, "if")) return parse_if_value(P);
   for (int i = 0; reserved[i]; i++)
     if (is_word(P, reserved[i])) unexpected(P, NULL);
   if (is_word(P, "sizeof")) return parse_sizeof(P);
@@ -429,7 +431,7 @@ static Node *parse_unary(Parser *P) {
   Node *n;
   Token t = P->tok;
   if (t.kind == TK_PUNCT && (t.op == '-' || t.op == '!' || t.op == '~' ||
-                             t.op == '*')) {
+                             t.op == '*' || t.op == '&')) {
     next(P);
     Node *operand = parse_unary(P);
     n = node_new(N_UNOP, span_join(t.span, operand->span));
@@ -491,7 +493,11 @@ static Node *parse_ternary(Parser *P) {
     next(P);
     Node *n = node_new(N_TERNARY, cond->span);
     n->cond = cond;
-    n->then = parse_expr(P);
+    /* a ?: b is a when it is not zero, else b; a is evaluated once */
+    if (is_punct(P, ':'))
+      n->then = NULL;
+    else
+      n->then = parse_expr(P);
     expect(P, ':', ":");
     n->els = parse_ternary(P);
     n->span = span_join(cond->span, n->els->span);
@@ -544,6 +550,60 @@ static Node *parse_if(Parser *P) {
     if (!is_word(P, "if")) unexpected(P, "{ or if");
     slot = &n->els;
   }
+}
+
+/* Whether block b ends in an expression (or an if/else that has values),
+ * which is then its value: `if (c) { x } else { y }` used as a value. */
+static bool has_value(const Node *b) {
+  if (b->lhs) return true;
+  const Node *last = b->body;
+  while (last && last->next) last = last->next;
+  if (!last) return false;
+  if (last->kind == N_EXPR_STMT || last->kind == N_INCDEC) return true;
+  if (last->kind != N_IF || !last->els) return false;
+  return has_value(last->then) &&
+         (last->els->kind == N_IF ? has_value(&(Node){.body = last->els})
+                                  : has_value(last->els));
+}
+
+static Node *if_as_ternary(Node *n);
+
+/* Moves block b's last statement into its value (b->lhs). */
+static void take_value(Node *b) {
+  if (b->lhs) return;
+  Node **last = &b->body;
+  while ((*last)->next) last = &(*last)->next;
+  Node *s = *last;
+  *last = NULL;
+  b->lhs = s->kind == N_EXPR_STMT ? s->lhs
+           : s->kind == N_IF      ? if_as_ternary(s)
+                                  : s;
+}
+
+/* An if/else chain whose branches all have values, as the ternaries it
+ * stands for (has_value must hold). */
+static Node *if_as_ternary(Node *n) {
+  Node *t = node_new(N_TERNARY, n->span);
+  t->cond = n->cond;
+  take_value(n->then);
+  t->then = n->then;
+  if (n->els->kind == N_IF) {
+    t->els = if_as_ternary(n->els);
+  } else {
+    take_value(n->els);
+    t->els = n->els;
+  }
+  t->span = span_join(n->span, t->els->span);
+  return t;
+}
+
+/* `if (c) { a } else { b }` where a value is expected. */
+static Node *parse_if_value(Parser *P) {
+  Node *n = parse_if(P);
+  if (!n->els || !has_value(&(Node){.body = n}))
+    parse_error(P, n->span, "an if used as a value needs an else, and "
+                "each branch must end with an expression");
+  return if_as_ternary(n);
 }
 
 /* while (cond) { } and unroll (n) { }: a header then a block. */
@@ -630,8 +690,15 @@ static Node *parse_let(Parser *P) {
     next(P);
     Span at;
     Node *t = node_new(N_CAST, P->tok.span);
-    t->name = parse_type_text(P, &at);
-    parse_array_dims(P, &t->name, &at);
+    if (is_word(P, "typeof")) {   /* the type of an expression */
+      next(P);
+      expect(P, '(', "(");
+      t->lhs = parse_expr(P);
+      at = span_join(t->span, expect(P, ')', ")"));
+    } else {
+      t->name = parse_type_text(P, &at);
+      parse_array_dims(P, &t->name, &at);
+    }
     t->span = at;
     n->cond = t;
     n->span = span_join(n->span, at);
@@ -651,7 +718,11 @@ static Node *parse_let(Parser *P) {
 static Node *parse_simple_stmt(Parser *P) {
   Node *e = parse_expr(P);
   if (e->kind == N_INCDEC) return e;
-  if (P->tok.kind == TK_ASSIGN) {
+  if (P->tok.kind == TK_ASSIGN && P->tok.op == '=' &&
+      e->kind == N_BUILTIN && strcmp(e->name, "_") == 0) {
+    next(P);   /* _ = v: v evaluated, its value discarded on purpose */
+    e = parse_expr(P);
+  } else if (P->tok.kind == TK_ASSIGN) {
     if (!is_lvalue(e)) unexpected(P, "}");
     int op = P->tok.op;
     Span op_span = P->tok.span;
@@ -729,6 +800,10 @@ Node *parse_block_of(Parser *P, bool top, bool value) {
   }
   if (value && open && (cur->kind == N_EXPR_STMT || cur->kind == N_INCDEC)) {
     blk->lhs = cur->kind == N_EXPR_STMT ? cur->lhs : cur;
+    before->next = NULL;
+  } else if (value && cur->kind == N_IF && cur->els &&
+             has_value(&(Node){.body = cur})) {
+    blk->lhs = if_as_ternary(cur);   /* { ...; if (c) { a } else { b } } */
     before->next = NULL;
   }
   blk->body = head.next;

@@ -119,6 +119,7 @@ static ConfigItem *parse_config(Parser *P) {
  * "struct Bar *next;". The last word before '[' or ';' is the name; the
  * words and '*'s before it are the type. */
 static StructField *parse_struct_body(Parser *P);
+static void parse_declarator_rest(Parser *P, StructField *f);
 
 static StructField *parse_struct_member(Parser *P) {
   StructField *f = calloc(1, sizeof *f);
@@ -172,9 +173,38 @@ static StructField *parse_struct_member(Parser *P) {
   f->type = dup_text(type, (int)len);
   f->name = dup_text(name.text, name.len);
   f->span = name.span;
-  if (is_punct(P, ':'))
-    parse_error(P, P->tok.span,
-                "bitfields are not supported in script struct definitions");
+  parse_declarator_rest(P, f);
+  /* "unsigned int a:4, b:8;": more names of the same type */
+  for (StructField *last = f; is_punct(P, ',');) {
+    next(P);
+    if (P->tok.kind != TK_IDENT) unexpected(P, "identifier");
+    StructField *more = calloc(1, sizeof *more);
+    if (!more) abort();
+    more->type = f->type;
+    more->type_span = f->type_span;
+    more->name = dup_text(P->tok.text, P->tok.len);
+    more->span = P->tok.span;
+    next(P);
+    parse_declarator_rest(P, more);
+    last = last->next = more;
+  }
+  /* the last member's ';' may be left out */
+  if (!is_punct(P, '}')) expect(P, ';', ";");
+  return f;
+}
+
+/* What may follow a member's name: ":width" of a bitfield, or [N]...
+ * for an array. */
+static void parse_declarator_rest(Parser *P, StructField *f) {
+  if (is_punct(P, ':')) {
+    next(P);
+    if (P->tok.kind != TK_INT) unexpected(P, "integer");
+    if (P->tok.ival < 1 || P->tok.ival > 64)
+      parse_error(P, P->tok.span, "a bitfield's width must be 1 to 64");
+    f->bits = (int)P->tok.ival;
+    next(P);
+    return;
+  }
   while (is_punct(P, '[')) {
     if (f->ndims == 4)
       parse_error(P, P->tok.span, "an array can have at most 4 dimensions");
@@ -187,9 +217,6 @@ static StructField *parse_struct_member(Parser *P) {
     expect(P, ']', "]");
   }
   f->array_len = f->ndims ? f->dims[0] : 0;
-  /* the last member's ';' may be left out */
-  if (!is_punct(P, '}')) expect(P, ';', ";");
-  return f;
 }
 
 /* The members between '{' and '}' (the current token: '{' is behind). */
@@ -201,9 +228,38 @@ static StructField *parse_struct_body(Parser *P) {
       continue;
     }
     if (P->tok.kind == TK_EOF) unexpected(P, "}");
-    cur = cur->next = parse_struct_member(P);
+    cur->next = parse_struct_member(P);
+    while (cur->next) cur = cur->next;
   }
   return head.next;
+}
+
+/* __attribute__((a, b(args), ...)) after a struct's '}': packed makes
+ * it without padding; the others (aligned, ...) change nothing here. */
+static void parse_struct_attribute(Parser *P, StructDef *def) {
+  next(P);
+  expect(P, '(', "(");
+  expect(P, '(', "(");
+  while (!is_punct(P, ')')) {
+    if (P->tok.kind != TK_IDENT) unexpected(P, "attribute");
+    if (token_is_word(&P->tok, "packed") ||
+        token_is_word(&P->tok, "__packed__"))
+      def->packed = true;
+    next(P);
+    if (is_punct(P, '(')) {   /* its arguments */
+      for (int depth = 0;;) {
+        if (P->tok.kind == TK_EOF) unexpected(P, ")");
+        depth += is_punct(P, '(') - is_punct(P, ')');
+        next(P);
+        if (!depth) break;
+      }
+    }
+    if (!is_punct(P, ',')) break;
+    next(P);
+  }
+  expect(P, ')', ")");
+  if (!is_punct(P, ')')) unexpected(P, ")");
+  next_top(P);   /* the next top-level item may follow */
 }
 
 /* struct Foo { members } or union Foo { ... } at top level; the ';' after
@@ -222,6 +278,9 @@ static StructDef *parse_struct_definition(Parser *P) {
   next(P);
   def->fields = parse_struct_body(P);
   next_top(P);
+  /* read as where an attach point may start: compare the text */
+  while (P->tok.len == 13 && !strncmp(P->tok.text, "__attribute__", 13))
+    parse_struct_attribute(P, def);
   if (is_punct(P, ';')) next_top(P);
   return def;
 }

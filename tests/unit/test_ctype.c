@@ -153,8 +153,10 @@ static void test_script_struct_errors(void) {
   EXPECT("errors_incomplete",
          strstr(p.msgs, "stdin:2:12-20: ERROR: Member 'b' has incomplete type "
                         "'struct B'") != NULL);
-  parse_and_define(&p, "struct A { int a : 3; } BEGIN { }");
-  EXPECT("errors_bitfield", !p.script && strstr(p.msgs, "bitfields"));
+  parse_and_define(&p, "struct A { int a : 40; } BEGIN { }");
+  EXPECT("errors_bitfield_too_wide",
+         p.errors && strstr(p.msgs, "bitfield 'a' needs an integer type "
+                                     "of at least 40 bits"));
   parse_and_define(&p, "struct A { int a[2] int b; } BEGIN { }");
   EXPECT("errors_missing_semicolon",
          !p.script && strstr(p.msgs, "unexpected identifier, expecting ;"));
