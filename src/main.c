@@ -667,7 +667,10 @@ static int load_and_run(Compiled *c, const Options *o, Diag *d) {
     svg = NULL;
     unload_all(c);
   }
-  if (svg) fclose(svg);
+  if (svg) {   /* nothing ran: no half-written flame graph stays */
+    fclose(svg);
+    unlink(o->flamegraph);
+  }
   close_output(out);
   return status;
 }

@@ -56,14 +56,18 @@ int folded_key_frames(const MapSym *m, const uint8_t *key, char ***out) {
   for (int i = 0; i < m->nkeys; i++)
     if (!is_stack(&m->key_types[i]))
       frames_push(&frames, &n, key_text(m, i, key));
-  for (int i = 0; i < m->nkeys; i++) {
-    if (!is_stack(&m->key_types[i])) continue;
-    uint64_t v;
-    memcpy(&v, key + m->key_off[i], 8);
-    char **names;
-    int k = stack_frame_names(&m->key_types[i], v, &names);
-    for (int j = k - 1; j >= 0; j--) frames_push(&frames, &n, names[j]);
-    free(names);
+  /* User stacks first: the kernel runs on top of them. */
+  for (int pass = 0; pass < 2; pass++) {
+    int want = pass == 0 ? NAMED_USTACK : NAMED_KSTACK;
+    for (int i = 0; i < m->nkeys; i++) {
+      if (m->key_types[i].named != want) continue;
+      uint64_t v;
+      memcpy(&v, key + m->key_off[i], 8);
+      char **names;
+      int k = stack_frame_names(&m->key_types[i], v, &names);
+      for (int j = k - 1; j >= 0; j--) frames_push(&frames, &n, names[j]);
+      free(names);
+    }
   }
   *out = frames;
   return n;

@@ -4,9 +4,9 @@
  * by ';', then a space and the entry's number.
  *
  * A key's frames are its keys that are not stacks (e.g. comm), in key
- * order, as root frames, then the frames of each stack key, in key order,
- * outermost first (so @[ustack, kstack] puts the kernel frames above the
- * user ones). Frames are bare function names; ';' and control characters
+ * order, as root frames, then the frames of each stack key, outermost
+ * first: the user stacks' (in key order), then the kernel stacks', which
+ * run on top of them, whatever the key order. Frames are bare function names; ';' and control characters
  * in a frame become '_'. */
 #ifndef LOUPE_RUNTIME_FOLDED_H
 #define LOUPE_RUNTIME_FOLDED_H
