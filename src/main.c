@@ -23,6 +23,7 @@
 #include "codegen/codegen.h"
 #include "probes/expand.h"
 #include "probes/list.h"
+#include "runtime/flamegraph.h"
 #include "runtime/info.h"
 #include "runtime/load.h"
 #include "probes/provider.h"
@@ -75,8 +76,16 @@ static const char usage_text[] =
     "                   and loupe stops when it exits; with -l, list the\n"
     "                   uprobes and usdt probes of the files it maps\n"
     "    -B MODE        output buffering: 'line' (default), 'full', 'none'\n"
-    "    -f FORMAT      output format: 'text' (default) or 'json' (one\n"
-    "                   JSON record per line, as bpftrace -f json)\n"
+    "    -f FORMAT      output format: 'text' (default), 'json' (one\n"
+    "                   JSON record per line, as bpftrace -f json) or\n"
+    "                   'folded': maps keyed by kstack or ustack as folded\n"
+    "                   stacks (\"root;...;leaf COUNT\", for flamegraph.pl,\n"
+    "                   speedscope), their other keys as root frames; at\n"
+    "                   exit the other maps print as text on stderr\n"
+    "    --flamegraph FILE.svg\n"
+    "                   at exit, also write the maps keyed by a stack as an\n"
+    "                   interactive SVG flame graph (hover: samples; click:\n"
+    "                   zoom; search box)\n"
     "    -q             quiet: do not print the \"Attached N probes\" line\n"
     "    -d             dry run: print the generated BPF programs as\n"
     "                   assembly, under the script lines they come from,\n"
@@ -145,7 +154,8 @@ typedef struct Options {
   bool list;               /* -l */
   const char *list_pattern;
   bool quiet;
-  int format;              /* -f: OUT_TEXT or OUT_JSON */
+  int format;              /* -f: OUT_TEXT, OUT_JSON or OUT_FOLDED */
+  const char *flamegraph;  /* --flamegraph FILE.svg */
   bool dry_run;            /* -d, --dry-run: compile only, load nothing */
   bool show_programs;      /* -d, -v: print the programs as assembly */
   bool no_warnings;        /* --no-warnings */
@@ -231,7 +241,7 @@ static int parse_pid(const char *arg) {
 
 /* Long options without a short form, beyond every char value. */
 enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_PROBE_FILTER, OPT_MODE, OPT_INFO,
-       OPT_USDT_FILE_ACTIVATION };
+       OPT_USDT_FILE_ACTIVATION, OPT_FLAMEGRAPH };
 
 /* Fills o from argv. Exits for --help, --version and bad usage. */
 static void parse_options(int argc, char **argv, Options *o) {
@@ -248,6 +258,7 @@ static void parse_options(int argc, char **argv, Options *o) {
       {"output", required_argument, NULL, 'o'},
       {"info", no_argument, NULL, OPT_INFO},
       {"usdt-file-activation", no_argument, NULL, OPT_USDT_FILE_ACTIVATION},
+      {"flamegraph", required_argument, NULL, OPT_FLAMEGRAPH},
       {NULL, 0, NULL, 0},
   };
   memset(o, 0, sizeof(*o));
@@ -278,10 +289,12 @@ static void parse_options(int argc, char **argv, Options *o) {
         o->format = OUT_TEXT;
       } else if (!strcmp(optarg, "json")) {
         o->format = OUT_JSON;
+      } else if (!strcmp(optarg, "folded")) {
+        o->format = OUT_FOLDED;
       } else {
         /* bpftrace's words: scripts' wrappers may look for them. */
         fprintf(stderr, "ERROR: Invalid output format \"%s\"\n"
-                "Valid formats: 'text', 'json'\n", optarg);
+                "Valid formats: 'text', 'json', 'folded'\n", optarg);
         exit(1);
       }
       break;
@@ -291,6 +304,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     case OPT_DRY_RUN: o->dry_run = true; break;
     case OPT_NO_WARNINGS: o->no_warnings = true; break;
     case OPT_PROBE_FILTER: o->probe_filter = optarg; break;
+    case OPT_FLAMEGRAPH: o->flamegraph = optarg; break;
     case OPT_MODE:
       if (strcmp(optarg, "run") && strcmp(optarg, "bench")) {
         fprintf(stderr, "loupe: --mode must be 'run' or 'bench', not "
@@ -648,13 +662,25 @@ static void child_finish(Child *ch) {
 
 /* load → attach → run → detach → unload. Returns the exit status. */
 static int load_and_run(Compiled *c, const Options *o, Diag *d) {
+  FILE *svg = NULL;
+  if (o->flamegraph && !(svg = flamegraph_open(c, o->flamegraph)))
+    return 1;
   FILE *out = open_output(o);
-  if (!out) return 1;
+  if (!out) {
+    if (svg) fclose(svg);
+    return 1;
+  }
   catch_stop_signals();
   int status = 1;
   if (load_all(c, d) == 0) {
     status = attach_and_run(c, o, out, d);
+    if (svg && flamegraph_write(c, svg, o->flamegraph) < 0) status = 1;
+    svg = NULL;
     unload_all(c);
+  }
+  if (svg) {   /* nothing ran: no half-written flame graph stays */
+    fclose(svg);
+    unlink(o->flamegraph);
   }
   close_output(out);
   return status;

@@ -31,6 +31,7 @@
  */
 #define _GNU_SOURCE   /* sigabbrev_np, for signal_name() */
 #include "runtime/print.h"
+#include "runtime/folded.h"
 #include "runtime/print_stack.h"
 
 #include "builtins/builtin.h"
@@ -902,8 +903,21 @@ static void json_map(const MapSym *m, const MapDump *d, int first,
   fputs("}}\n", out);
 }
 
+int map_entries(const MapSym *m, MapEntryFn *fn, void *ctx) {
+  MapDump d;
+  int err = map_dump(m, &d);
+  if (!err) sort_entries(&d);
+  for (int i = 0; !err && i < d.n; i++)
+    fn(m, d.entries[i].key, d.entries[i].order, value_is_signed(m), i, d.n,
+       ctx);
+  map_dump_free(&d);
+  return err;
+}
+
 int print_map_as(const MapSym *m, int64_t top, int64_t div, OutFormat fmt,
                  FILE *out) {
+  if (fmt == OUT_FOLDED && map_has_stack_key(m))
+    return folded_map(m, top, div, NULL, out);
   MapDump d;
   int err = map_dump(m, &d);
   if (err) {
@@ -946,6 +960,11 @@ void print_all_maps_as(const Compiled *c, OutFormat fmt, FILE *out) {
   for (int i = 0; i < c->nmaps; i++)
     if (!c->maps[i]->internal && c->maps[i]->fd >= 0) order[n++] = c->maps[i];
   if (n > 0) qsort(order, n, sizeof *order, compare_map_names);
+  if (fmt == OUT_FOLDED) {
+    folded_print_maps(order, n, out);
+    free(order);
+    return;
+  }
   /* bpftrace writes the two empty lines in JSON mode too. */
   fputs("\n\n", out);
   for (int i = 0; i < n; i++) print_map_as(order[i], 0, 1, fmt, out);

@@ -7,9 +7,9 @@
 
 #include "codegen/program.h"
 
-/* The output format (-f): bpftrace's text, or its JSON records, one per
- * line. */
-typedef enum OutFormat { OUT_TEXT, OUT_JSON } OutFormat;
+/* The output format (-f): bpftrace's text, its JSON records, one per
+ * line, or folded stacks (folded.h) for flame graph tools. */
+typedef enum OutFormat { OUT_TEXT, OUT_JSON, OUT_FOLDED } OutFormat;
 
 /* Strings of max_strlen bytes read by str() were cut there:
  * printing adds the trailer after them, as bpftrace does. */
@@ -40,6 +40,14 @@ int printf_parse(const char *fmt, char *conv_out, int max, char *err,
  * one; in JSON an empty map prints nothing. Returns 0 or a negative errno. */
 int print_map_as(const MapSym *m, int64_t top, int64_t div, OutFormat fmt,
                  FILE *out);
+
+/* Calls fn for every entry of the map, in print()'s order, with its key
+ * and the number it sorts by (a count or sum, an integer value, a
+ * histogram's total count, an average), signed as `sign` says; `i` of `n`.
+ * Returns 0 or a negative errno. */
+typedef void MapEntryFn(const MapSym *m, const uint8_t *key, uint64_t number,
+                        bool sign, int i, int n, void *ctx);
+int map_entries(const MapSym *m, MapEntryFn *fn, void *ctx);
 
 /* print_map_as(m, 0, 1, OUT_TEXT, out). */
 int print_map(const MapSym *m, FILE *out);

@@ -106,19 +106,28 @@ static void user_frame(StackMode mode, int pid, uint64_t ip, int indent) {
   }
 }
 
-const char *stack_text(const Type *t, uint64_t v, int indent) {
-  text_len = 0;
-  text_add("%s", "");
+/* The addresses of stack value v, leaf first, ending at the first 0
+ * (t->stack_limit of them); NULL for no stack. */
+static uint64_t *stack_ips(const Type *t, uint64_t v) {
   uint32_t id = (uint32_t)(v & STACK_ID_MASK);
   int limit = t->stack_limit;
   int fd = stack_map_fd(limit);
-  if (id == 0 || fd < 0 || limit <= 0) return text;
+  if (id == 0 || fd < 0 || limit <= 0) return NULL;
   uint64_t *ips = calloc((size_t)limit, sizeof(uint64_t));
   id -= 1;
   if (!ips || bpf_map_lookup_elem(fd, &id, ips) != 0) {
     free(ips);
-    return text;
+    return NULL;
   }
+  return ips;
+}
+
+const char *stack_text(const Type *t, uint64_t v, int indent) {
+  text_len = 0;
+  text_add("%s", "");
+  int limit = t->stack_limit;
+  uint64_t *ips = stack_ips(t, v);
+  if (!ips) return text;
   bool user = t->named == NAMED_USTACK;
   int pid = (int)(v >> 32);
   text_add("\n");
@@ -130,6 +139,29 @@ const char *stack_text(const Type *t, uint64_t v, int indent) {
   }
   free(ips);
   return text;
+}
+
+int stack_frame_names(const Type *t, uint64_t v, char ***out) {
+  *out = NULL;
+  uint64_t *ips = stack_ips(t, v);
+  int n = 0;
+  while (ips && n < t->stack_limit && ips[n]) n++;
+  char **names = n ? calloc((size_t)n, sizeof(char *)) : NULL;
+  for (int i = 0; names && i < n; i++) {
+    uint64_t off;
+    USym s = {0};
+    const char *name;
+    if (t->named == NAMED_USTACK)
+      name = usyms_lookup((int)(v >> 32), ips[i], false, &s) ? s.name : NULL;
+    else
+      name = kallsyms_name(ips[i], &off);
+    char hex[24];
+    snprintf(hex, sizeof hex, "0x%" PRIx64, ips[i]);
+    names[i] = strdup(name ? name : hex);
+  }
+  free(ips);
+  *out = names;
+  return names ? n : 0;
 }
 
 const char *symbol_text(const Type *t, uint64_t v, char *buf, size_t len) {

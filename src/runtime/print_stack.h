@@ -31,6 +31,12 @@ void stack_map_register(int limit, const MapSym *m);
  * bpftrace uses 4 in map keys). Valid until the next call. */
 const char *stack_text(const Type *t, uint64_t v, int indent);
 
+/* The frames of stack value v of type t, leaf first, as bare function
+ * names (no offsets; "0x..." where no symbol holds the address), for
+ * folded stacks and flame graphs: a malloc'd array of malloc'd strings in
+ * *out (NULL when none). Returns how many. */
+int stack_frame_names(const Type *t, uint64_t v, char ***out);
+
 /* ksym or usym value v as text in buf: the symbol's name, or the address
  * in hex when none holds it. */
 const char *symbol_text(const Type *t, uint64_t v, char *buf, size_t len);
