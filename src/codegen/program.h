@@ -180,6 +180,7 @@ typedef struct Compiled {
   int nprogs;
   int ringbuf_fd;          /* internal maps, created by load */
   int scratch_fd;
+  int lost_fd;             /* per-CPU count of records the ring refused */
   uint32_t scratch_size;   /* bytes per CPU of the scratch area */
   uint32_t ringbuf_size;   /* 0: the default */
   const char *license;     /* NULL: GPL */
@@ -190,5 +191,6 @@ typedef struct Compiled {
 /* Pseudo map ids used in LD_IMM64 map loads for the internal maps. */
 #define MAP_ID_RINGBUF  (-1)
 #define MAP_ID_SCRATCH  (-2)
+#define MAP_ID_LOST     (-3)
 
 #endif

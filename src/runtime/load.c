@@ -70,6 +70,13 @@ static int create_internal_maps(Compiled *c, Diag *d) {
     report_bpf_failure(d, no_span, errno, "the ring buffer", "loupe_events");
     return -1;
   }
+  c->lost_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "loupe_lost",
+                              sizeof(uint32_t), sizeof(uint64_t), 1, NULL);
+  if (c->lost_fd < 0) {
+    report_bpf_failure(d, no_span, errno, "the lost-event count",
+                       "loupe_lost");
+    return -1;
+  }
   if (c->scratch_size == 0) return 0;
   c->scratch_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "loupe_scratch",
                                  sizeof(uint32_t), c->scratch_size, 1, NULL);
@@ -108,6 +115,7 @@ static int create_script_map(MapSym *m, Diag *d) {
 static int map_fd_for_id(const Compiled *c, int id) {
   if (id == MAP_ID_RINGBUF) return c->ringbuf_fd;
   if (id == MAP_ID_SCRATCH) return c->scratch_fd;
+  if (id == MAP_ID_LOST) return c->lost_fd;
   if (id >= 0 && id < c->nmaps) return c->maps[id]->fd;
   return -1;
 }
@@ -396,7 +404,7 @@ static int load_prog(Compiled *c, BpfProg *p, Diag *d) {
 /* Marks everything as not yet created, so unload_all closes only what
  * this run opened. */
 static void reset_fds(Compiled *c) {
-  c->ringbuf_fd = c->scratch_fd = -1;
+  c->ringbuf_fd = c->scratch_fd = c->lost_fd = -1;
   for (int i = 0; i < c->nmaps; i++) c->maps[i]->fd = -1;
   for (int i = 0; i < c->nprogs; i++) c->progs[i].fd = -1;
 }
@@ -494,5 +502,6 @@ void unload_all(Compiled *c) {
   for (int i = 0; i < c->nprogs; i++) close_fd(&c->progs[i].fd);
   for (int i = 0; i < c->nmaps; i++) close_fd(&c->maps[i]->fd);
   close_fd(&c->ringbuf_fd);
+  close_fd(&c->lost_fd);
   close_fd(&c->scratch_fd);
 }

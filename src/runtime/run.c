@@ -59,6 +59,7 @@ typedef struct RunState {
   int target_pid;    /* -p: the traced process, else 0 */
   int target_fd;     /* its pidfd (readable once it exits), else -1 */
   bool bench;        /* --mode bench */
+  uint64_t lost;     /* lost events already reported */
 } RunState;
 
 /* Handles one ring buffer record: an EventHeader and its payload. Drops
@@ -83,12 +84,11 @@ int run_handle_record(Compiled *c, FILE *out, int format, int *exit_seen,
 
 static int on_record(void *ctx, void *data, size_t size) {
   RunState *st = ctx;
-  /* A negative return makes libbpf stop consuming and return it. */
-  if (st->budget == 0) return -EAGAIN;
-  st->budget--;
   st->handled++;
-  return run_handle_record(st->c, st->out, st->format, &st->exit_seen, data,
-                           size);
+  run_handle_record(st->c, st->out, st->format, &st->exit_seen, data, size);
+  /* A negative return makes libbpf stop consuming and return it; libbpf
+   * has moved past this record by then, so it is handled first. */
+  return --st->budget > 0 ? 0 : -EAGAIN;
 }
 
 /* libbpf keeps consuming as long as records keep coming, so with a flood
@@ -106,6 +106,27 @@ static void drain(RunState *st, struct ring_buffer *rb) {
   if (!rb) return;
   set_budget(st);
   ring_buffer__consume(rb);
+}
+
+/* Reports the records the ring buffer refused since the last report (the
+ * programs count them per CPU), as bpftrace does: a "Lost N events" line
+ * in the output, or a lost_events record with -f json. */
+static void report_lost(RunState *st) {
+  int ncpus = libbpf_num_possible_cpus();
+  if (st->c->lost_fd < 0 || ncpus <= 0) return;
+  uint64_t per_cpu[ncpus], total = 0;
+  uint32_t key = 0;
+  if (bpf_map_lookup_elem(st->c->lost_fd, &key, per_cpu) < 0) return;
+  for (int i = 0; i < ncpus; i++) total += per_cpu[i];
+  if (total <= st->lost) return;
+  uint64_t n = total - st->lost;
+  st->lost = total;
+  if (st->format == OUT_JSON)
+    fprintf(st->out, "{\"type\": \"lost_events\", \"data\": {\"events\": "
+            "%llu}}\n", (unsigned long long)n);
+  else
+    fprintf(st->out, "Lost %llu events\n", (unsigned long long)n);
+  st->handled++;
 }
 
 /* ---- signals ---------------------------------------------------------- */
@@ -326,6 +347,7 @@ static void event_loop(RunState *st, struct ring_buffer *rb, int timeout_ms) {
     } else {
       usleep(slice * 1000);
     }
+    report_lost(st);
     if (usr1_pending) {
       usr1_pending = 0;
       run_special(st, rb, "self");
@@ -409,9 +431,11 @@ int run_finish(Run *r) {
   /* Records queued before the stop are still handled (or dropped if the
    * stop was exit()); END's own records always are. */
   drain(st, r->rb);
+  report_lost(st);
   int status = st->exit_seen ? st->exit_seen - 1 : 0;
   st->exit_seen = 0;
   run_special(st, r->rb, "END");
+  report_lost(st);
 
   if (!st->c->no_exit_print) print_all_maps_as(st->c, st->format, st->out);
   fflush(st->out);
