@@ -35,6 +35,7 @@
 /* Set by SIGINT/SIGTERM from just before loading until run_script installs
  * its own handling; run_script treats it as a stop request (see run.h). */
 volatile sig_atomic_t loupe_stop_requested;
+volatile sig_atomic_t loupe_output_closed;
 
 static const char usage_text[] =
     "USAGE:\n"
@@ -477,6 +478,11 @@ static void print_programs(const Compiled *c, const Source *src, FILE *out) {
 
 static void on_stop_signal(int sig) { loupe_stop_requested = 1; }
 
+/* A write to a pipe nobody reads then fails with EPIPE, which run notices,
+ * rather than killing loupe before it detached and ended the -c command.
+ * A handler, not SIG_IGN, so the commands loupe starts get the default. */
+static void on_broken_pipe(int sig) { (void)sig; }
+
 /* From here until run_script takes over, Ctrl-C must not kill the process
  * with probes half attached: it only records the wish to stop. */
 static void catch_stop_signals(void) {
@@ -487,6 +493,8 @@ static void catch_stop_signals(void) {
   sa.sa_flags = SA_RESTART;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  sa.sa_handler = on_broken_pipe;
+  sigaction(SIGPIPE, &sa, NULL);
 }
 
 static FILE *open_output(const Options *o) {
@@ -684,5 +692,9 @@ int main(int argc, char **argv) {
     return 1;
   int status = run_main(&o, &d);
   child_finish(&child);
+  if (loupe_output_closed) {
+    signal(SIGPIPE, SIG_DFL);
+    raise(SIGPIPE);
+  }
   return status;
 }

@@ -39,6 +39,7 @@
 /* main.c defines the flag; this weak definition only stands in when run.o
  * is linked without main (unit tests). */
 __attribute__((weak)) volatile sig_atomic_t loupe_stop_requested;
+__attribute__((weak)) volatile sig_atomic_t loupe_output_closed;
 
 /* bpftrace polls its buffers every 100 ms; a signal that arrives just
  * before the poll starts is noticed at the latest this much later. */
@@ -82,10 +83,29 @@ int run_handle_record(Compiled *c, FILE *out, int format, int *exit_seen,
   return 0;
 }
 
+/* The output is a pipe whose reader has gone: stop, as after Ctrl-C. */
+static void output_closed(void) {
+  loupe_output_closed = 1;
+  loupe_stop_requested = 1;
+}
+
+/* Whether out is a pipe whose reader has gone, so that a run that prints
+ * rarely still ends as soon as its reader does (poll reports POLLERR on
+ * such a pipe; never on a terminal or a file). */
+static bool reader_gone(FILE *out) {
+  struct pollfd p = {.fd = fileno(out), .events = 0};
+  return p.fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
+
 static int on_record(void *ctx, void *data, size_t size) {
   RunState *st = ctx;
+  if (loupe_output_closed) return -EPIPE;   /* nobody reads what it prints */
   st->handled++;
   run_handle_record(st->c, st->out, st->format, &st->exit_seen, data, size);
+  if (ferror(st->out) && reader_gone(st->out)) {
+    output_closed();
+    return -EPIPE;
+  }
   /* A negative return makes libbpf stop consuming and return it; libbpf
    * has moved past this record by then, so it is handled first. */
   return --st->budget > 0 ? 0 : -EAGAIN;
@@ -340,7 +360,8 @@ static void event_loop(RunState *st, struct ring_buffer *rb, int timeout_ms) {
     if (rb) {
       set_budget(st);
       int err = ring_buffer__poll(rb, slice);
-      if (err < 0 && err != -EINTR && err != -EAGAIN) {
+      if (err < 0 && err != -EINTR && err != -EAGAIN &&
+          err != -EPIPE) {
         fprintf(stderr, "loupe: reading events failed: %s\n", strerror(-err));
         break;
       }
@@ -353,9 +374,10 @@ static void event_loop(RunState *st, struct ring_buffer *rb, int timeout_ms) {
       run_special(st, rb, "self");
     }
     if (st->handled) {
-      fflush(st->out);
+      if (fflush(st->out) == EOF && errno == EPIPE) output_closed();
       st->handled = 0;
     }
+    if (reader_gone(st->out)) output_closed();
   }
 }
 
