@@ -14,6 +14,10 @@
  * bpftrace's JSON records: printf, time, cat, join and "syscall" (the
  * output of system(), which loupe reads from the command and writes out
  * itself so that it stays in order with everything else).
+ *
+ * Records the ring had no room for are counted by the programs (the
+ * loupe_lost per-CPU map) and reported after each poll and at exit. When
+ * the output's reader goes away the run stops as after Ctrl-C.
  */
 #include "runtime/run.h"
 
