@@ -228,7 +228,7 @@ void emit_event(Gen *g, uint32_t kind, uint32_t index) {
 }
 
 /* Ends an output subprogram: if the ring refused the record (r0 < 0),
- * one more in the per-CPU count user space reports as lost events. Only
+ * one more in the count user space reports as lost events. Only
  * the failure path does any work. */
 static void emit_count_lost(Gen *g) {
   int sent = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));

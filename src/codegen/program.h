@@ -180,7 +180,7 @@ typedef struct Compiled {
   int nprogs;
   int ringbuf_fd;          /* internal maps, created by load */
   int scratch_fd;
-  int lost_fd;             /* per-CPU count of records the ring refused */
+  int lost_fd;             /* count of records the ring refused */
   uint32_t scratch_size;   /* bytes per CPU of the scratch area */
   uint32_t ringbuf_size;   /* 0: the default */
   const char *license;     /* NULL: GPL */

@@ -70,7 +70,10 @@ static int create_internal_maps(Compiled *c, Diag *d) {
     report_bpf_failure(d, no_span, errno, "the ring buffer", "loupe_events");
     return -1;
   }
-  c->lost_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "loupe_lost",
+  /* One counter for all CPUs, added to atomically and only when a record
+   * is refused: no per-CPU copies for user space to size, which a
+   * container's /sys/devices/system/cpu/possible may misstate. */
+  c->lost_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "loupe_lost",
                               sizeof(uint32_t), sizeof(uint64_t), 1, NULL);
   if (c->lost_fd < 0) {
     report_bpf_failure(d, no_span, errno, "the lost-event count",

@@ -16,7 +16,7 @@
  * itself so that it stays in order with everything else).
  *
  * Records the ring had no room for are counted by the programs (the
- * loupe_lost per-CPU map) and reported after each poll and at exit. When
+ * loupe_lost map) and reported after each poll and at exit. When
  * the output's reader goes away the run stops as after Ctrl-C.
  */
 #include "runtime/run.h"
@@ -133,16 +133,15 @@ static void drain(RunState *st, struct ring_buffer *rb) {
 }
 
 /* Reports the records the ring buffer refused since the last report (the
- * programs count them per CPU), as bpftrace does: a "Lost N events" line
+ * programs count them), as bpftrace does: a "Lost N events" line
  * in the output, or a lost_events record with -f json. */
 static void report_lost(RunState *st) {
-  int ncpus = libbpf_num_possible_cpus();
-  if (st->c->lost_fd < 0 || ncpus <= 0) return;
-  uint64_t per_cpu[ncpus], total = 0;
+  uint64_t total = 0;
   uint32_t key = 0;
-  if (bpf_map_lookup_elem(st->c->lost_fd, &key, per_cpu) < 0) return;
-  for (int i = 0; i < ncpus; i++) total += per_cpu[i];
-  if (total <= st->lost) return;
+  if (st->c->lost_fd < 0 ||
+      bpf_map_lookup_elem(st->c->lost_fd, &key, &total) < 0 ||
+      total <= st->lost)
+    return;
   uint64_t n = total - st->lost;
   st->lost = total;
   if (st->format == OUT_JSON)
