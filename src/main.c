@@ -37,6 +37,7 @@
 /* Set by SIGINT/SIGTERM from just before loading until run_script installs
  * its own handling; run_script treats it as a stop request (see run.h). */
 volatile sig_atomic_t loupe_stop_requested;
+volatile sig_atomic_t loupe_output_closed;
 
 static const char usage_text[] =
     "USAGE:\n"
@@ -503,6 +504,11 @@ static void print_programs(const Compiled *c, const Source *src, FILE *out) {
 
 static void on_stop_signal(int sig) { loupe_stop_requested = 1; }
 
+/* A write to a pipe nobody reads then fails with EPIPE, which run notices,
+ * rather than killing loupe before it detached and ended the -c command.
+ * A handler, not SIG_IGN, so the commands loupe starts get the default. */
+static void on_broken_pipe(int sig) { (void)sig; }
+
 /* From here until run_script takes over, Ctrl-C must not kill the process
  * with probes half attached: it only records the wish to stop. */
 static void catch_stop_signals(void) {
@@ -513,6 +519,8 @@ static void catch_stop_signals(void) {
   sa.sa_flags = SA_RESTART;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  sa.sa_handler = on_broken_pipe;
+  sigaction(SIGPIPE, &sa, NULL);
 }
 
 static FILE *open_output(const Options *o) {
@@ -716,11 +724,16 @@ int main(int argc, char **argv) {
   d.no_warnings = o.no_warnings;
   compiled.ringbuf_fd = -1;
   compiled.scratch_fd = compiled.big_scratch_fd = -1;
+  compiled.lost_fd = -1;
   if (o.command && !o.dry_run && geteuid() == 0 &&
       child_spawn(o.command, &child) < 0)
     return 1;
   probe_child_pid = child.pid > 0 ? child.pid : 0;
   int status = run_main(&o, &d);
   child_finish(&child);
+  if (loupe_output_closed) {
+    signal(SIGPIPE, SIG_DFL);
+    raise(SIGPIPE);
+  }
   return status;
 }

@@ -282,6 +282,20 @@ void emit_event(Gen *g, uint32_t kind, uint32_t index) {
   emit_subcall(g, SUB_EVENT + (int)kind);
 }
 
+/* Ends an output subprogram: if the ring refused the record (r0 < 0),
+ * one more in the count user space reports as lost events. Only
+ * the failure path does any work. */
+static void emit_count_lost(Gen *g) {
+  int sent = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  emit_lookup_slot0(g, MAP_ID_LOST);
+  int no_slot = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  emit(g, I_MOV64_IMM(BPF_REG_1, 1));
+  emit(g, I_ATOMIC_ADD(BPF_DW, BPF_REG_0, BPF_REG_1, 0));
+  patch_here(g, sent);
+  patch_here(g, no_slot);
+  emit_return(g);
+}
+
 /* The subprograms the probe called, with their calls patched. */
 void emit_subprograms(Gen *g) {
   for (int sub = 0; sub < NSUBS; sub++) {
@@ -307,7 +321,7 @@ void emit_subprograms(Gen *g) {
       emit_map(g, BPF_REG_1, MAP_ID_RINGBUF);
       emit(g, I_MOV64_IMM(BPF_REG_4, 0));
       emit_call(g, BPF_FUNC_ringbuf_output);
-      emit_return(g);
+      emit_count_lost(g);
     }
     for (int i = 0; i < g->nsubcalls[sub]; i++) {
       int at = g->subcalls[sub][i];

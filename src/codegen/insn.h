@@ -36,6 +36,8 @@ static inline struct bpf_insn insn_make(__u8 code, __u8 dst, __u8 src,
 /* *(size *)(dst + off) = src */
 #define I_STX(size, dst, src, off) insn_make(BPF_STX | (size) | BPF_MEM, dst, src, off, 0)
 /* *(size *)(dst + off) = imm */
+/* *(size *)(dst + off) += src, atomically */
+#define I_ATOMIC_ADD(size, dst, src, off) insn_make(BPF_STX | (size) | BPF_ATOMIC, dst, src, off, BPF_ADD)
 #define I_ST(size, dst, off, imm) insn_make(BPF_ST | (size) | BPF_MEM, dst, 0, off, imm)
 
 /* if (dst op src) goto pc + off + 1 */

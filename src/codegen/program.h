@@ -188,6 +188,7 @@ typedef struct Compiled {
   int nprogs;
   int ringbuf_fd;          /* internal maps, created by load */
   int scratch_fd;
+  int lost_fd;             /* count of records the ring refused */
   uint32_t scratch_size;   /* bytes per CPU of the scratch area */
   int big_scratch_fd;      /* an array with one slot per CPU, for programs
                               whose buffers outgrow a per-CPU slot */
@@ -204,6 +205,7 @@ typedef struct Compiled {
 #define MAP_ID_RINGBUF  (-1)
 #define MAP_ID_SCRATCH  (-2)
 #define MAP_ID_BIG_SCRATCH (-3)
+#define MAP_ID_LOST     (-4)
 
 /* The scratch area: a per-CPU array slot holds up to SCRATCH_SLOT bytes;
  * beyond, a program takes its CPU's slot of a plain array, addressed from

@@ -82,6 +82,16 @@ static int create_internal_maps(Compiled *c, Diag *d) {
       return -1;
     }
   }
+  /* One counter for all CPUs, added to atomically and only when a record
+   * is refused: no per-CPU copies for user space to size, which a
+   * container's /sys/devices/system/cpu/possible may misstate. */
+  c->lost_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "loupe_lost",
+                              sizeof(uint32_t), sizeof(uint64_t), 1, NULL);
+  if (c->lost_fd < 0) {
+    report_bpf_failure(d, no_span, errno, "the lost-event count",
+                       "loupe_lost");
+    return -1;
+  }
   if (c->scratch_size == 0) return 0;
   c->scratch_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "loupe_scratch",
                                  sizeof(uint32_t), c->scratch_size, 1, NULL);
@@ -121,6 +131,7 @@ static int map_fd_for_id(const Compiled *c, int id) {
   if (id == MAP_ID_RINGBUF) return c->ringbuf_fd;
   if (id == MAP_ID_SCRATCH) return c->scratch_fd;
   if (id == MAP_ID_BIG_SCRATCH) return c->big_scratch_fd;
+  if (id == MAP_ID_LOST) return c->lost_fd;
   if (id >= 0 && id < c->nmaps) return c->maps[id]->fd;
   return -1;
 }
@@ -411,7 +422,7 @@ static int load_prog(Compiled *c, BpfProg *p, Diag *d) {
 /* Marks everything as not yet created, so unload_all closes only what
  * this run opened. */
 static void reset_fds(Compiled *c) {
-  c->ringbuf_fd = c->scratch_fd = c->big_scratch_fd = -1;
+  c->ringbuf_fd = c->scratch_fd = c->big_scratch_fd = c->lost_fd = -1;
   for (int i = 0; i < c->nmaps; i++) c->maps[i]->fd = -1;
   for (int i = 0; i < c->nprogs; i++) c->progs[i].fd = -1;
 }
@@ -510,6 +521,7 @@ void unload_all(Compiled *c) {
   for (int i = 0; i < c->nprogs; i++) close_fd(&c->progs[i].fd);
   for (int i = 0; i < c->nmaps; i++) close_fd(&c->maps[i]->fd);
   close_fd(&c->ringbuf_fd);
+  close_fd(&c->lost_fd);
   close_fd(&c->scratch_fd);
   close_fd(&c->big_scratch_fd);
 }

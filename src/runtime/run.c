@@ -14,6 +14,10 @@
  * bpftrace's JSON records: printf, time, cat, join and "syscall" (the
  * output of system(), which loupe reads from the command and writes out
  * itself so that it stays in order with everything else).
+ *
+ * Records the ring had no room for are counted by the programs (the
+ * loupe_lost map) and reported after each poll and at exit. When
+ * the output's reader goes away the run stops as after Ctrl-C.
  */
 #include "runtime/run.h"
 
@@ -39,6 +43,7 @@
 /* main.c defines the flag; this weak definition only stands in when run.o
  * is linked without main (unit tests). */
 __attribute__((weak)) volatile sig_atomic_t loupe_stop_requested;
+__attribute__((weak)) volatile sig_atomic_t loupe_output_closed;
 
 /* bpftrace polls its buffers every 100 ms; a signal that arrives just
  * before the poll starts is noticed at the latest this much later. */
@@ -59,6 +64,7 @@ typedef struct RunState {
   int target_pid;    /* -p: the traced process, else 0 */
   int target_fd;     /* its pidfd (readable once it exits), else -1 */
   bool bench;        /* --mode bench */
+  uint64_t lost;     /* lost events already reported */
 } RunState;
 
 /* Handles one ring buffer record: an EventHeader and its payload. Drops
@@ -81,14 +87,32 @@ int run_handle_record(Compiled *c, FILE *out, int format, int *exit_seen,
   return 0;
 }
 
+/* The output is a pipe whose reader has gone: stop, as after Ctrl-C. */
+static void output_closed(void) {
+  loupe_output_closed = 1;
+  loupe_stop_requested = 1;
+}
+
+/* Whether out is a pipe whose reader has gone, so that a run that prints
+ * rarely still ends as soon as its reader does (poll reports POLLERR on
+ * such a pipe; never on a terminal or a file). */
+static bool reader_gone(FILE *out) {
+  struct pollfd p = {.fd = fileno(out), .events = 0};
+  return p.fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
+}
+
 static int on_record(void *ctx, void *data, size_t size) {
   RunState *st = ctx;
-  /* A negative return makes libbpf stop consuming and return it. */
-  if (st->budget == 0) return -EAGAIN;
-  st->budget--;
+  if (loupe_output_closed) return -EPIPE;   /* nobody reads what it prints */
   st->handled++;
-  return run_handle_record(st->c, st->out, st->format, &st->exit_seen, data,
-                           size);
+  run_handle_record(st->c, st->out, st->format, &st->exit_seen, data, size);
+  if (ferror(st->out) && reader_gone(st->out)) {
+    output_closed();
+    return -EPIPE;
+  }
+  /* A negative return makes libbpf stop consuming and return it; libbpf
+   * has moved past this record by then, so it is handled first. */
+  return --st->budget > 0 ? 0 : -EAGAIN;
 }
 
 /* libbpf keeps consuming as long as records keep coming, so with a flood
@@ -106,6 +130,26 @@ static void drain(RunState *st, struct ring_buffer *rb) {
   if (!rb) return;
   set_budget(st);
   ring_buffer__consume(rb);
+}
+
+/* Reports the records the ring buffer refused since the last report (the
+ * programs count them), as bpftrace does: a "Lost N events" line
+ * in the output, or a lost_events record with -f json. */
+static void report_lost(RunState *st) {
+  uint64_t total = 0;
+  uint32_t key = 0;
+  if (st->c->lost_fd < 0 ||
+      bpf_map_lookup_elem(st->c->lost_fd, &key, &total) < 0 ||
+      total <= st->lost)
+    return;
+  uint64_t n = total - st->lost;
+  st->lost = total;
+  if (st->format == OUT_JSON)
+    fprintf(st->out, "{\"type\": \"lost_events\", \"data\": {\"events\": "
+            "%llu}}\n", (unsigned long long)n);
+  else
+    fprintf(st->out, "Lost %llu events\n", (unsigned long long)n);
+  st->handled++;
 }
 
 /* ---- signals ---------------------------------------------------------- */
@@ -319,21 +363,24 @@ static void event_loop(RunState *st, struct ring_buffer *rb, int timeout_ms) {
     if (rb) {
       set_budget(st);
       int err = ring_buffer__poll(rb, slice);
-      if (err < 0 && err != -EINTR && err != -EAGAIN) {
+      if (err < 0 && err != -EINTR && err != -EAGAIN &&
+          err != -EPIPE) {
         fprintf(stderr, "loupe: reading events failed: %s\n", strerror(-err));
         break;
       }
     } else {
       usleep(slice * 1000);
     }
+    report_lost(st);
     if (usr1_pending) {
       usr1_pending = 0;
       run_special(st, rb, "self");
     }
     if (st->handled) {
-      fflush(st->out);
+      if (fflush(st->out) == EOF && errno == EPIPE) output_closed();
       st->handled = 0;
     }
+    if (reader_gone(st->out)) output_closed();
   }
 }
 
@@ -409,9 +456,11 @@ int run_finish(Run *r) {
   /* Records queued before the stop are still handled (or dropped if the
    * stop was exit()); END's own records always are. */
   drain(st, r->rb);
+  report_lost(st);
   int status = st->exit_seen ? st->exit_seen - 1 : 0;
   st->exit_seen = 0;
   run_special(st, r->rb, "END");
+  report_lost(st);
 
   if (!st->c->no_exit_print) print_all_maps_as(st->c, st->format, st->out);
   fflush(st->out);

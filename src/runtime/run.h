@@ -45,4 +45,9 @@ int run_script(Compiled *c, const RunOptions *opts);
  * its own handlers may set it too. Defined in main.c. */
 extern volatile sig_atomic_t loupe_stop_requested;
 
+/* Set to 1 by run when the output is a pipe whose reader has gone (as in
+ * `loupe ... | head -1`): the run stops, and main, once the probes are gone
+ * and the -c command ended, dies of SIGPIPE as any writer would. */
+extern volatile sig_atomic_t loupe_output_closed;
+
 #endif
