@@ -521,9 +521,10 @@ static const char *attach_point_end(const char *p) {
     int c = (unsigned char)*p;
     /* a part may be quoted: uprobe:/bin/bash:"echo_builtin"+0 */
     if (c == '"' && p == part && p[-1] == ':') {
-      size_t len = strcspn(p + 1, "\"\n");
-      if (p[1 + len] == '"') {
-        p += 1 + len;
+      const char *q = p + 1;   /* to the closing quote; \" inside */
+      while (*q && *q != '"' && *q != '\n') q += (q[0] == '\\' && q[1]) ? 2 : 1;
+      if (*q == '"') {
+        p = q;
         continue;
       }
     }

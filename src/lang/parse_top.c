@@ -25,15 +25,25 @@ static const char *canonical_provider(const char *name) {
 }
 
 /* A part without the double quotes that may surround it (or its start,
- * as in "echo_builtin"+8): the lexer lets them hold any character. */
+ * as in "echo_builtin"+8): the lexer lets them hold any character, and
+ * \" or \\ for a quote or a backslash (usdt:bin:prov:"\"name\""). */
 static char *unquoted_part(const char *p, const char *e) {
   char *s = dup_text(p, (int)(e - p));
-  char *close = s[0] == '"' ? strchr(s + 1, '"') : NULL;
-  if (close) {
-    memmove(close, close + 1, strlen(close + 1) + 1);
-    memmove(s, s + 1, strlen(s));
+  if (s[0] != '"') return s;
+  char *out = malloc(strlen(s) + 1), *o = out;
+  if (!out) abort();
+  const char *in = s + 1;
+  for (; *in && *in != '"'; in++) {
+    if (in[0] == '\\' && (in[1] == '"' || in[1] == '\\')) in++;
+    *o++ = *in;
   }
-  return s;
+  if (*in != '"') {   /* no closing quote: the part as written */
+    free(out);
+    return s;
+  }
+  strcpy(o, in + 1);
+  free(s);
+  return out;
 }
 
 /* Splits "provider:a:b:c" into its parts; a fifth and later part stays
