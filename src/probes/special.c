@@ -10,6 +10,7 @@
 #include <linux/bpf.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "probes/provider.h"
 
@@ -28,7 +29,8 @@ static int special_expand(AttachPoint *ap, Diag *d) {
     diag_error(d, ap->span, "%s probe type requires 0 arguments", name);
     return -1;
   }
-  one_target(ap, name, NULL);
+  /* `probe` says begin or BEGIN as the script spells it */
+  one_target(ap, strcasecmp(ap->text, name) ? name : ap->text, NULL);
   return 0;
 }
 
