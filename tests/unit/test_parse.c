@@ -199,6 +199,15 @@ static void dump_node(FILE *f, const Node *n) {
     dump_node(f, n->then);
     fputc(')', f);
     break;
+  case N_LET:   /* let $x [: type] [= value] */
+    fputs("(let ", f);
+    dump_node(f, n->lhs);
+    if (n->rhs) {
+      fputc(' ', f);
+      dump_node(f, n->rhs);
+    }
+    fputc(')', f);
+    break;
   }
 }
 
