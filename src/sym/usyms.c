@@ -173,7 +173,11 @@ bool usyms_lookup(int pid, uint64_t addr, bool want_line, USym *out) {
   if (pid > 0) {
     usyms_remember(pid);
     Proc *p = proc_find(pid);
-    if (p && p->dwfl) return lookup_in(p->dwfl, addr, want_line, out);
+    if (p && p->dwfl && lookup_in(p->dwfl, addr, want_line, out))
+      return true;
+    /* a process that exited before its maps were read has an empty map
+     * list: the probed binaries, at their file addresses, are left */
+    memset(out, 0, sizeof(*out));
   }
   return lookup_in(binaries, addr, want_line, out);
 }
