@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include <bpf/bpf.h>
+#include <bpf/libbpf.h>
 
 /* Defined by each provider's own file. */
 extern const Provider tracepoint_provider;
@@ -234,6 +235,13 @@ int probe_pmu_attach(const char *pmu, bool retprobe, int pid, uint64_t config1,
 
 int perf_event_attach(struct perf_event_attr *attr, int pid, int cpu,
                       int prog_fd, LinkSet *links, char *err, size_t errlen) {
+  return perf_event_attach_cookie(attr, pid, cpu, prog_fd, 0, links, err,
+                                  errlen);
+}
+
+int perf_event_attach_cookie(struct perf_event_attr *attr, int pid, int cpu,
+                             int prog_fd, uint64_t cookie, LinkSet *links,
+                             char *err, size_t errlen) {
   attr->size = sizeof(*attr);
   int pfd = syscall(SYS_perf_event_open, attr, pid, cpu, -1,
                     PERF_FLAG_FD_CLOEXEC);
@@ -242,8 +250,10 @@ int perf_event_attach(struct perf_event_attr *attr, int pid, int cpu,
     return -1;
   }
   /* A BPF link detaches by itself when closed; older kernels (before
-   * 5.15) only have the ioctl, which ties the program to the event fd. */
-  int lfd = bpf_link_create(prog_fd, pfd, BPF_PERF_EVENT, NULL);
+   * 5.15) only have the ioctl, which ties the program to the event fd and
+   * has no cookie (usdt then needs locations that read arguments alike). */
+  LIBBPF_OPTS(bpf_link_create_opts, opts, .perf_event.bpf_cookie = cookie);
+  int lfd = bpf_link_create(prog_fd, pfd, BPF_PERF_EVENT, &opts);
   if (lfd >= 0) {
     links_add(links, pfd);
     links_add(links, lfd);

@@ -125,6 +125,10 @@ struct perf_event_attr;
 int perf_event_attach(struct perf_event_attr *attr, int pid, int cpu,
                       int prog_fd,
                       LinkSet *links, char *err, size_t errlen);
+/* The same, with a BPF cookie the program reads (bpf_get_attach_cookie). */
+int perf_event_attach_cookie(struct perf_event_attr *attr, int pid, int cpu,
+                             int prog_fd, uint64_t cookie, LinkSet *links,
+                             char *err, size_t errlen);
 
 /* The dynamic probe PMUs, "kprobe" and "uprobe", of
  * /sys/bus/event_source/devices: the PMU's event type, or -1 if the

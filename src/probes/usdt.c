@@ -342,30 +342,8 @@ static int attach_location(const char *path, const UsdtNote *loc,
   attr.wakeup_events = 1;
   /* as uprobes do: one event for every process, or one following one */
   int pid = attach_pid();
-  int pfd = syscall(SYS_perf_event_open, &attr, pid, pid > 0 ? -1 : 0, -1,
-                    PERF_FLAG_FD_CLOEXEC);
-  if (pfd < 0) {
-    snprintf(err, errlen, "perf_event_open: %s", strerror(errno));
-    return -1;
-  }
-  LIBBPF_OPTS(bpf_link_create_opts, opts, .perf_event.bpf_cookie = cookie);
-  int lfd = bpf_link_create(prog_fd, pfd, BPF_PERF_EVENT, &opts);
-  if (lfd >= 0) {
-    links_add(links, pfd);
-    links_add(links, lfd);
-    return 0;
-  }
-  /* Kernels before 5.15 have no cookies: only the ioctl, which serves
-   * probes whose locations all read their arguments alike. */
-  if (ioctl(pfd, PERF_EVENT_IOC_SET_BPF, prog_fd) < 0 ||
-      ioctl(pfd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
-    snprintf(err, errlen, "attaching the program to the perf event: %s",
-             strerror(errno));
-    close(pfd);
-    return -1;
-  }
-  links_add(links, pfd);
-  return 0;
+  return perf_event_attach_cookie(&attr, pid, pid > 0 ? -1 : 0, prog_fd,
+                                  cookie, links, err, errlen);
 }
 
 /* ---- uprobe_multi links (Linux 6.6) ---------------------------------------

@@ -225,25 +225,33 @@ static void read_symbols(Elf *e, Elf_Scn *scn, const GElf_Shdr *sh,
 
 /* Reads the function symbols of the ELF file at path into l, sorted by
  * name. Returns 0, or -1 with a message in err. */
-int elf_read_functions(const char *path, FuncList *l, char *err,
-                          size_t errlen) {
+Elf *elf_open_file(const char *path, const char *kind, int *fd, char *err,
+                   size_t errlen) {
   if (elf_version(EV_CURRENT) == EV_NONE) {
     snprintf(err, errlen, "libelf: %s", elf_errmsg(-1));
-    return -1;
+    return NULL;
   }
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
+  *fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (*fd < 0) {
     snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-    return -1;
+    return NULL;
   }
-  Elf *e = elf_begin(fd, ELF_C_READ, NULL);
+  Elf *e = elf_begin(*fd, ELF_C_READ, NULL);
   if (!e || elf_kind(e) != ELF_K_ELF) {
-    snprintf(err, errlen, "uprobe target file '%s' is not an ELF file",
+    snprintf(err, errlen, "%s target file '%s' is not an ELF file", kind,
              path);
     if (e) elf_end(e);
-    close(fd);
-    return -1;
+    close(*fd);
+    return NULL;
   }
+  return e;
+}
+
+int elf_read_functions(const char *path, FuncList *l, char *err,
+                          size_t errlen) {
+  int fd;
+  Elf *e = elf_open_file(path, "uprobe", &fd, err, errlen);
+  if (!e) return -1;
   for (Elf_Scn *scn = elf_nextscn(e, NULL); scn; scn = elf_nextscn(e, scn)) {
     GElf_Shdr sh;
     if (gelf_getshdr(scn, &sh) &&

@@ -7,6 +7,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <libelf.h>
+
 typedef struct Func {
   char *name;
   uint64_t offset;   /* in the file */
@@ -50,5 +52,11 @@ void elf_funcs_free(FuncList *l);
  * the PT_LOAD segment whose file image holds it; false if none does. */
 typedef struct Elf Elf;
 bool elf_vaddr_to_offset(Elf *e, uint64_t vaddr, uint64_t *offset);
+
+/* Opens path as an ELF file (libelf set up): the Elf handle, with its
+ * file descriptor in *fd (elf_end, then close), or NULL with a message in
+ * err naming it a `kind` ("uprobe", "usdt") target file. */
+Elf *elf_open_file(const char *path, const char *kind, int *fd, char *err,
+                   size_t errlen);
 
 #endif

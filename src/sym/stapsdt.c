@@ -348,22 +348,9 @@ static void read_notes(Elf *e, UsdtNotes *out) {
 
 int stapsdt_read(const char *path, UsdtNotes *out, char *err,
                  size_t errlen) {
-  if (elf_version(EV_CURRENT) == EV_NONE) {
-    snprintf(err, errlen, "libelf: %s", elf_errmsg(-1));
-    return -1;
-  }
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) {
-    snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-    return -1;
-  }
-  Elf *e = elf_begin(fd, ELF_C_READ, NULL);
-  if (!e || elf_kind(e) != ELF_K_ELF) {
-    snprintf(err, errlen, "usdt target file '%s' is not an ELF file", path);
-    if (e) elf_end(e);
-    close(fd);
-    return -1;
-  }
+  int fd;
+  Elf *e = elf_open_file(path, "usdt", &fd, err, errlen);
+  if (!e) return -1;
   read_notes(e, out);
   elf_end(e);
   close(fd);
