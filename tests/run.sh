@@ -2,8 +2,8 @@
 # Runs loupe's test suite: the unit test binaries (build/unit/test_*), then
 # every declarative test under tests/runtime and tests/errors, then the
 # test scripts tests/tetris/*.sh (exit 0 passes, 77 skips), the fuzzing
-# smoke run tests/fuzz/smoke.sh (LOUPE_FUZZ_SECONDS, default 60), and with
-# LOUPE_VM_TESTS=1 the scripts tests/vm/*.sh, which boot a kernel with
+# smoke run tests/fuzz/smoke.sh (LOUPE_FUZZ_RUNS inputs, default 100000),
+# and with LOUPE_VM_TESTS=1 the scripts tests/vm/*.sh, which boot a kernel with
 # kprobes under QEMU (slow: left out by default, and of CI).
 #
 #   tests/run.sh              all tests

@@ -11,6 +11,7 @@ enum { DEBUGF_MAX_ARGS = 3 };   /* bpf_trace_printk's r3..r5 */
 
 static void check_debugf(Checker *c, Node *n) {
   Node *fmt = n->args;
+  if (!want_args(c, n, 1, -1)) return;
   if (fmt->kind != N_STR) {
     error_at(c, fmt->span, "debugf() expects a string literal as format");
     return;

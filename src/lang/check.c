@@ -327,7 +327,7 @@ static const char *arg_count_words(int k, char *buf, size_t len) {
 
 bool want_args(Checker *c, Node *n, int min, int max) {
   int k = count_args(n);
-  if (k >= min && k <= max) return true;
+  if (k >= min && (max < 0 || k <= max)) return true;
   char words[40];
   if (min == max)
     error_at(c, n->span, "%s() requires %s (%d provided)", n->name,

@@ -111,7 +111,7 @@ int func_name_size(Probe *p);
 /* ---- arguments of calls (check.c) ----------------------------------- */
 
 int count_args(Node *n);
-/* Whether call n has min..max arguments; reports it if not. */
+/* Between min and max arguments (max < 0: no upper bound), else an error. */
 bool want_args(Checker *c, Node *n, int min, int max);
 /* An integer argument of the call n. */
 bool want_int(Checker *c, Node *n, Node *arg);

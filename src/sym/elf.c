@@ -50,8 +50,11 @@ static bool find_library(const char *name, char *out, size_t outlen) {
     char best[NAME_MAX + 1] = "";
     struct dirent *e;
     while ((e = readdir(dir))) {
+      /* The name must match before rest may point past it: a name longer
+       * than d_name would put rest outside the entry. */
+      if (strncmp(e->d_name, name, nlen) != 0) continue;
       const char *rest = e->d_name + nlen;
-      if (strncmp(e->d_name, name, nlen) != 0 || strncmp(rest, ".so", 3) != 0 ||
+      if (strncmp(rest, ".so", 3) != 0 ||
           (rest[3] != '\0' && rest[3] != '.') ||
           !is_elf_file(dirs[i], e->d_name))
         continue;

@@ -5,6 +5,11 @@
 #
 #   tests/fuzz/run.sh [SECONDS] [JOBS]
 #
+# With LOUPE_FUZZ_RUNS=N set, the run is reproducible instead: one
+# process, a fixed seed (LOUPE_FUZZ_SEED, default 1), N inputs, starting
+# from the seeds alone. The same commit then always tries the same inputs,
+# so `make check` cannot pass or fail by luck.
+#
 # Findings (crashing inputs) land in build/fuzz/findings/; the run fails
 # if there is one. Each finding, once fixed, becomes a test of its own in
 # tests/errors or tests/runtime. The corpus libFuzzer grows is kept in
@@ -35,7 +40,14 @@ cp examples/*.bt "$seeds/" 2>/dev/null
 # design (see the harness) and not reported.
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
-"$BIN" -fork="$JOBS" -max_total_time="$SECONDS_TO_RUN" -timeout=10 \
+if [ -n "${LOUPE_FUZZ_RUNS:-}" ]; then
+  corpus=$(mktemp -d)
+  trap 'rm -rf "$corpus"' EXIT
+  mode=(-seed="${LOUPE_FUZZ_SEED:-1}" -runs="$LOUPE_FUZZ_RUNS")
+else
+  mode=(-fork="$JOBS" -max_total_time="$SECONDS_TO_RUN")
+fi
+"$BIN" "${mode[@]}" -timeout=10 \
   -rss_limit_mb=4096 -max_len=4096 -dict=tests/fuzz/loupe.dict \
   -artifact_prefix="$findings/" "$corpus" "$seeds" 2>&1 |
   tee build/fuzz/last-run.log | grep -E '^#|INFO: fuzzed|ERROR|SUMMARY|crash' | tail -n 20
