@@ -724,7 +724,7 @@ int main(int argc, char **argv) {
   d.no_warnings = o.no_warnings;
   compiled.ringbuf_fd = -1;
   compiled.scratch_fd = compiled.big_scratch_fd = -1;
-  compiled.lost_fd = -1;
+  compiled.counts_fd = -1;
   if (o.command && !o.dry_run && geteuid() == 0 &&
       child_spawn(o.command, &child) < 0)
     return 1;

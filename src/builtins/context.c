@@ -549,7 +549,7 @@ static int emit_register(Gen *g, Node *n) {
  * after its NUL as they were: zero them all first, or string compares and
  * map keys see stale bytes. */
 static void emit_comm(Gen *g, Node *n, int dst, int cap) {
-  emit_zero(g, dst, cap);
+  emit_zero_padding(g, n, dst, COMM_SIZE, cap);
   emit_scratch(g, BPF_REG_1, dst);
   emit(g, I_MOV64_IMM(BPF_REG_2, COMM_SIZE));
   emit_call(g, BPF_FUNC_get_current_comm);

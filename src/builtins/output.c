@@ -153,7 +153,9 @@ void emit_record(Gen *g, Node *n, Node *first, uint32_t kind) {
   for (Node *a = first; a; a = a->next, i++) {
     int at = base + def->args[i].offset;
     if (is_buffer(a->type)) {
+      if (a->type.kind == TY_STR) g->unpadded = a;
       gen_buf(g, a, at, value_cap(a->type));
+      g->unpadded = NULL;
     } else {
       gen_store_int(g, a, SCRATCH, at);
     }

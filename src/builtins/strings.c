@@ -161,7 +161,11 @@ static void gen_str_fn(Gen *g, Node *n, int dst, int cap) {
   Held len = {-1, 0};
   if (n->ival) len = hold(g, gen_int(g, arg->next));
   int r = gen_int(g, arg);
-  emit_zero(g, dst, cap);
+  /* a computed length fills an unknown part: zero it all */
+  if (n->ival)
+    emit_zero(g, dst, cap);
+  else
+    emit_zero_padding(g, n, dst, n->type.size, cap);
   emit(g, I_MOV64_REG(BPF_REG_3, r));
   reg_free(g, r);
   if (n->ival) {

@@ -41,6 +41,15 @@ void emit_map(Gen *g, int reg, int id) {
   emit(g, I_LD_IMM64_HI(0));
 }
 
+/* One more in counter `slot` of loupe_counts, addressed directly (no
+ * lookup) and added to atomically: four instructions, for failure paths. */
+void emit_count_failure(Gen *g, int slot) {
+  emit(g, I_LD_IMM64_LO(BPF_REG_1, BPF_PSEUDO_MAP_VALUE, MAP_ID_COUNTS));
+  emit(g, I_LD_IMM64_HI((int32_t)(slot * (int)sizeof(uint64_t))));
+  emit(g, I_MOV64_IMM(BPF_REG_2, 1));
+  emit(g, I_ATOMIC_ADD(BPF_DW, BPF_REG_1, BPF_REG_2, 0));
+}
+
 /* r0 = the value of key 0 of a one-slot array map (NULL if none). */
 void emit_lookup_slot0(Gen *g, int map_id) {
   emit(g, I_ST(BPF_DW, BPF_REG_10, SLOT_KEY0, 0));
@@ -195,6 +204,15 @@ static void emit_read_into(Gen *g, int dst, int n) {
   emit_call(g, BPF_FUNC_probe_read_kernel);
 }
 
+/* Zeroes the buffer of string n before a helper writes `filled` bytes of
+ * it: all of it (map keys and compares see every byte), or, when n goes
+ * straight into an output record, only the words the helper does not
+ * fill (the verifier wants every byte sent initialized). */
+void emit_zero_padding(Gen *g, const Node *n, int dst, int filled, int cap) {
+  int from = g->unpadded == n ? filled & ~7 : 0;
+  if (from < cap) emit_zero(g, dst + from, cap - from);
+}
+
 /* Zeroes cap bytes at dst: word by word, or for a big buffer by copies
  * from the zero map (there when strings are big, see check.c). Big
  * buffers lose r0..r5. */
@@ -258,10 +276,10 @@ void emit_ctx(Gen *g, int reg) {
   emit(g, I_LDX(BPF_DW, reg, BPF_REG_10, SLOT_CTX));
 }
 
-/* Sends `size` bytes at scratch + rec to user space. */
 /* Events go out through small subprograms placed after the probe's code,
  * so each printf costs a few instructions at its call site:
- *   SUB_OUTPUT(r1 = record, r2 = size) sends a record built by the caller;
+ *   SUB_OUTPUT(r2 = record, r3 = size) sends a record built by the caller
+ *   (in the registers bpf_ringbuf_output takes them in);
  *   SUB_EVENT + kind (r1 = index) sends a bare header of that kind. */
 void emit_subcall(Gen *g, int sub) {
   int at = emit(g, insn_make(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_CALL, 0, 0));
@@ -270,9 +288,10 @@ void emit_subcall(Gen *g, int sub) {
   g->subcalls[sub][(*n)++] = at;
 }
 
+/* Sends `size` bytes at scratch + rec to user space. */
 void emit_output(Gen *g, int rec, int size) {
-  emit_scratch(g, BPF_REG_1, rec);
-  emit(g, I_MOV64_IMM(BPF_REG_2, size));
+  emit_scratch(g, BPF_REG_2, rec);
+  emit(g, I_MOV64_IMM(BPF_REG_3, size));
   emit_subcall(g, SUB_OUTPUT);
 }
 
@@ -287,12 +306,8 @@ void emit_event(Gen *g, uint32_t kind, uint32_t index) {
  * the failure path does any work. */
 static void emit_count_lost(Gen *g) {
   int sent = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
-  emit_lookup_slot0(g, MAP_ID_LOST);
-  int no_slot = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
-  emit(g, I_MOV64_IMM(BPF_REG_1, 1));
-  emit(g, I_ATOMIC_ADD(BPF_DW, BPF_REG_0, BPF_REG_1, 0));
+  emit_count_failure(g, COUNT_SLOT_LOST);
   patch_here(g, sent);
-  patch_here(g, no_slot);
   emit_return(g);
 }
 
@@ -315,9 +330,6 @@ void emit_subprograms(Gen *g) {
       emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
       emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, -8));
       emit(g, I_MOV64_IMM(BPF_REG_3, (int32_t)sizeof(EventHeader)));
-    } else {
-      emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_2));
-      emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_1));
     }
     if (sub != SUB_COUNT) {
       emit_map(g, BPF_REG_1, MAP_ID_RINGBUF);
@@ -337,6 +349,11 @@ void emit_subprograms(Gen *g) {
 
 int emit_header(Gen *g, int payload, uint32_t kind, uint32_t index) {
   int rec = scratch_alloc(g, (int)sizeof(EventHeader) + payload);
+  if (index == 0 && kind <= INT32_MAX) {
+    /* both halves in one store: kind, then the zero its sign extends to */
+    emit(g, I_ST(BPF_DW, SCRATCH, rec, (int32_t)kind));
+    return rec;
+  }
   emit(g, I_ST(BPF_W, SCRATCH, rec, (int32_t)kind));
   emit(g, I_ST(BPF_W, SCRATCH, rec + 4, (int32_t)index));
   return rec;

@@ -32,6 +32,9 @@ typedef struct Gen {
   Target *target;      /* the one target, for per-target programs */
   int pid_filter;      /* -p PID for this program (not BEGIN/END); 0: none */
   bool is_end;         /* END's program, which still runs after exit() */
+  const Node *unpadded;  /* a string written straight into an output
+                          record: user space reads it up to its NUL, so
+                          the bytes after need not be zeroed */
   Span span;           /* source of the instructions being emitted */
   bool reg_used[11];
   int *subcalls[NSUBS];  /* calls to patch, per subprogram (SUB_*) */
@@ -99,6 +102,7 @@ bool is_buffer(Type t);
 int emit(Gen *g, struct bpf_insn i);
 void emit_imm64(Gen *g, int reg, int64_t v);
 void emit_map(Gen *g, int reg, int id);
+void emit_count_failure(Gen *g, int slot);
 void emit_lookup_slot0(Gen *g, int map_id);
 void emit_scratch_base(Gen *g);
 void emit_scratch(Gen *g, int reg, int off);
@@ -118,6 +122,7 @@ Held hold(Gen *g, int reg);
 int held_reg(Gen *g, Held h, int tmp);
 void held_free(Gen *g, Held h);
 void emit_zero(Gen *g, int dst, int cap);
+void emit_zero_padding(Gen *g, const Node *n, int dst, int filled, int cap);
 void emit_copy_from(Gen *g, int base, int src_off, int dst, int n, int cap);
 void emit_copy(Gen *g, int src, int dst, int n, int cap);
 void emit_literal(Gen *g, const char *s, int len, int dst, int cap);

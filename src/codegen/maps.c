@@ -46,9 +46,9 @@ void emit_update(Gen *g, MapSym *m, int key, int val) {
   emit_scratch(g, BPF_REG_3, val);
   emit(g, I_MOV64_IMM(BPF_REG_4, BPF_ANY));
   emit_call(g, BPF_FUNC_map_update_elem);
-  if (m->full_warning) {
+  if (m->full_slot) {
     int stored = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, -E2BIG, 0));
-    emit_event(g, EV_WARNF, (uint32_t)(m->full_warning - 1));
+    emit_count_failure(g, m->full_slot);
     patch_here(g, stored);
   }
 }

@@ -213,7 +213,7 @@ void gen_mem_str(Gen *g, Node *n, int dst, int cap) {
   int size = n->type.size < cap ? n->type.size : cap;
   int addr = gen_addr(g, n);
   AddrSpace as = mem_space(n);
-  emit_zero(g, dst, cap);
+  emit_zero_padding(g, n, dst, size, cap);
   emit(g, I_MOV64_REG(BPF_REG_3, addr));
   emit_scratch(g, BPF_REG_1, dst);
   emit(g, I_MOV64_IMM(BPF_REG_2, size));

@@ -70,8 +70,8 @@ typedef struct MapSym {
   int64_t tseries_interval;        /* AGG_TSERIES: ns per interval, */
   int tseries_intervals;           /* how many are kept, */
   int tseries_agg;                 /* how values in one combine */
-  int full_warning;                /* 1 + the printf id of the warning an
-                                      update of a full map sends; 0: none */
+  int full_slot;                   /* the counter of updates a full map
+                                      refused (loupe_counts); 0: none */
 } MapSym;
 
 static inline int hist_buckets(int bits) { return 2 + (64 << bits); }
@@ -188,7 +188,10 @@ typedef struct Compiled {
   int nprogs;
   int ringbuf_fd;          /* internal maps, created by load */
   int scratch_fd;
-  int lost_fd;             /* count of records the ring refused */
+  int counts_fd;           /* loupe_counts: the events the ring refused
+                              (slot 0), the updates each full map refused
+                              (the map's full_slot) */
+  int ncounts;             /* slots of loupe_counts */
   uint32_t scratch_size;   /* bytes per CPU of the scratch area */
   int big_scratch_fd;      /* an array with one slot per CPU, for programs
                               whose buffers outgrow a per-CPU slot */
@@ -205,7 +208,8 @@ typedef struct Compiled {
 #define MAP_ID_RINGBUF  (-1)
 #define MAP_ID_SCRATCH  (-2)
 #define MAP_ID_BIG_SCRATCH (-3)
-#define MAP_ID_LOST     (-4)
+#define MAP_ID_COUNTS   (-4)
+#define COUNT_SLOT_LOST 0
 
 /* The scratch area: a per-CPU array slot holds up to SCRATCH_SLOT bytes;
  * beyond, a program takes its CPU's slot of a plain array, addressed from

@@ -862,18 +862,19 @@ static void read_settings(Checker *c) {
 }
 
 /* A hash map that is full refuses new keys (an LRU one evicts): each
- * gets the warning that an update sends then, as bpftrace warns. */
-static void add_map_full_warnings(Checker *c) {
+ * gets a counter of the updates it refused, which user space turns into
+ * a warning, as bpftrace warns. A keyless map, with its one key, is
+ * never full. Slot 0 counts lost events. */
+static void add_map_full_counters(Checker *c) {
+  c->out->ncounts = COUNT_SLOT_LOST + 1;
   if (c->d->no_warnings) return;
-  c->pass = 2;   /* add_printf_def records definitions in pass 2 */
   for (int i = 0; i < c->out->nmaps; i++) {
     MapSym *m = c->out->maps[i];
-    if (m->internal || (m->bpf_type != BPF_MAP_TYPE_HASH &&
-                        m->bpf_type != BPF_MAP_TYPE_PERCPU_HASH))
+    if (m->internal || m->nkeys == 0 ||
+        (m->bpf_type != BPF_MAP_TYPE_HASH &&
+         m->bpf_type != BPF_MAP_TYPE_PERCPU_HASH))
       continue;
-    PrintfDef def = {.fmt = "Map full; can't update element\n",
-                     .prefix = (char *)"WARNING: "};
-    m->full_warning = 1 + add_printf_def(c, def);
+    m->full_slot = c->out->ncounts++;
   }
 }
 
@@ -901,7 +902,7 @@ int check_script(Script *s, Compiled *out, Diag *d) {
     map_layout(m);
   }
   if (d->errors == errors_before) apply_map_decls(s, out, d);
-  if (d->errors == errors_before) add_map_full_warnings(&c);
+  if (d->errors == errors_before) add_map_full_counters(&c);
   bool big_values = false;
   for (int i = 0; i < out->nmaps; i++)
     big_values |= out->maps[i]->value_type.kind == TY_AGG &&

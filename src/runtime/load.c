@@ -82,14 +82,18 @@ static int create_internal_maps(Compiled *c, Diag *d) {
       return -1;
     }
   }
-  /* One counter for all CPUs, added to atomically and only when a record
-   * is refused: no per-CPU copies for user space to size, which a
-   * container's /sys/devices/system/cpu/possible may misstate. */
-  c->lost_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "loupe_lost",
-                              sizeof(uint32_t), sizeof(uint64_t), 1, NULL);
-  if (c->lost_fd < 0) {
-    report_bpf_failure(d, no_span, errno, "the lost-event count",
-                       "loupe_lost");
+  /* Counters for all CPUs in one value, which programs address directly
+   * and add to atomically, only on a failure path: no per-CPU copies for
+   * user space to size, which a container's
+   * /sys/devices/system/cpu/possible may misstate. */
+  if (c->ncounts < COUNT_SLOT_LOST + 1) c->ncounts = COUNT_SLOT_LOST + 1;
+  c->counts_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "loupe_counts",
+                                sizeof(uint32_t),
+                                (uint32_t)(c->ncounts * sizeof(uint64_t)), 1,
+                                NULL);
+  if (c->counts_fd < 0) {
+    report_bpf_failure(d, no_span, errno, "the failure counters",
+                       "loupe_counts");
     return -1;
   }
   if (c->scratch_size == 0) return 0;
@@ -131,14 +135,15 @@ static int map_fd_for_id(const Compiled *c, int id) {
   if (id == MAP_ID_RINGBUF) return c->ringbuf_fd;
   if (id == MAP_ID_SCRATCH) return c->scratch_fd;
   if (id == MAP_ID_BIG_SCRATCH) return c->big_scratch_fd;
-  if (id == MAP_ID_LOST) return c->lost_fd;
+  if (id == MAP_ID_COUNTS) return c->counts_fd;
   if (id >= 0 && id < c->nmaps) return c->maps[id]->fd;
   return -1;
 }
 
 static bool is_map_load(const struct bpf_insn *in) {
   return in->code == (BPF_LD | BPF_DW | BPF_IMM) &&
-         in->src_reg == BPF_PSEUDO_MAP_FD;
+         (in->src_reg == BPF_PSEUDO_MAP_FD ||
+          in->src_reg == BPF_PSEUDO_MAP_VALUE);
 }
 
 /* A copy of p's instructions with map ids replaced by fds; NULL (after
@@ -422,7 +427,7 @@ static int load_prog(Compiled *c, BpfProg *p, Diag *d) {
 /* Marks everything as not yet created, so unload_all closes only what
  * this run opened. */
 static void reset_fds(Compiled *c) {
-  c->ringbuf_fd = c->scratch_fd = c->big_scratch_fd = c->lost_fd = -1;
+  c->ringbuf_fd = c->scratch_fd = c->big_scratch_fd = c->counts_fd = -1;
   for (int i = 0; i < c->nmaps; i++) c->maps[i]->fd = -1;
   for (int i = 0; i < c->nprogs; i++) c->progs[i].fd = -1;
 }
@@ -521,7 +526,7 @@ void unload_all(Compiled *c) {
   for (int i = 0; i < c->nprogs; i++) close_fd(&c->progs[i].fd);
   for (int i = 0; i < c->nmaps; i++) close_fd(&c->maps[i]->fd);
   close_fd(&c->ringbuf_fd);
-  close_fd(&c->lost_fd);
+  close_fd(&c->counts_fd);
   close_fd(&c->scratch_fd);
   close_fd(&c->big_scratch_fd);
 }

@@ -15,8 +15,9 @@
  * output of system(), which loupe reads from the command and writes out
  * itself so that it stays in order with everything else).
  *
- * Records the ring had no room for are counted by the programs (the
- * loupe_lost map) and reported after each poll and at exit. When
+ * Records the ring had no room for, and updates a full map refused, are
+ * counted by the programs (the loupe_counts map) and reported after each
+ * poll and at exit. When
  * the output's reader goes away the run stops as after Ctrl-C.
  */
 #include "runtime/run.h"
@@ -64,7 +65,7 @@ typedef struct RunState {
   int target_pid;    /* -p: the traced process, else 0 */
   int target_fd;     /* its pidfd (readable once it exits), else -1 */
   bool bench;        /* --mode bench */
-  uint64_t lost;     /* lost events already reported */
+  uint64_t *seen;    /* each loupe_counts slot as last reported */
 } RunState;
 
 /* Handles one ring buffer record: an EventHeader and its payload. Drops
@@ -132,24 +133,37 @@ static void drain(RunState *st, struct ring_buffer *rb) {
   ring_buffer__consume(rb);
 }
 
-/* Reports the records the ring buffer refused since the last report (the
- * programs count them), as bpftrace does: a "Lost N events" line
- * in the output, or a lost_events record with -f json. */
-static void report_lost(RunState *st) {
-  uint64_t total = 0;
+/* Reports what the programs counted since the last report: the records
+ * the ring buffer refused, as bpftrace does ("Lost N events" in the
+ * output, or a lost_events record with -f json), and the updates each
+ * full map refused, as a warning. */
+static void report_counts(RunState *st) {
+  const Compiled *c = st->c;
+  uint64_t now[c->ncounts > 0 ? c->ncounts : 1];
   uint32_t key = 0;
-  if (st->c->lost_fd < 0 ||
-      bpf_map_lookup_elem(st->c->lost_fd, &key, &total) < 0 ||
-      total <= st->lost)
+  if (c->counts_fd < 0 || !st->seen ||
+      bpf_map_lookup_elem(c->counts_fd, &key, now) < 0)
     return;
-  uint64_t n = total - st->lost;
-  st->lost = total;
-  if (st->format == OUT_JSON)
-    fprintf(st->out, "{\"type\": \"lost_events\", \"data\": {\"events\": "
-            "%llu}}\n", (unsigned long long)n);
-  else
-    fprintf(st->out, "Lost %llu events\n", (unsigned long long)n);
-  st->handled++;
+  uint64_t n = now[COUNT_SLOT_LOST] - st->seen[COUNT_SLOT_LOST];
+  if (n) {
+    if (st->format == OUT_JSON)
+      fprintf(st->out, "{\"type\": \"lost_events\", \"data\": "
+              "{\"events\": %llu}}\n", (unsigned long long)n);
+    else
+      fprintf(st->out, "Lost %llu events\n", (unsigned long long)n);
+    st->handled++;
+  }
+  for (int i = 0; i < c->nmaps; i++) {
+    const MapSym *m = c->maps[i];
+    if (!m->full_slot) continue;
+    n = now[m->full_slot] - st->seen[m->full_slot];
+    if (!n) continue;
+    fflush(st->out);
+    fprintf(stderr, "WARNING: Map full; can't update element: %s refused "
+            "%llu update%s (max_entries %u)\n", m->name,
+            (unsigned long long)n, n == 1 ? "" : "s", m->max_entries);
+  }
+  memcpy(st->seen, now, (size_t)c->ncounts * sizeof *now);
 }
 
 /* ---- signals ---------------------------------------------------------- */
@@ -371,7 +385,7 @@ static void event_loop(RunState *st, struct ring_buffer *rb, int timeout_ms) {
     } else {
       usleep(slice * 1000);
     }
-    report_lost(st);
+    report_counts(st);
     if (usr1_pending) {
       usr1_pending = 0;
       run_special(st, rb, "self");
@@ -402,6 +416,7 @@ Run *run_begin(Compiled *c, const RunOptions *opts) {
                      .format = opts->format, .child_pid = opts->child_pid,
                      .target_pid = opts->target_pid, .target_fd = -1,
                      .bench = opts->bench};
+  r->st.seen = calloc(c->ncounts > 0 ? (size_t)c->ncounts : 1, sizeof(uint64_t));
 #ifdef SYS_pidfd_open
   if (opts->target_pid > 0)
     r->st.target_fd = (int)syscall(SYS_pidfd_open, opts->target_pid, 0);
@@ -456,11 +471,11 @@ int run_finish(Run *r) {
   /* Records queued before the stop are still handled (or dropped if the
    * stop was exit()); END's own records always are. */
   drain(st, r->rb);
-  report_lost(st);
+  report_counts(st);
   int status = st->exit_seen ? st->exit_seen - 1 : 0;
   st->exit_seen = 0;
   run_special(st, r->rb, "END");
-  report_lost(st);
+  report_counts(st);
 
   if (!st->c->no_exit_print) print_all_maps_as(st->c, st->format, st->out);
   fflush(st->out);
@@ -475,6 +490,7 @@ void run_abandon(Run *r) {
   ring_buffer__free(r->rb);
   restore_signals(&r->saved);
   free(r->begin_text);
+  free(r->st.seen);
   free(r);
 }
 
