@@ -18,6 +18,9 @@ LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lbpf -ldw -le
 BASE_CFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # libiberty (C++ demangling) has no pkg-config file
 LDLIBS   += -liberty
+# capstone (x86-64 instruction boundaries for uprobe offsets) is loaded
+# when needed (src/sym/disasm.c); only the static build links it.
+BASE_CFLAGS += $(EXTRA_CFLAGS)
 SRCS     := $(wildcard src/*.c src/*/*.c)
 OBJS     := $(SRCS:src/%.c=build/%.o)
 LIBOBJS  := $(filter-out build/main.o,$(OBJS))
@@ -42,7 +45,7 @@ build:
 
 static:
 	$(MAKE) clean
-	$(MAKE) LDFLAGS=-static LDLIBS="$$(pkg-config --static --libs $(PKGS) 2>/dev/null || echo -lbpf -ldw -lelf -lz) -liberty" loupe
+	$(MAKE) LDFLAGS=-static EXTRA_CFLAGS=-DLOUPE_STATIC LDLIBS="$$(pkg-config --static --libs $(PKGS) 2>/dev/null || echo -lbpf -ldw -lelf -lz) -liberty -lcapstone" loupe
 
 asan:
 	$(MAKE) clean
@@ -60,7 +63,7 @@ clean:
 # Build and test dependencies, from Debian 12 packages; apt only runs when
 # one is missing.
 DEB_PKGS := gcc make pkg-config libbpf-dev libelf-dev libdw-dev libiberty-dev \
-            zlib1g-dev bpftool clang
+            libcapstone-dev zlib1g-dev bpftool clang
 deps:
 	@dpkg -s $(DEB_PKGS) >/dev/null 2>&1 || { apt-get update && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y $(DEB_PKGS); }

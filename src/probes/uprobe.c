@@ -27,6 +27,7 @@
 #include <sys/stat.h>
 
 #include "probes/provider.h"
+#include "sym/disasm.h"
 #include "sym/dwarf.h"
 #include "sym/elf.h"
 
@@ -113,6 +114,30 @@ static const Func *func_at(const FuncList *l, uint64_t a) {
   return NULL;
 }
 
+/* A uprobe's breakpoint must replace the first byte of an instruction:
+ * anywhere else it changes the instruction and so what the traced process
+ * runs. --unsafe skips the check. False after reporting. */
+static bool on_boundary(AttachPoint *ap, const char *real, const Func *f,
+                        uint64_t off, Diag *d) {
+  if (off == 0 || probe_unsafe) return true;
+  char err[200];
+  uint64_t start;
+  int r = code_boundary(real, f->offset, f->size, off, &start, err,
+                        sizeof err);
+  if (r == 1) return true;
+  if (r == 0)
+    diag_error(d, ap->span, "%s+%" PRIu64 " is in the middle of an "
+               "instruction (the one at %s+%" PRIu64 "): a uprobe there "
+               "would corrupt it", f->name, off, f->name, start);
+  else
+    diag_error(d, ap->span, "cannot check that %s+%" PRIu64 " starts an "
+               "instruction: %s", f->name, off, err);
+  if (d->demote == DEMOTE_NONE)
+    diag_hint(d, "Use --unsafe to attach anyway. WARNING: a uprobe inside "
+              "an instruction corrupts the traced process.");
+  return false;
+}
+
 /* An ADDRESS ("0x1234", "4660") of the file: the function holding it.
  * Returns 1 with a target, -1 after reporting. */
 static int add_address(AttachPoint *ap, const FuncList *l, const char *shown,
@@ -124,6 +149,7 @@ static int add_address(AttachPoint *ap, const FuncList *l, const char *shown,
                shown, a);
     return -1;
   }
+  if (!on_boundary(ap, real, f, a - f->vaddr, d)) return -1;
   add_target(ap, shown, real, f, spec, f->offset + (a - f->vaddr));
   return 1;
 }
@@ -164,6 +190,7 @@ static int add_exact(AttachPoint *ap, const FuncList *l, const char *shown,
                "is %" PRIu64 ")", name, f->size);
     return -1;
   }
+  if (!on_boundary(ap, real, f, off, d)) return -1;
   add_target(ap, shown, real, f, spec, f->offset + off);
   return 1;
 }
