@@ -179,6 +179,14 @@ typedef struct BpfProg {
   char name[16];           /* kernel-visible name, e.g. "tp_sys_enter_ope" */
 } BpfProg;
 
+/* The name the user knows the program by: its probe as written. */
+static inline const char *prog_probe_name(const BpfProg *p) {
+  if (p->target) return p->target->name;
+  if (p->ap) return p->ap->text;
+  if (p->probe && p->probe->aps) return p->probe->aps->text;
+  return p->name;
+}
+
 typedef struct Compiled {
   MapSym **maps;
   int nmaps;

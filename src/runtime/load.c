@@ -18,6 +18,8 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "runtime/prog_btf.h"
+
 #define DEFAULT_RINGBUF_SIZE (1u << 20)
 #define VERIFIER_LOG_START (4u << 20)
 #define VERIFIER_LOG_MAX (64u << 20)
@@ -167,14 +169,6 @@ static struct bpf_insn *patched_insns(const Compiled *c, const BpfProg *p,
   return insns;
 }
 
-/* The name the user knows the program by, for messages. */
-static const char *prog_probe_name(const BpfProg *p) {
-  if (p->target) return p->target->name;
-  if (p->ap) return p->ap->text;
-  if (p->probe && p->probe->aps) return p->probe->aps->text;
-  return p->name;
-}
-
 static bool is_stats_line(const char *line) {
   return !strncmp(line, "processed ", 10) ||
          !strncmp(line, "verification time", 17) ||
@@ -282,90 +276,17 @@ static void report_rejection(const BpfProg *p, char *log, Diag *d) {
 /* Loads once more with the verifier's log on, growing the buffer while the
  * kernel says it was too small (kernels before 6.4 keep the head of the log,
  * and the failure is at its tail). */
-/* A program made of several functions (subprograms for events, callbacks
- * of for loops over maps) describes each to the kernel in BTF: callbacks
- * are refused without it. */
-typedef struct FuncBtf {
-  struct btf *btf;
-  struct bpf_func_info *info;
-  int n;
-} FuncBtf;
-
-static int cmp_int(const void *a, const void *b) {
-  return *(const int *)a - *(const int *)b;
-}
-
-static void func_btf_free(FuncBtf *fb) {
-  btf__free(fb->btf);
-  free(fb->info);
-  memset(fb, 0, sizeof(*fb));
-}
-
-/* Fills fb for p; leaves it empty for a program of one function. */
-static int func_btf_build(const BpfProg *p, FuncBtf *fb) {
-  memset(fb, 0, sizeof(*fb));
-  int *starts = malloc(sizeof(int) * (p->ninsns + 1));
-  int n = 0;
-  starts[n++] = 0;
-  for (int i = 0; i < p->ninsns; i++) {
-    const struct bpf_insn *in = &p->insns[i];
-    bool call = in->code == (BPF_JMP | BPF_CALL) &&
-                in->src_reg == BPF_PSEUDO_CALL;
-    bool func = in->code == (BPF_LD | BPF_DW | BPF_IMM) &&
-                in->src_reg == BPF_PSEUDO_FUNC;
-    if (call || func) starts[n++] = i + in->imm + 1;
-  }
-  qsort(starts, n, sizeof(int), cmp_int);
-  int uniq = 0;
-  for (int i = 0; i < n; i++)
-    if (uniq == 0 || starts[uniq - 1] != starts[i]) starts[uniq++] = starts[i];
-  if (uniq == 1) {
-    free(starts);
-    return 0;
-  }
-  fb->btf = btf__new_empty();
-  int int_id = btf__add_int(fb->btf, "int", 4, BTF_INT_SIGNED);
-  int ptr_id = btf__add_ptr(fb->btf, 0);
-  int proto = btf__add_func_proto(fb->btf, int_id);
-  btf__add_func_param(fb->btf, "ctx", ptr_id);
-  fb->info = calloc(uniq, sizeof(*fb->info));
-  for (int i = 0; i < uniq; i++) {
-    char name[32];
-    snprintf(name, sizeof name, i ? "loupe_fn%d" : "loupe_main", i);
-    fb->info[i].insn_off = (uint32_t)starts[i];
-    fb->info[i].type_id = (uint32_t)btf__add_func(
-        fb->btf, name, i ? BTF_FUNC_STATIC : BTF_FUNC_GLOBAL, proto);
-  }
-  fb->n = uniq;
-  free(starts);
-  if (btf__load_into_kernel(fb->btf) < 0) {
-    int err = errno;
-    func_btf_free(fb);
-    errno = err;
-    return -1;
-  }
-  return 0;
-}
-
-static void func_btf_opts(const FuncBtf *fb, struct bpf_prog_load_opts *o) {
-  if (!fb->n) return;
-  o->prog_btf_fd = btf__fd(fb->btf);
-  o->func_info = fb->info;
-  o->func_info_cnt = (uint32_t)fb->n;
-  o->func_info_rec_size = sizeof(*fb->info);
-}
-
 static int load_with_log(const BpfProg *p, const char *name,
                          const char *license,
-                         const struct bpf_insn *insns, const FuncBtf *fb,
-                         char **log_out) {
+                         const struct bpf_insn *insns, const ScriptBtf *sb,
+                         int idx, char **log_out) {
   size_t size = VERIFIER_LOG_START;
   for (;;) {
     char *log = calloc(1, size);
     LIBBPF_OPTS(bpf_prog_load_opts, opts, .log_level = 1, .log_size = size,
                 .log_buf = log,
                 .expected_attach_type = p->expected_attach_type);
-    func_btf_opts(fb, &opts);
+    script_btf_opts(sb, idx, &opts);
     int fd = bpf_prog_load(p->prog_type, name, license, insns, p->ninsns,
                            &opts);
     if (fd >= 0 || errno != ENOSPC || size >= VERIFIER_LOG_MAX) {
@@ -377,38 +298,30 @@ static int load_with_log(const BpfProg *p, const char *name,
   }
 }
 
-static int load_prog(Compiled *c, BpfProg *p, Diag *d) {
+static int load_prog(Compiled *c, int idx, const ScriptBtf *sb, Diag *d) {
+  BpfProg *p = &c->progs[idx];
   struct bpf_insn *insns = patched_insns(c, p, d);
   if (!insns) return -1;
   char name[BPF_OBJ_NAME_LEN];
   object_name(p->name[0] ? p->name : "loupe", name, sizeof name);
-  FuncBtf fb;
-  if (func_btf_build(p, &fb) < 0) {
-    report_bpf_failure(d, no_span, errno, "the BTF of program", name);
-    free(insns);
-    return -1;
-  }
   LIBBPF_OPTS(bpf_prog_load_opts, opts,
               .expected_attach_type = p->expected_attach_type);
-  func_btf_opts(&fb, &opts);
+  script_btf_opts(sb, idx, &opts);
   const char *license = c->license ? c->license : "GPL";
   p->fd = bpf_prog_load(p->prog_type, name, license, insns, p->ninsns,
                         &opts);
   if (p->fd >= 0) {
-    func_btf_free(&fb);
     free(insns);
     return 0;
   }
   int err = errno;
   if (err == EPERM || err == ENOSYS) {
     report_bpf_failure(d, no_span, err, "program", name);
-    func_btf_free(&fb);
     free(insns);
     return -1;
   }
   char *log = NULL;
-  p->fd = load_with_log(p, name, license, insns, &fb, &log);
-  func_btf_free(&fb);
+  p->fd = load_with_log(p, name, license, insns, sb, idx, &log);
   free(insns);
   if (p->fd < 0) {
     if (log && *log)
@@ -438,14 +351,29 @@ int load_all(Compiled *c, Diag *d) {
   struct rlimit unlimited = {RLIM_INFINITY, RLIM_INFINITY};
   setrlimit(RLIMIT_MEMLOCK, &unlimited);
 
+  ScriptBtf sb = {0};
   reset_fds(c);
   if (create_internal_maps(c, d) < 0) goto fail;
   for (int i = 0; i < c->nmaps; i++)
     if (create_script_map(c->maps[i], d) < 0) goto fail;
+  /* Without the BTF, programs of one function still load (without their
+   * script lines); the others cannot. */
+  if (script_btf_build(&sb, c, d->src) < 0) {
+    int err = errno;
+    for (int i = 0; i < c->nprogs; i++) {
+      if (sb.progs && sb.progs[i].nfuncs > 1) {
+        report_bpf_failure(d, no_span, err, "the BTF of program",
+                           c->progs[i].name);
+        goto fail;
+      }
+    }
+  }
   for (int i = 0; i < c->nprogs; i++)
-    if (load_prog(c, &c->progs[i], d) < 0) goto fail;
+    if (load_prog(c, i, &sb, d) < 0) goto fail;
+  script_btf_free(&sb, c->nprogs);
   return 0;
 fail:
+  script_btf_free(&sb, c->nprogs);
   unload_all(c);
   return -1;
 }

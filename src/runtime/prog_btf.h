@@ -1,0 +1,38 @@
+/* prog_btf: the BTF (functions and script lines) programs load with. */
+#ifndef LOUPE_RUNTIME_PROG_BTF_H
+#define LOUPE_RUNTIME_PROG_BTF_H
+
+#include <bpf/bpf.h>
+#include <bpf/btf.h>
+#include <stdbool.h>
+
+#include "codegen/program.h"
+#include "lang/diag.h"
+
+typedef struct ProgBtf {
+  struct bpf_func_info *funcs;   /* where each function starts */
+  int nfuncs;
+  struct bpf_line_info *lines;   /* the script line of each stretch */
+  int nlines;
+} ProgBtf;
+
+typedef struct ScriptBtf {
+  struct btf *btf;
+  bool loaded;          /* the kernel has it: programs may refer to it */
+  int proto;            /* int (void *ctx) */
+  int *func_types;      /* loupe_main, loupe_fn1, ... */
+  int nfunc_types;
+  ProgBtf *progs;       /* by index in Compiled.progs */
+} ScriptBtf;
+
+/* Describes every program of c, with the lines of src when it has text,
+ * and loads the BTF into the kernel: 0, or -1 with errno if the kernel
+ * refused it (sb stays usable for script_btf_free). */
+int script_btf_build(ScriptBtf *sb, const Compiled *c, const Source *src);
+/* Points program `prog`'s load options at its functions and lines, once
+ * the BTF is loaded. */
+void script_btf_opts(const ScriptBtf *sb, int prog,
+                     struct bpf_prog_load_opts *o);
+void script_btf_free(ScriptBtf *sb, int nprogs);
+
+#endif
