@@ -66,12 +66,34 @@ static void report_bpf_failure(Diag *d, Span at, int err, const char *what,
 
 /* ---- maps ----------------------------------------------------------- */
 
+static bool is_map_load(const struct bpf_insn *in) {
+  return in->code == (BPF_LD | BPF_DW | BPF_IMM) &&
+         (in->src_reg == BPF_PSEUDO_MAP_FD ||
+          in->src_reg == BPF_PSEUDO_MAP_VALUE);
+}
+
+/* Whether a program sends records to user space. A script that only
+ * updates maps needs no ring buffer, whose mapping (its data twice, all
+ * of it resident) would be most of loupe's memory. */
+static bool sends_records(const Compiled *c) {
+  for (int i = 0; i < c->nprogs; i++) {
+    const BpfProg *p = &c->progs[i];
+    for (int k = 0; k < p->ninsns; k++)
+      if (is_map_load(&p->insns[k]) && p->insns[k].imm == MAP_ID_RINGBUF)
+        return true;
+  }
+  return false;
+}
+
 static int create_internal_maps(Compiled *c, Diag *d) {
-  c->ringbuf_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "loupe_events", 0, 0,
-                                 ringbuf_bytes(c->ringbuf_size), NULL);
-  if (c->ringbuf_fd < 0) {
-    report_bpf_failure(d, no_span, errno, "the ring buffer", "loupe_events");
-    return -1;
+  if (sends_records(c)) {
+    c->ringbuf_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "loupe_events", 0,
+                                   0, ringbuf_bytes(c->ringbuf_size), NULL);
+    if (c->ringbuf_fd < 0) {
+      report_bpf_failure(d, no_span, errno, "the ring buffer",
+                         "loupe_events");
+      return -1;
+    }
   }
   if (c->big_scratch_size) {
     int ncpus = libbpf_num_possible_cpus();
@@ -140,12 +162,6 @@ static int map_fd_for_id(const Compiled *c, int id) {
   if (id == MAP_ID_COUNTS) return c->counts_fd;
   if (id >= 0 && id < c->nmaps) return c->maps[id]->fd;
   return -1;
-}
-
-static bool is_map_load(const struct bpf_insn *in) {
-  return in->code == (BPF_LD | BPF_DW | BPF_IMM) &&
-         (in->src_reg == BPF_PSEUDO_MAP_FD ||
-          in->src_reg == BPF_PSEUDO_MAP_VALUE);
 }
 
 /* A copy of p's instructions with map ids replaced by fds; NULL (after
