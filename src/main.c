@@ -91,8 +91,9 @@ static const char usage_text[] =
     "    -d             dry run: print the generated BPF programs as\n"
     "                   assembly, under the script lines they come from,\n"
     "                   and exit without loading anything\n"
-    "    -v             verbose: print the programs as -d does, then run\n"
-    "                   (with -l: list each probe's arguments)\n"
+    "    -v             verbose: print the programs as -d does, then run,\n"
+    "                   printing the verifier's statistics of each program\n"
+    "                   as it loads (with -l: list each probe's arguments)\n"
     "    --dry-run      compile and check the script, then exit without\n"
     "                   loading or running anything (no BEGIN, no maps)\n"
     "    --no-warnings  do not print warnings (\"WARNING: ...\")\n"
@@ -699,6 +700,7 @@ static int load_and_run(Compiled *c, const Options *o, Diag *d) {
 static int run_main(const Options *o, Diag *d) {
   if (compile(&source, o, &compiled, d) < 0) return 1;
   if (o->show_programs) print_programs(&compiled, &source, stdout);
+  compiled.verifier_stats = o->show_programs;
   if (o->dry_run) return 0;
   if (geteuid() != 0) {
     fputs("ERROR: loupe needs root to load BPF programs (run it with sudo)\n",

@@ -207,6 +207,8 @@ typedef struct Compiled {
   uint32_t ringbuf_size;   /* 0: the default */
   const char *license;     /* NULL: GPL */
   bool no_exit_print;      /* print_maps_on_exit = false */
+  bool verifier_stats;     /* -v: print the verifier's statistics of each
+                              program as it loads */
   int max_cat_bytes;       /* cat() prints at most this; 0: the default */
   int max_strlen;          /* a string of max_strlen bytes was cut   */
   const char *str_trailer; /* printed after such a string */

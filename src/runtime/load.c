@@ -185,6 +185,17 @@ static struct bpf_insn *patched_insns(const Compiled *c, const BpfProg *p,
   return insns;
 }
 
+/* -v: what the verifier reported for p: the instructions it processed,
+ * the states it kept, its time and the stack depth. */
+static void print_verifier_stats(const BpfProg *p, const char *log) {
+  fprintf(stderr, "verifier: %s:\n", prog_probe_name(p));
+  for (const char *s = log; *s;) {
+    size_t len = strcspn(s, "\n");
+    if (len) fprintf(stderr, "  %.*s\n", (int)len, s);
+    s += len + (s[len] == '\n');
+  }
+}
+
 static bool is_stats_line(const char *line) {
   return !strncmp(line, "processed ", 10) ||
          !strncmp(line, "verification time", 17) ||
@@ -320,13 +331,22 @@ static int load_prog(Compiled *c, int idx, const ScriptBtf *sb, Diag *d) {
   if (!insns) return -1;
   char name[BPF_OBJ_NAME_LEN];
   object_name(p->name[0] ? p->name : "loupe", name, sizeof name);
+  /* -v: the kernel's statistics (BPF_LOG_STATS), which a small buffer
+   * holds; the log of a refusal comes from load_with_log below. */
+  char stats[1024] = "";
   LIBBPF_OPTS(bpf_prog_load_opts, opts,
               .expected_attach_type = p->expected_attach_type);
+  if (c->verifier_stats) {
+    opts.log_level = 4;
+    opts.log_buf = stats;
+    opts.log_size = sizeof stats;
+  }
   script_btf_opts(sb, idx, &opts);
   const char *license = c->license ? c->license : "GPL";
   p->fd = bpf_prog_load(p->prog_type, name, license, insns, p->ninsns,
                         &opts);
   if (p->fd >= 0) {
+    if (c->verifier_stats) print_verifier_stats(p, stats);
     free(insns);
     return 0;
   }
