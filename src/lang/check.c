@@ -900,6 +900,10 @@ int check_script(Script *s, Compiled *out, Diag *d) {
     if (m->value_type.kind == TY_NONE && d->errors == errors_before)
       diag_error(d, m->first_use, "Undefined map: %s", m->name);
     map_layout(m);
+    /* A keyless map holds one entry: the kernel preallocates max_entries
+     * of them as it creates a hash map (0.6 ms for 4096), so ask for one
+     * (a declaration still sets its own size). */
+    if (m->nkeys == 0) m->max_entries = 1;
   }
   if (d->errors == errors_before) apply_map_decls(s, out, d);
   if (d->errors == errors_before) add_map_full_counters(&c);
