@@ -218,5 +218,7 @@ void mirror_forget(int *m);
 void mirror_meet(int *into, const int *from);
 bool mirror_step(int *m, const struct bpf_insn *in);
 void drop_redundant_loads(BpfProg *p);
+/* Removes the prologue's store of the context if nothing reads it. */
+void drop_unread_ctx_save(BpfProg *p);
 
 #endif

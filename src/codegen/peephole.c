@@ -129,6 +129,27 @@ bool mirror_step(int *m, const struct bpf_insn *in) {
   return false;
 }
 
+/* The prologue keeps the context in its stack slot for whatever reads it
+ * after r1 is lost; once redundant loads are gone, nothing may: then the
+ * store goes too. */
+void drop_unread_ctx_save(BpfProg *p) {
+  const struct bpf_insn save = I_STX(BPF_DW, BPF_REG_10, BPF_REG_1, SLOT_CTX);
+  if (p->ninsns <= 0 || memcmp(&p->insns[0], &save, sizeof save) != 0)
+    return;
+  for (int i = 0; i < p->ninsns; i++) {
+    const struct bpf_insn *in = &p->insns[i];
+    if (in->code == (BPF_LDX | BPF_MEM | BPF_DW) &&
+        in->src_reg == BPF_REG_10 && in->off == SLOT_CTX)
+      return;
+    if (is_ld_imm64(in)) i++;
+  }
+  unsigned n = (unsigned)p->ninsns;
+  bool *keep = calloc(n + 1u, sizeof(bool));
+  for (unsigned i = 1; i < n; i++) keep[i] = true;
+  compact(p, keep);
+  free(keep);
+}
+
 void drop_redundant_loads(BpfProg *p) {
   int n = p->ninsns;
   bool *keep = malloc(sizeof(bool) * (n + 1));
