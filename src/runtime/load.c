@@ -330,7 +330,7 @@ static int load_prog(Compiled *c, int idx, const ScriptBtf *sb, Diag *d) {
   struct bpf_insn *insns = patched_insns(c, p, d);
   if (!insns) return -1;
   char name[BPF_OBJ_NAME_LEN];
-  object_name(p->name[0] ? p->name : "loupe", name, sizeof name);
+  prog_identifier(p, name, sizeof name);
   /* -v: the kernel's statistics (BPF_LOG_STATS), which a small buffer
    * holds; the log of a refusal comes from load_with_log below. */
   char stats[1024] = "";

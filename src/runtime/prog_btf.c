@@ -102,18 +102,20 @@ static int sub_type(ScriptBtf *sb, int i) {
   return sb->func_types[i];
 }
 
-/* The program's own function, named after its probe so that bpftool
- * (which shows that name rather than the 15 bytes of the program's)
- * says which probe it serves: tracepoint:sched:sched_switch becomes
- * tracepoint_sched_sched_switch. */
-static int main_type(ScriptBtf *sb, const BpfProg *p) {
-  char name[128];
+void prog_identifier(const BpfProg *p, char *name, size_t size) {
   size_t n = 0;
-  for (const char *s = prog_probe_name(p); *s && n + 1 < sizeof name; s++)
+  for (const char *s = prog_probe_name(p); *s && n + 1 < size; s++)
     name[n++] = isalnum((unsigned char)*s) ? *s : '_';
   name[n] = '\0';
   if (n == 0 || isdigit((unsigned char)name[0]))
-    snprintf(name, sizeof name, "loupe_main");
+    snprintf(name, size, "loupe_main");
+}
+
+/* The program's own function, named after its probe (see
+ * prog_identifier). */
+static int main_type(ScriptBtf *sb, const BpfProg *p) {
+  char name[128];
+  prog_identifier(p, name, sizeof name);
   return btf__add_func(sb->btf, name, BTF_FUNC_GLOBAL, sb->proto);
 }
 

@@ -25,6 +25,13 @@ typedef struct ScriptBtf {
   ProgBtf *progs;       /* by index in Compiled.progs */
 } ScriptBtf;
 
+/* p's probe as a C identifier (tracepoint:sched:sched_switch becomes
+ * tracepoint_sched_sched_switch), cut to size - 1 bytes: the name of its
+ * BTF function and, cut to 15, of the program. bpftool shows a program
+ * whose name has the full 15 bytes by its BTF function's name, so
+ * `bpftool prog show` says which probe each program serves. */
+void prog_identifier(const BpfProg *p, char *name, size_t size);
+
 /* Describes every program of c, with the lines of src when it has text,
  * and loads the BTF into the kernel: 0, or -1 with errno if the kernel
  * refused it (sb stays usable for script_btf_free). */

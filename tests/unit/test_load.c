@@ -85,7 +85,10 @@ static AttachPoint *make_ap(const char *provider, int nparts, char *p0,
   AttachPoint *ap = calloc(1, sizeof *ap);
   ap->span = (Span){.line = 1, .col = 1, .end_col = 34};
   ap->provider = (char *)provider;
-  ap->text = "probe";
+  /* programs are named after their probe: "ltest_" marks this test's */
+  char text[64];
+  snprintf(text, sizeof text, "ltest_%s", provider);
+  ap->text = strdup(text);
   ap->parts[0] = p0;
   ap->parts[1] = p1;
   ap->nparts = nparts;
@@ -177,7 +180,7 @@ static void test_tracepoint_counts_events(void) {
   CHECK(progs[0].fd >= 0 && progs[1].fd >= 0);
   /* The program as generated keeps the map id, not the fd. */
   CHECK(progs[0].insns[3].imm == 0);
-  CHECK(kernel_progs_named("ltest_count") == 1);
+  CHECK(kernel_progs_named("ltest_tracepoin") == 1);   /* 15 bytes */
 
   LinkSet links = {0};
   CHECK(attach_all(&c, &links, &cap.d) == 2);
