@@ -721,6 +721,12 @@ int main(int argc, char **argv) {
   probe_list_verbose = o.list && o.show_programs;   /* -lv */
   if (o.list) return run_list(&o);
 
+  /* A Ctrl-C from here on ends the run cleanly once loading is done
+   * (nothing attaches, END runs). Catching it now rather than at load
+   * also takes it from a shell that started loupe in the background:
+   * such a shell leaves SIGINT ignored, and a signal sent before the
+   * handler was in place was lost, leaving loupe running. */
+  catch_stop_signals();
   if (read_source(&o, &source) < 0) return 1;
   Diag d;
   diag_init(&d, &source);

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # Runs loupe's test suite: the unit test binaries (build/unit/test_*), then
 # every declarative test under tests/runtime and tests/errors, then the
-# test scripts tests/tetris/*.sh (exit 0 passes, 77 skips), the fuzzing
-# smoke run tests/fuzz/smoke.sh (LOUPE_FUZZ_RUNS inputs, default 100000),
-# and with LOUPE_VM_TESTS=1 the scripts tests/vm/*.sh, which boot a kernel with
-# kprobes under QEMU (slow: left out by default, and of CI).
+# test scripts tests/tetris/*.sh and tests/faults/*.sh (exit 0 passes, 77
+# skips), the fuzzing smoke run tests/fuzz/smoke.sh (LOUPE_FUZZ_RUNS inputs,
+# default 100000), and with LOUPE_VM_TESTS=1 the scripts tests/vm/*.sh,
+# which boot a kernel with kprobes under QEMU (slow: left out by default,
+# and of CI).
 #
 #   tests/run.sh              all tests
 #   tests/run.sh WORD...      only test files whose path contains a WORD
@@ -318,7 +319,7 @@ main() {
     [ $# -gt 0 ] && ! matches_filter "$file" "$@" && continue
     run_test "$file"
   done
-  for file in "$ROOT"/tests/tetris/*.sh; do
+  for file in "$ROOT"/tests/tetris/*.sh "$ROOT"/tests/faults/*.sh; do
     [ -x "$file" ] || continue
     [ $# -gt 0 ] && ! matches_filter "$file" "$@" && continue
     run_script_test "$file"
