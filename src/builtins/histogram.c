@@ -283,7 +283,7 @@ static void bucket_label(const Bucket *b, bool linear, char *buf, size_t len) {
     snprintf(buf, len, "(..., %s)", hi);
   else if (b->above)
     snprintf(buf, len, "[%s, ...)", lo);
-  else if (b->hi - b->lo == 1)
+  else if (!linear && b->hi - b->lo == 1)   /* lhist keeps "[2, 3)" */
     snprintf(buf, len, "[%s]", lo);
   else
     snprintf(buf, len, "[%s, %s)", lo, hi);
