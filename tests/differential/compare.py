@@ -24,8 +24,7 @@ ENTRY = re.compile(r"^(@[A-Za-z0-9_]*)(\[.*\])?: (.*)$")
 
 def run(cmd):
     try:
-        p = subprocess.run(cmd, capture_output=True, timeout=TIMEOUT,
-                           env=dict(os.environ, BPFTRACE_MAX_MAP_KEYS="4096"))
+        p = subprocess.run(cmd, capture_output=True, timeout=TIMEOUT)
         return p.returncode, p.stdout.decode("utf-8", "replace"), \
             p.stderr.decode("utf-8", "replace")
     except subprocess.TimeoutExpired:
