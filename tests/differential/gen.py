@@ -125,6 +125,9 @@ class Gen:
             if op != "!" and BITS[a[1]] < 64:
                 # 0.17 computes - and ~ in the operand's width (KNOWN.md)
                 a = self.cast(a, "uint64" if a[1].startswith("u") else "int64")
+            if op == "-" and a[1].startswith("u"):
+                # - of an unsigned value is unsigned in 0.17, signed in loupe
+                a = self.cast(a, "int64")
             t = "uint8" if op == "!" else a[1]
             return "%s(%s)" % (op, a[0]), t
         if k < 0.25:
@@ -335,7 +338,37 @@ class Gen:
             self.lines.append('printf("w %%d %%d\\n", %s, %s);' % (i, acc))
 
 
-CATEGORIES = ["arith", "compare", "fmt", "strings", "maps", "aggs", "control"]
+    def updates(self):
+        """Compound assignments, ++ and --, on variables and map entries;
+        delete(); print() of a tuple and of an integer."""
+        r = self.r
+        k = r.random()
+        if k < 0.4:
+            v, t = self.new_ivar("int64" if r.random() < 0.5 else "uint64")
+            op = r.choice(["+=", "-=", "*=", "&=", "|=", "^=", "<<=", ">>=",
+                           "/=", "%="])
+            n = r.randint(1, 40) if op in ("<<=", ">>=", "/=", "%=") else \
+                self.lit(True)
+            if t == "uint64":
+                n = abs(n)
+            self.lines.append("%s %s %s;" % (v, op, self.lit_text(n)))
+            self.lines.append(self.printf_ints([v]))
+        elif k < 0.7:
+            name = "@u%d" % r.randint(0, 2)
+            key = "[%d]" % r.randint(0, 3)
+            # (-= on a map entry is unsigned in 0.17: KNOWN.md)
+            stmt = r.choice(["%s%s++;", "%s%s--;", "%s%s += 7;"])
+            self.lines.append(stmt % (name, key))
+            if r.random() < 0.2:
+                self.lines.append("delete(%s%s);" % (name, key))
+        else:
+            a = self.atom()[0]
+            self.lines.append('print((%s, "%s", %d));' % (
+                a, self.esc(r.choice(WORDS)), r.randint(-5, 5)))
+
+
+CATEGORIES = ["arith", "compare", "fmt", "strings", "maps", "aggs", "control",
+              "updates"]
 
 
 def script(seed):
