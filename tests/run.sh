@@ -3,7 +3,8 @@
 # every declarative test under tests/runtime and tests/errors, then the
 # test scripts tests/tetris/*.sh and tests/faults/*.sh (exit 0 passes, 77
 # skips), the fuzzing smoke run tests/fuzz/smoke.sh (LOUPE_FUZZ_RUNS inputs,
-# default 100000), and with LOUPE_VM_TESTS=1 the scripts tests/vm/*.sh,
+# default 100000), the differential corpus run tests/differential/run.sh
+# (against bpftrace), and with LOUPE_VM_TESTS=1 the scripts tests/vm/*.sh,
 # which boot a kernel with kprobes under QEMU (slow: left out by default,
 # and of CI).
 #
@@ -325,6 +326,10 @@ main() {
     run_script_test "$file"
   done
   file=$ROOT/tests/fuzz/smoke.sh
+  if [ $# -eq 0 ] || matches_filter "$file" "$@"; then
+    run_script_test "$file" 600
+  fi
+  file=$ROOT/tests/differential/run.sh   # its fixed corpus
   if [ $# -eq 0 ] || matches_filter "$file" "$@"; then
     run_script_test "$file" 600
   fi

@@ -44,9 +44,10 @@ static void check_lhist_bounds(Checker *c, Node *n) {
   else if (lo > hi)
     error_at(c, n->span, "lhist() min must be less than max (provided min "
              "%lld and max %lld)", (long long)lo, (long long)hi);
-  else if (lo == hi)
+  else if (step > hi - lo)   /* no bucket between min and max */
     error_at(c, n->span, "lhist() step is too large for the given range "
-             "(provided step %lld for range 0)", (long long)step);
+             "(provided step %lld for range %lld)", (long long)step,
+             (long long)(hi - lo));
   else if ((hi - lo) / step > 1000)
     error_at(c, n->span, "lhist() too many buckets, must be <= 1000 (would "
              "need %lld)", (long long)((hi - lo) / step));
@@ -283,7 +284,7 @@ static void bucket_label(const Bucket *b, bool linear, char *buf, size_t len) {
     snprintf(buf, len, "(..., %s)", hi);
   else if (b->above)
     snprintf(buf, len, "[%s, ...)", lo);
-  else if (b->hi - b->lo == 1)
+  else if (!linear && b->hi - b->lo == 1)   /* lhist keeps "[2, 3)" */
     snprintf(buf, len, "[%s]", lo);
   else
     snprintf(buf, len, "[%s, %s)", lo, hi);
