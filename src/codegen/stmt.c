@@ -381,14 +381,15 @@ static void gen_callback_kv(Gen *g, Node *n, int key_reg, int value_reg) {
  * key and the value, or $i the range's start plus the index, the
  * variables it shares with the frame around it theirs, then the body runs
  * with its own stack frame and variables. Returns 0 to go on, 1 to stop. */
-void gen_callback(Gen *g, Node *n) {
+void gen_callback(Gen *g, int pending) {
+  /* a loop inside unroll is emitted, so pending, once per copy: each
+   * copy's address gets a callback of its own */
+  struct Pending pd = g->pending[pending];   /* bodies may move the array */
+  Node *n = pd.loop;
   VarSym *kv = n->lhs->var;
   int ctx_reg = n->rhs ? BPF_REG_2 : BPF_REG_4;
   int start = g->p->ninsns;
-  struct Pending *pd = NULL;
-  for (int i = 0; i < g->npending; i++)
-    if (g->pending[i].loop == n) pd = &g->pending[i];
-  g->p->insns[pd->at].imm = start - pd->at - 1;
+  g->p->insns[pd.at].imm = start - pd.at - 1;
 
   g->frame = (int)n->ival;
   g->buf_base = g->main_base;
@@ -411,7 +412,7 @@ void gen_callback(Gen *g, Node *n) {
     emit(g, I_MOV64_REG(BPF_REG_8, ctx_reg));
     ctx_reg = BPF_REG_8;
     emit_scratch_base(g);
-    g->scratch_top = pd->scratch_at;
+    g->scratch_top = pd.scratch_at;
   }
   place_vars(g, g->probe);
   g->ctx_slot = 0;
@@ -439,7 +440,7 @@ void gen_callback(Gen *g, Node *n) {
 /* Generates every pending for-over-map body (bodies may add more). */
 void gen_callbacks(Gen *g) {
   int saved_base = g->buf_base, saved_frame = g->frame;
-  for (int i = 0; i < g->npending; i++) gen_callback(g, g->pending[i].loop);
+  for (int i = 0; i < g->npending; i++) gen_callback(g, i);
   free(g->pending);
   g->pending = NULL;
   g->npending = 0;
