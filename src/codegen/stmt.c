@@ -166,8 +166,12 @@ void gen_for_range(Gen *g, Node *n) {
     fail(g, n->span, "%s", "loops are nested too deeply");
     return;
   }
+  /* the count lives in a slot of its own, copied into $i at the top of
+   * each iteration: a body that assigns $i cannot stop the loop ending
+   * (the verifier refused `$i = 0` in the body as an infinite loop) */
   VarSym *v = n->lhs->var;
-  gen_store_int(g, n->args, BPF_REG_10, v->stack_off);
+  int count = stack_alloc(g, 8);
+  gen_store_int(g, n->args, BPF_REG_10, count);
   int end = stack_alloc(g, 8);
   gen_store_int(g, n->rhs, BPF_REG_10, end);
   v->known = false;
@@ -177,17 +181,18 @@ void gen_for_range(Gen *g, Node *n) {
   l->start = -1;
   int top = g->p->ninsns;
   int r = reg_alloc(g);
-  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, v->stack_off));
+  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, count));
   emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_10, end));
   int out = emit_jump(g, I_JMP_REG(BPF_JSGE, r, BPF_REG_1, 0));
+  emit(g, I_STX(BPF_DW, BPF_REG_10, r, v->stack_off));
   reg_free(g, r);
   gen_block(g, n->then);
   for (int i = 0; i < l->nconts; i++) patch_here(g, l->conts[i]);
   g->span = n->span;
   r = reg_alloc(g);
-  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, v->stack_off));
+  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, count));
   emit(g, I_ALU64_IMM(BPF_ADD, r, 1));
-  emit(g, I_STX(BPF_DW, BPF_REG_10, r, v->stack_off));
+  emit(g, I_STX(BPF_DW, BPF_REG_10, r, count));
   reg_free(g, r);
   emit_jump_back(g, top);
   patch_here(g, out);
