@@ -310,8 +310,10 @@ static void gen_for_range_callback(Gen *g, Node *n) {
   int r = gen_int(g, n->rhs);
   emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_10, ctx + 16));
   emit(g, I_ALU64_REG(BPF_SUB, r, BPF_REG_1));
-  emit(g, I_JMP_IMM(BPF_JSGT, r, 0, 1));
-  emit(g, I_MOV64_IMM(r, 0));
+  /* no iteration: no call. Kernels up to 6.18 at least fail ("verifier
+   * bug: No program to jit") on a bpf_loop inside a callback whose count
+   * they know to be 0, as in `for ($kv : @m) { for ($i : 2..(2 % 8)) }` */
+  int skip = emit_jump(g, I_JMP_IMM(BPF_JSLE, r, 0, 0));
   emit(g, I_MOV64_REG(BPF_REG_1, r));
   reg_free(g, r);
   emit_callback_addr(g, n, BPF_REG_2);
@@ -319,6 +321,7 @@ static void gen_for_range_callback(Gen *g, Node *n) {
   emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, ctx));
   emit(g, I_MOV64_IMM(BPF_REG_4, 0));
   emit_call(g, BPF_FUNC_loop);
+  patch_here(g, skip);
   gen_loop_done(g, n, ctx);
 }
 
