@@ -318,7 +318,7 @@ static int gen_strlen(Gen *g, Node *n) {
    * multiply: five strlen() summed and compared went past its million
    * instructions. ((b - 1) >> 63) is 1 for b == 0 alone (b is 0..255). */
   r = reg_alloc(g);
-  int alive = reg_alloc(g);
+  int alive = BPF_REG_2;   /* a scratch register, as r1 is: no call here */
   emit(g, I_MOV64_IMM(r, 0));
   emit(g, I_MOV64_IMM(alive, 1));
   for (int i = 0; i < len; i++) {
@@ -329,7 +329,6 @@ static int gen_strlen(Gen *g, Node *n) {
     emit(g, I_ALU64_REG(BPF_AND, alive, BPF_REG_1));
     emit(g, I_ALU64_REG(BPF_ADD, r, alive));
   }
-  reg_free(g, alive);
   return r;
 }
 
