@@ -21,11 +21,12 @@
 #             other failure without a located error
 # Bugs are saved with loupe's stderr under build/oracle/findings/. Exit 0
 # when there was no bug (and, for the corpus, every script loaded).
-# LOUPE=path tests another binary; TIMEOUT=s per script (default 20).
+# LOUPE=path tests another binary; TIMEOUT=s per script (default 60: the
+# verifier may take 20 s to give up on a program on a busy machine).
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LOUPE=${LOUPE:-$ROOT/loupe}
-TIMEOUT=${TIMEOUT:-20}
+TIMEOUT=${TIMEOUT:-60}
 FINDINGS=$ROOT/build/oracle/findings
 [ "$(id -u)" = 0 ] || { echo "the oracle loads programs: needs root"; exit 77; }
 [ -x "$LOUPE" ] || { echo "no $LOUPE (make first)"; exit 1; }
