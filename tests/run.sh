@@ -2,11 +2,12 @@
 # Runs loupe's test suite: the unit test binaries (build/unit/test_*), then
 # every declarative test under tests/runtime and tests/errors, then the
 # test scripts tests/tetris/*.sh and tests/faults/*.sh (exit 0 passes, 77
-# skips), the fuzzing smoke run tests/fuzz/smoke.sh (LOUPE_FUZZ_RUNS inputs,
-# default 100000), the differential corpus run tests/differential/run.sh
-# (against bpftrace), and with LOUPE_VM_TESTS=1 the scripts tests/vm/*.sh,
-# which boot a kernel with kprobes under QEMU (slow: left out by default,
-# and of CI).
+# skips), the verifier oracle's corpus (tests/oracle/run.sh corpus: every
+# script loads), the fuzzing smoke run tests/fuzz/smoke.sh (LOUPE_FUZZ_RUNS
+# inputs, default 100000), the differential corpus run
+# tests/differential/run.sh (against bpftrace), and with LOUPE_VM_TESTS=1
+# the scripts tests/vm/*.sh, which boot a kernel with kprobes under QEMU
+# (slow: left out by default, and of CI).
 #
 #   tests/run.sh              all tests
 #   tests/run.sh WORD...      only test files whose path contains a WORD
@@ -294,11 +295,11 @@ check_no_leak() {
 }
 
 # A test that is a script (tests/tetris/*.sh): exit 0 passes, 77 skips.
-# $2: seconds it may take (default 120).
+# $2: seconds it may take (default 120); $3...: the script's arguments.
 run_script_test() {
   local out status
-  name=${1#"$ROOT"/tests/}
-  out=$(LOUPE=$LOUPE timeout "${2:-120}" "$1" 2>&1); status=$?
+  name=${1#"$ROOT"/tests/}${3:+ $3}
+  out=$(LOUPE=$LOUPE timeout "${2:-120}" "$1" "${@:3}" 2>&1); status=$?
   case $status in
     0) echo "PASS $name"; passed=$((passed + 1)) ;;
     77) echo "SKIP $name ($(tail -n 1 <<<"$out"))"; skipped=$((skipped + 1)) ;;
@@ -325,6 +326,10 @@ main() {
     [ $# -gt 0 ] && ! matches_filter "$file" "$@" && continue
     run_script_test "$file"
   done
+  file=$ROOT/tests/oracle/run.sh
+  if [ $# -eq 0 ] || matches_filter "$file" "$@"; then
+    run_script_test "$file" 300 corpus
+  fi
   file=$ROOT/tests/fuzz/smoke.sh
   if [ $# -eq 0 ] || matches_filter "$file" "$@"; then
     run_script_test "$file" 600

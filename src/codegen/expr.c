@@ -43,6 +43,11 @@ void emit_op(Gen *g, int op, int dst, int src, int32_t imm,
   int alu = alu_code(op, is_signed);
   bool use_imm = src < 0;
   if (alu >= 0) {
+    /* a constant shift by 64 or more (or less than 0) is one the verifier
+     * refuses; count modulo 64, as constant folding and a shift by a
+     * register do */
+    if (use_imm && (alu == BPF_LSH || alu == BPF_RSH || alu == BPF_ARSH))
+      imm &= 63;
     struct bpf_insn i = use_imm ? I_ALU64_IMM(alu, dst, imm)
                                 : I_ALU64_REG(alu, dst, src);
     emit(g, i);

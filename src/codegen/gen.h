@@ -198,7 +198,7 @@ void gen_wrap_var(Gen *g, VarSym *v);
 bool gen_if(Gen *g, Node *n);
 void gen_for_range(Gen *g, Node *n);
 void gen_for_map(Gen *g, Node *n);
-void gen_callback(Gen *g, Node *n);
+void gen_callback(Gen *g, int pending);
 void gen_callbacks(Gen *g);
 void emit_jump_back(Gen *g, int target);
 void gen_while(Gen *g, Node *n);

@@ -166,8 +166,12 @@ void gen_for_range(Gen *g, Node *n) {
     fail(g, n->span, "%s", "loops are nested too deeply");
     return;
   }
+  /* the count lives in a slot of its own, copied into $i at the top of
+   * each iteration: a body that assigns $i cannot stop the loop ending
+   * (the verifier refused `$i = 0` in the body as an infinite loop) */
   VarSym *v = n->lhs->var;
-  gen_store_int(g, n->args, BPF_REG_10, v->stack_off);
+  int count = stack_alloc(g, 8);
+  gen_store_int(g, n->args, BPF_REG_10, count);
   int end = stack_alloc(g, 8);
   gen_store_int(g, n->rhs, BPF_REG_10, end);
   v->known = false;
@@ -177,17 +181,18 @@ void gen_for_range(Gen *g, Node *n) {
   l->start = -1;
   int top = g->p->ninsns;
   int r = reg_alloc(g);
-  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, v->stack_off));
+  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, count));
   emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_10, end));
   int out = emit_jump(g, I_JMP_REG(BPF_JSGE, r, BPF_REG_1, 0));
+  emit(g, I_STX(BPF_DW, BPF_REG_10, r, v->stack_off));
   reg_free(g, r);
   gen_block(g, n->then);
   for (int i = 0; i < l->nconts; i++) patch_here(g, l->conts[i]);
   g->span = n->span;
   r = reg_alloc(g);
-  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, v->stack_off));
+  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, count));
   emit(g, I_ALU64_IMM(BPF_ADD, r, 1));
-  emit(g, I_STX(BPF_DW, BPF_REG_10, r, v->stack_off));
+  emit(g, I_STX(BPF_DW, BPF_REG_10, r, count));
   reg_free(g, r);
   emit_jump_back(g, top);
   patch_here(g, out);
@@ -305,8 +310,10 @@ static void gen_for_range_callback(Gen *g, Node *n) {
   int r = gen_int(g, n->rhs);
   emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_10, ctx + 16));
   emit(g, I_ALU64_REG(BPF_SUB, r, BPF_REG_1));
-  emit(g, I_JMP_IMM(BPF_JSGT, r, 0, 1));
-  emit(g, I_MOV64_IMM(r, 0));
+  /* no iteration: no call. Kernels up to 6.18 at least fail ("verifier
+   * bug: No program to jit") on a bpf_loop inside a callback whose count
+   * they know to be 0, as in `for ($kv : @m) { for ($i : 2..(2 % 8)) }` */
+  int skip = emit_jump(g, I_JMP_IMM(BPF_JSLE, r, 0, 0));
   emit(g, I_MOV64_REG(BPF_REG_1, r));
   reg_free(g, r);
   emit_callback_addr(g, n, BPF_REG_2);
@@ -314,6 +321,7 @@ static void gen_for_range_callback(Gen *g, Node *n) {
   emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, ctx));
   emit(g, I_MOV64_IMM(BPF_REG_4, 0));
   emit_call(g, BPF_FUNC_loop);
+  patch_here(g, skip);
   gen_loop_done(g, n, ctx);
 }
 
@@ -360,17 +368,24 @@ static void gen_loop_done(Gen *g, Node *n, int ctx) {
 static void gen_callback_kv(Gen *g, Node *n, int key_reg, int value_reg) {
   MapSym *m = n->args->map;
   VarSym *kv = n->lhs->var;
-  int voff = kv->stack_off + kv->type.tuple->offs[1];
+  const TupleType *t = kv->type.tuple;
+  int voff = kv->stack_off + t->offs[1];
+  /* no more than $kv holds: a map whose string value widened after $kv
+   * was typed (by an assignment in a later probe) wrote past $kv, up to
+   * r10 + 0, which the verifier refused */
+  int key_size = m->key_size < t->offs[1] ? m->key_size : t->offs[1];
+  int value_size = m->value_size < t->size - t->offs[1]
+                       ? m->value_size : t->size - t->offs[1];
   if (key_reg != BPF_REG_2) {   /* emit_copy_from's temporaries are free */
-    emit_copy_from(g, key_reg, 0, kv->stack_off, m->key_size, m->key_size);
-    emit_copy_from(g, value_reg, 0, voff, m->value_size, m->value_size);
+    emit_copy_from(g, key_reg, 0, kv->stack_off, key_size, key_size);
+    emit_copy_from(g, value_reg, 0, voff, value_size, value_size);
     return;
   }
-  for (int i = 0; i < m->key_size; i += 8) {
+  for (int i = 0; i < key_size; i += 8) {
     emit(g, I_LDX(BPF_DW, BPF_REG_0, key_reg, i));
     emit(g, I_STX(BPF_DW, SCRATCH, BPF_REG_0, kv->stack_off + i));
   }
-  for (int i = 0; i < m->value_size; i += 8) {
+  for (int i = 0; i < value_size; i += 8) {
     emit(g, I_LDX(BPF_DW, BPF_REG_0, value_reg, i));
     emit(g, I_STX(BPF_DW, SCRATCH, BPF_REG_0, voff + i));
   }
@@ -381,14 +396,15 @@ static void gen_callback_kv(Gen *g, Node *n, int key_reg, int value_reg) {
  * key and the value, or $i the range's start plus the index, the
  * variables it shares with the frame around it theirs, then the body runs
  * with its own stack frame and variables. Returns 0 to go on, 1 to stop. */
-void gen_callback(Gen *g, Node *n) {
+void gen_callback(Gen *g, int pending) {
+  /* a loop inside unroll is emitted, so pending, once per copy: each
+   * copy's address gets a callback of its own */
+  struct Pending pd = g->pending[pending];   /* bodies may move the array */
+  Node *n = pd.loop;
   VarSym *kv = n->lhs->var;
   int ctx_reg = n->rhs ? BPF_REG_2 : BPF_REG_4;
   int start = g->p->ninsns;
-  struct Pending *pd = NULL;
-  for (int i = 0; i < g->npending; i++)
-    if (g->pending[i].loop == n) pd = &g->pending[i];
-  g->p->insns[pd->at].imm = start - pd->at - 1;
+  g->p->insns[pd.at].imm = start - pd.at - 1;
 
   g->frame = (int)n->ival;
   g->buf_base = g->main_base;
@@ -411,7 +427,7 @@ void gen_callback(Gen *g, Node *n) {
     emit(g, I_MOV64_REG(BPF_REG_8, ctx_reg));
     ctx_reg = BPF_REG_8;
     emit_scratch_base(g);
-    g->scratch_top = pd->scratch_at;
+    g->scratch_top = pd.scratch_at;
   }
   place_vars(g, g->probe);
   g->ctx_slot = 0;
@@ -439,7 +455,7 @@ void gen_callback(Gen *g, Node *n) {
 /* Generates every pending for-over-map body (bodies may add more). */
 void gen_callbacks(Gen *g) {
   int saved_base = g->buf_base, saved_frame = g->frame;
-  for (int i = 0; i < g->npending; i++) gen_callback(g, g->pending[i].loop);
+  for (int i = 0; i < g->npending; i++) gen_callback(g, i);
   free(g->pending);
   g->pending = NULL;
   g->npending = 0;
