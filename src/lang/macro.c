@@ -198,8 +198,9 @@ static Node *expand(Expander *x, Expansion *e, Node *call,
   }
   body->span = call->span;
   /* a body that is only a value is that value, so that a literal stays
-   * one (a printf format, a hist() bit count) */
-  return body->body ? body : body->lhs;
+   * one (a printf format, a hist() bit count); an empty body stays an
+   * empty block */
+  return body->body || !body->lhs ? body : body->lhs;
 }
 
 /* A word: a plain parameter, a macro without parameters, a builtin. */

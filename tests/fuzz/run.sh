@@ -21,6 +21,7 @@ JOBS=${2:-1}
 BIN=build/fuzz/fuzz_compile
 [ -x "$BIN" ] || { echo "tests/fuzz/run.sh: build $BIN first (make fuzz)" >&2; exit 1; }
 seeds=build/fuzz/seeds corpus=build/fuzz/corpus findings=build/fuzz/findings
+rm -rf "$seeds"   # made afresh: a reproducible run must start from the same seeds
 mkdir -p "$seeds" "$corpus" "$findings"
 
 # Seeds: the SCRIPT of each declarative test (one line or a block), and
