@@ -41,20 +41,42 @@ static int func_starts(const BpfProg *p, int **out) {
   return uniq;
 }
 
-/* The text of line `line` (1-based) of src, without its newline, added
- * to the BTF's strings (which keeps one copy of each). */
-static int line_string(struct btf *btf, const Source *src, int line) {
-  const char *s = src->text;
-  for (int l = 1; l < line && s; l++) {
-    s = strchr(s, '\n');
-    if (s) s++;
+/* The script's lines as BTF strings, each added when first asked for:
+ * where each line starts in the text (found in one pass) and its string's
+ * offset once added. */
+typedef struct Lines {
+  const char **start;   /* [line - 1] */
+  int *off;             /* [line - 1]; 0: not added yet */
+  int n;
+  int file_off;         /* the script's name */
+} Lines;
+
+static void lines_init(Lines *ls, const Source *src) {
+  ls->n = 1;
+  for (const char *s = src->text; (s = strchr(s, '\n')); s++) ls->n++;
+  ls->start = malloc(sizeof *ls->start * (size_t)ls->n);
+  ls->off = calloc((size_t)ls->n, sizeof *ls->off);
+  int i = 0;
+  ls->start[i++] = src->text;
+  for (const char *s = src->text; (s = strchr(s, '\n')); s++)
+    ls->start[i++] = s + 1;
+}
+
+static void lines_free(Lines *ls) {
+  free(ls->start);
+  free(ls->off);
+}
+
+/* The string offset of line `line` (1-based), without its newline. */
+static int line_string(struct btf *btf, Lines *ls, int line) {
+  if (line < 1 || line > ls->n) return btf__add_str(btf, "");
+  if (!ls->off[line - 1]) {
+    const char *s = ls->start[line - 1];
+    char *text = strndup(s, strcspn(s, "\n"));
+    ls->off[line - 1] = btf__add_str(btf, text ? text : "");
+    free(text);
   }
-  if (!s) return btf__add_str(btf, "");
-  size_t len = strcspn(s, "\n");
-  char *text = strndup(s, len);
-  int off = btf__add_str(btf, text ? text : "");
-  free(text);
-  return off;
+  return ls->off[line - 1];
 }
 
 static bool is_ld_imm64_tail(const BpfProg *p, int pc) {
@@ -65,7 +87,7 @@ static bool is_ld_imm64_tail(const BpfProg *p, int pc) {
  * script line changes (instructions without a location stay with the
  * line before). */
 static void add_lines(ScriptBtf *sb, ProgBtf *pb, const BpfProg *p,
-                      const Source *src, int file_off) {
+                      Lines *ls) {
   pb->lines = calloc(p->ninsns, sizeof *pb->lines);
   int f = 0, last = 0;
   for (int pc = 0; pc < p->ninsns; pc++) {
@@ -80,8 +102,8 @@ static void add_lines(ScriptBtf *sb, ProgBtf *pb, const BpfProg *p,
     int col = p->insn_span[pc].col > 0 ? p->insn_span[pc].col : 1;
     struct bpf_line_info *li = &pb->lines[pb->nlines++];
     li->insn_off = (uint32_t)pc;
-    li->file_name_off = (uint32_t)file_off;
-    li->line_off = (uint32_t)line_string(sb->btf, src, line);
+    li->file_name_off = (uint32_t)ls->file_off;
+    li->line_off = (uint32_t)line_string(sb->btf, ls, line);
     li->line_col = (uint32_t)line << 10 | (uint32_t)(col < 1024 ? col : 1023);
     last = line;
   }
@@ -131,9 +153,11 @@ int script_btf_build(ScriptBtf *sb, const Compiled *c, const Source *src) {
   int int_id = btf__add_int(sb->btf, "int", 4, BTF_INT_SIGNED);
   sb->proto = btf__add_func_proto(sb->btf, int_id);
   bool with_lines = src && src->text;
-  int file_off = with_lines
-                     ? btf__add_str(sb->btf, src->name ? src->name : "stdin")
-                     : 0;
+  Lines ls = {0};
+  if (with_lines) {
+    lines_init(&ls, src);
+    ls.file_off = btf__add_str(sb->btf, src->name ? src->name : "stdin");
+  }
   for (int i = 0; i < c->nprogs; i++) {
     const BpfProg *p = &c->progs[i];
     ProgBtf *pb = &sb->progs[i];
@@ -146,8 +170,9 @@ int script_btf_build(ScriptBtf *sb, const Compiled *c, const Source *src) {
           (uint32_t)(k ? sub_type(sb, k - 1) : main_type(sb, p));
     }
     free(starts);
-    if (with_lines && p->insn_span) add_lines(sb, pb, p, src, file_off);
+    if (with_lines && p->insn_span) add_lines(sb, pb, p, &ls);
   }
+  lines_free(&ls);
   if (btf__load_into_kernel(sb->btf) < 0) return -1;
   sb->loaded = true;
   return 0;

@@ -52,6 +52,16 @@ leftovers() {
   bpftool prog show 2>/dev/null |
     grep -cE 'name (tracepoint_raw_syscalls_sys_enter|tracepoint_sched_sched_process_exec|interval_ms_10|uprobe__bin_bash_readline|END|BEGIN) '
 }
+# leftovers once the kernel has had up to 5 s to free closed programs.
+settled_leftovers() {
+  local n
+  for _ in $(seq 50); do
+    n=$(leftovers)
+    [ "$n" -le "$before" ] && break
+    sleep 0.1
+  done
+  echo "$n"
+}
 probe_events() {
   cat /sys/kernel/tracing/uprobe_events /sys/kernel/tracing/kprobe_events \
     2>/dev/null | grep -c loupe
@@ -67,12 +77,7 @@ for i in $(seq "$RUNS_KILL"); do
   wait "$PID" 2>/dev/null
   PID=""
 done
-left=$(leftovers)
-for _ in $(seq 50); do
-  [ "$left" -le "$before" ] && break
-  sleep 0.1
-  left=$(leftovers)
-done
+left=$(settled_leftovers)
 if [ "$left" -le "$before" ]; then
   echo "SIGKILL x$RUNS_KILL: no program left"
 else
@@ -107,11 +112,6 @@ for i in $(seq "$RUNS_INT"); do
   PID=""
 done
 echo "SIGINT/SIGTERM x$RUNS_INT: END ran and the maps printed in the $attached_runs that said they attached"
-left=$(leftovers)
-for _ in $(seq 50); do
-  [ "$left" -le "$before" ] && break
-  sleep 0.1
-  left=$(leftovers)
-done
+left=$(settled_leftovers)
 [ "$left" -le "$before" ] || fail "$((left - before)) programs left after the SIGINT/SIGTERM runs"
 [ "$failures" = 0 ]
