@@ -54,7 +54,8 @@ static BpfProg *new_prog(Compiled *c, Probe *probe, AttachPoint *ap,
   p->ap = ap;
   p->target = t;
   p->prog_type = ap->prov->prog_type;
-  if (ap->prov->attach_type) p->expected_attach_type = ap->prov->attach_type();
+  if (ap->prov->attach_type)
+    p->expected_attach_type = ap->prov->attach_type(ap, t);
   p->fd = -1;
   prog_name(p, ap, t);
   return p;

@@ -55,10 +55,17 @@ typedef struct Provider {
   /* Prints the probes this provider offers that match the glob pattern
    * (NULL or "" for all), one per line, as `loupe -l` shows them. */
   void (*list)(const char *pattern, FILE *out);
-  /* The attach type its programs must be loaded for (the kernel may
-   * have a better way to attach them than the one every kernel has);
-   * NULL: none. */
-  uint32_t (*attach_type)(void);
+  /* The attach type the program of ap must be loaded for (the kernel may
+   * have a better way to attach them than the one every kernel has); t is
+   * the program's one target, or NULL when it serves all of ap's. NULL:
+   * none. */
+  uint32_t (*attach_type)(const AttachPoint *ap, const Target *t);
+  /* Attaches one program to all of ap's targets at once, for a program
+   * loaded for attach_type (a "multi" link): returns how many targets it
+   * attached, 0 to have them attached one by one, or -1 with a message in
+   * err. NULL: always one by one. */
+  int (*attach_group)(const AttachPoint *ap, uint32_t attach_type,
+                      int prog_fd, LinkSet *links, char *err, size_t errlen);
   /* The kernel runs the probes of one place newest first (uprobes put
    * each new consumer first): attach_all attaches them in reverse. */
   bool fires_newest_first;

@@ -363,7 +363,7 @@ struct uprobe_multi_link_attr {
 };
 
 /* ATTACH_UPROBE_MULTI if the kernel loads programs for it, else 0. */
-static uint32_t usdt_attach_type(void) {
+static uint32_t usdt_kernel_attach_type(void) {
   static int known = -1;
   if (known < 0) {
     const struct bpf_insn ret0[] = {
@@ -378,6 +378,12 @@ static uint32_t usdt_attach_type(void) {
     if (fd >= 0) close(fd);
   }
   return known ? ATTACH_UPROBE_MULTI : 0;
+}
+
+static uint32_t usdt_attach_type(const AttachPoint *ap, const Target *t) {
+  (void)ap;
+  (void)t;
+  return usdt_kernel_attach_type();
 }
 
 static int attach_multi(const Target *t, int prog_fd, LinkSet *links,
@@ -418,7 +424,7 @@ static int attach_multi(const Target *t, int prog_fd, LinkSet *links,
 
 static int usdt_attach(const Target *t, int prog_fd, LinkSet *links,
                        char *err, size_t errlen) {
-  if (usdt_attach_type() == ATTACH_UPROBE_MULTI)
+  if (usdt_kernel_attach_type() == ATTACH_UPROBE_MULTI)
     return attach_multi(t, prog_fd, links, err, errlen);
   for (int i = 0; i < t->usdt->nlocs; i++)
     if (attach_location(t->binary, t->usdt->locs[i], (uint64_t)i, prog_fd,

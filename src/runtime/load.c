@@ -421,6 +421,16 @@ static int attach_ap(const BpfProg *p, AttachPoint *ap, const Target *only,
                      LinkSet *links, Diag *d) {
   const Provider *prov = ap->prov;
   if (!prov || prov->prog_type != p->prog_type) return 0;
+  if (!only && links && prov->attach_group && p->expected_attach_type) {
+    char err[256] = "";
+    int n = prov->attach_group(ap, p->expected_attach_type, p->fd, links, err,
+                               sizeof err);
+    if (n < 0) {
+      diag_error(d, ap->span, "could not attach to %s: %s", ap->text, err);
+      return -1;
+    }
+    if (n > 0) return n;
+  }
   int count = 0;
   for (Target *t = ap->targets; t; t = t->next) {
     if (only && t != only) continue;
