@@ -1,21 +1,30 @@
 /* kprobe: dynamic probes on kernel functions, through the kprobe PMU.
  *
- *   kprobe:FUNC      (alias k:)   fires when FUNC is entered
- *   kretprobe:FUNC   (alias kr:)  fires when FUNC returns
+ *   kprobe[:MODULE]:FUNC[+OFFSET]  (alias k:)   fires when FUNC is entered
+ *                                               (or reaches OFFSET in it)
+ *   kretprobe[:MODULE]:FUNC        (alias kr:)  fires when FUNC returns
  *
- * FUNC may hold * and ?: it is matched against the functions ftrace can
- * trace (tracefs' available_filter_functions), or, without that file, the
- * text symbols of /proc/kallsyms. Functions the kernel refuses to probe
- * (its kprobe blacklist) are left out of wildcard matches.
+ * FUNC and MODULE may hold * and ?: FUNC is matched against the functions
+ * ftrace can trace (tracefs' available_filter_functions, which names the
+ * module of each function outside vmlinux), or, without that file, the
+ * text symbols of /proc/kallsyms. MODULE "vmlinux" is the kernel itself.
+ * Functions the kernel refuses to probe (its kprobe blacklist) are left
+ * out of wildcard matches.
  *
  * Each target is one perf event of the kprobe PMU type, whose config1
- * points at the function's name; no kprobe_events file is written, so
- * nothing outlives loupe. */
+ * points at the function's name ("module:func" for a module's) and config2
+ * holds the offset; no kprobe_events file is written, so nothing outlives
+ * loupe. A program that serves many functions of vmlinux (a wildcard) is
+ * put on all of them with one kprobe_multi link instead, when the kernel
+ * has them (fprobe, Linux 5.18): one attach, and one detach, for all. */
+#define _GNU_SOURCE  /* asprintf */
 #include <errno.h>
+#include <bpf/bpf.h>
 #include <linux/bpf.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "probes/provider.h"
 
@@ -59,8 +68,67 @@ static bool names_has(const NameList *l, const char *name) {
                              compare_names) != NULL;
 }
 
+/* A function ftrace can trace, and the module it is in (NULL: vmlinux). */
+typedef struct KFunc {
+  char *name;
+  char *mod;
+} KFunc;
+
+typedef struct FuncList {
+  KFunc *v;
+  int n, cap;
+} FuncList;
+
+static void funcs_add(FuncList *l, const char *name, size_t len,
+                      const char *mod, size_t modlen) {
+  if (l->n == l->cap) {
+    l->cap = l->cap ? l->cap * 2 : 4096;
+    l->v = realloc(l->v, l->cap * sizeof(KFunc));
+  }
+  l->v[l->n].name = strndup(name, len);
+  l->v[l->n].mod = modlen ? strndup(mod, modlen) : NULL;
+  l->n++;
+}
+
+static const char *kfunc_module(const KFunc *f) {
+  return f->mod ? f->mod : "vmlinux";
+}
+
+static int compare_funcs(const void *a, const void *b) {
+  const KFunc *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : strcmp(kfunc_module(x), kfunc_module(y));
+}
+
+/* Sorts by name, then module, and drops duplicates (static functions of
+ * one name in several files appear once per module). */
+static void funcs_sort_unique(FuncList *l) {
+  if (l->n == 0) return;
+  qsort(l->v, l->n, sizeof(KFunc), compare_funcs);
+  int k = 1;
+  for (int i = 1; i < l->n; i++) {
+    if (compare_funcs(&l->v[i], &l->v[k - 1])) {
+      l->v[k++] = l->v[i];
+    } else {
+      free(l->v[i].name);
+      free(l->v[i].mod);
+    }
+  }
+  l->n = k;
+}
+
+/* The module part of a line: "[name]" after the function, if any. */
+static void module_of(const char *rest, const char **mod, size_t *len) {
+  const char *open = strchr(rest, '[');
+  *mod = NULL;
+  *len = 0;
+  if (!open) return;
+  *mod = open + 1;
+  *len = strcspn(*mod, "]\n");
+}
+
 /* "func" or "func [module]" lines. */
-static bool read_filter_functions(NameList *l) {
+static bool read_filter_functions(FuncList *l) {
   const char *dir = tracefs_dir();
   if (!dir) return false;
   char path[600];
@@ -70,14 +138,19 @@ static bool read_filter_functions(NameList *l) {
   char line[512];
   while (fgets(line, sizeof line, f)) {
     size_t len = strcspn(line, " \t\n");
-    if (len > 0) names_add(l, line, len);
+    const char *mod;
+    size_t modlen;
+    module_of(line + len, &mod, &modlen);
+    /* ftrace's placeholder for functions it could not place */
+    if (len > 0 && strncmp(line, "__ftrace_invalid_address__", 26))
+      funcs_add(l, line, len, mod, modlen);
   }
   fclose(f);
   return l->n > 0;
 }
 
 /* "ADDR t name [module]" lines: only code (t, T) counts. */
-static bool read_kallsyms_text(NameList *l) {
+static bool read_kallsyms_text(FuncList *l) {
   FILE *f = fopen("/proc/kallsyms", "r");
   if (!f) return false;
   char line[512], kind;
@@ -85,8 +158,10 @@ static bool read_kallsyms_text(NameList *l) {
   while (fgets(line, sizeof line, f)) {
     if (sscanf(line, "%*s %c %n", &kind, &name_at) < 1) continue;
     if (kind != 't' && kind != 'T') continue;
-    const char *name = line + name_at;
-    names_add(l, name, strcspn(name, " \t\n"));
+    const char *name = line + name_at, *mod;
+    size_t len = strcspn(name, " \t\n"), modlen;
+    module_of(name + len, &mod, &modlen);
+    funcs_add(l, name, len, mod, modlen);
   }
   fclose(f);
   return l->n > 0;
@@ -94,15 +169,26 @@ static bool read_kallsyms_text(NameList *l) {
 
 /* Functions that can be probed; loaded once. NULL if neither source can
  * be read (then names are not checked before attaching). */
-static const NameList *kernel_functions(void) {
-  static NameList funcs;
+static const FuncList *kernel_functions(void) {
+  static FuncList funcs;
   static bool loaded, ok;
   if (!loaded) {
     loaded = true;
     ok = read_filter_functions(&funcs) || read_kallsyms_text(&funcs);
-    names_sort_unique(&funcs);
+    funcs_sort_unique(&funcs);
   }
   return ok ? &funcs : NULL;
+}
+
+/* The first function of that name, or NULL. */
+static const KFunc *funcs_find(const FuncList *l, const char *name) {
+  int lo = 0, hi = l->n;
+  while (lo < hi) {
+    int mid = (lo + hi) / 2;
+    if (strcmp(l->v[mid].name, name) < 0) lo = mid + 1;
+    else hi = mid;
+  }
+  return lo < l->n && !strcmp(l->v[lo].name, name) ? &l->v[lo] : NULL;
 }
 
 /* The kernel's kprobe blacklist ("0xSTART-0xEND\tname" lines). */
@@ -129,62 +215,156 @@ static const NameList *blacklist(void) {
 
 /* ---- the providers -------------------------------------------------- */
 
-static void add_target(AttachPoint *ap, const char *func) {
+/* What a kprobe spec asks for: [MODULE:]FUNC[+OFFSET]. */
+typedef struct KSpec {
+  const char *mod;     /* as written (may hold wildcards), or NULL */
+  char *func;          /* the FUNC part, without the offset */
+  uint64_t offset;
+  bool has_offset;
+} KSpec;
+
+/* Appends a target after *tail (kept by the caller, so that a wildcard of
+ * many thousand functions costs no walk per function). */
+static Target **add_target(AttachPoint *ap, Target **tail, const KSpec *k,
+                           const char *func, const char *mod) {
   Target *t = calloc(1, sizeof *t);
-  const char *pname = ap->prov->name;
-  size_t plen = strlen(pname), flen = strlen(func);
-  t->name = malloc(plen + flen + 2);
-  memcpy(t->name, pname, plen);
-  t->name[plen] = ':';
-  memcpy(t->name + plen + 1, func, flen + 1);
+  char off[32] = "";
+  if (k->has_offset) snprintf(off, sizeof off, "+%llu",
+                              (unsigned long long)k->offset);
+  /* The module shows in the name only when the script named one. */
+  const char *shown_mod = k->mod ? (mod ? mod : "vmlinux") : NULL;
+  if (asprintf(&t->name, "%s:%s%s%s%s", ap->prov->name,
+               shown_mod ? shown_mod : "", shown_mod ? ":" : "", func,
+               off) < 0)
+    abort();
   t->event = strdup(func);
-  Target **tail = &ap->targets;
-  while (*tail) tail = &(*tail)->next;
+  t->category = mod ? strdup(mod) : NULL;
+  t->offset = k->offset;
   *tail = t;
   ap->ntargets++;
+  return &t->next;
+}
+
+/* Splits ap's parts into k; reports what cannot be a kprobe. */
+static int parse_spec(AttachPoint *ap, KSpec *k, Diag *d) {
+  const char *pname = ap->prov->name;
+  memset(k, 0, sizeof *k);
+  if (ap->nparts < 1 || ap->nparts > 2 || !*ap->parts[ap->nparts - 1]) {
+    diag_error(d, ap->span, "%s probe type requires 1 or 2 arguments "
+               "([module:]function)", pname);
+    return -1;
+  }
+  if (ap->nparts == 2) k->mod = ap->parts[0];
+  const char *spec = ap->parts[ap->nparts - 1];
+  if (spec[0] >= '0' && spec[0] <= '9') {
+    diag_error(d, ap->span, "loupe does not support %s at a bare address "
+               "yet; name the function (FUNC+OFFSET)", pname);
+    return -1;
+  }
+  const char *plus = strchr(spec, '+');
+  k->func = plus ? strndup(spec, plus - spec) : strdup(spec);
+  if (plus) {
+    char *end;
+    errno = 0;
+    k->offset = strtoull(plus + 1, &end, 0);
+    if (!plus[1] || *end || errno) {
+      diag_error(d, ap->span, "invalid offset '%s' in %s", plus + 1,
+                 ap->text);
+      return -1;
+    }
+    k->has_offset = true;
+    if (strcmp(pname, "kprobe")) {
+      diag_error(d, ap->span, "an offset is not allowed in a %s: it fires "
+                 "when the function returns", pname);
+      return -1;
+    }
+    if (has_wildcard(k->func)) {
+      diag_error(d, ap->span, "an offset cannot go with a wildcard: the "
+                 "same offset falls in a different place in each function");
+      return -1;
+    }
+  }
+  return 0;
+}
+
+/* Whether a module of that name is loaded ("vmlinux": the kernel). */
+static bool module_loaded(const char *mod) {
+  if (!strcmp(mod, "vmlinux")) return true;
+  char path[300];
+  snprintf(path, sizeof path, "/sys/module/%s/initstate", mod);
+  return access(path, F_OK) == 0;
 }
 
 static int kprobe_expand(AttachPoint *ap, Diag *d) {
-  const char *pname = ap->prov->name;
-  if (ap->nparts != 1 || !*ap->parts[0]) {
-    diag_error(d, ap->span, "%s probe type requires 1 argument", pname);
+  KSpec k;
+  if (parse_spec(ap, &k, d) < 0) {
+    free(k.func);
     return -1;
   }
+  int rc = -1;
   if (probe_pmu_type("kprobe") < 0) {
     diag_error(d, ap->span, "kprobes are not available on this kernel (no "
                "kprobe PMU: CONFIG_KPROBES is off)");
-    return -1;
+    goto out;
   }
-  const char *func = ap->parts[0];
-  const NameList *funcs = kernel_functions();
-  if (!has_wildcard(func)) {
-    if (funcs && !names_has(funcs, func)) {
+  if (k.mod && !has_wildcard(k.mod) && !module_loaded(k.mod)) {
+    diag_error(d, ap->span, "specified module %s in probe %s is not loaded.",
+               k.mod, ap->text);
+    goto out;
+  }
+  const FuncList *funcs = kernel_functions();
+  Target **tail = &ap->targets;
+  if (!has_wildcard(k.func) && !(k.mod && has_wildcard(k.mod))) {
+    const KFunc *f = funcs ? funcs_find(funcs, k.func) : NULL;
+    /* the function of that name in the module asked for */
+    while (f && k.mod && f < funcs->v + funcs->n && !strcmp(f->name, k.func) &&
+           strcmp(kfunc_module(f), k.mod))
+      f++;
+    if (funcs && (!f || f == funcs->v + funcs->n || strcmp(f->name, k.func))) {
       diag_error(d, ap->span, "%s is not traceable (either non-existing, "
-                 "inlined, or marked as \"notrace\")", func);
-      return -1;
+                 "inlined, or marked as \"notrace\")", k.func);
+      goto out;
     }
-    add_target(ap, func);
-    return 0;
+    add_target(ap, tail, &k, k.func, k.mod && f ? f->mod : NULL);
+    rc = 0;
+    goto out;
   }
   if (!funcs) {
     diag_error(d, ap->span, "cannot list the kernel's functions to match "
-               "%s: %s", func, strerror(errno));
-    return -1;
+               "%s: %s", ap->text, strerror(errno));
+    goto out;
   }
   const NameList *refused = blacklist();
-  for (int i = 0; i < funcs->n; i++)
-    if (glob_match(func, funcs->names[i]) &&
-        !names_has(refused, funcs->names[i]))
-      add_target(ap, funcs->names[i]);
-  if (ap->ntargets == 0) return probe_no_matches(ap, d, func);
-  return 0;
+  for (int i = 0; i < funcs->n; i++) {
+    const KFunc *f = &funcs->v[i];
+    if (glob_match(k.func, f->name) &&
+        (!k.mod || glob_match(k.mod, kfunc_module(f))) &&
+        !names_has(refused, f->name))
+      tail = add_target(ap, tail, &k, f->name, f->mod);
+  }
+  rc = ap->ntargets ? 0 : probe_no_matches(ap, d, ap->text + strcspn(
+                                                      ap->text, ":") + 1);
+out:
+  free(k.func);
+  return rc;
 }
 
 static int attach_kprobe(const Target *t, bool retprobe, int prog_fd,
                          LinkSet *links, char *err, size_t errlen) {
-  /* config1: the function's name; config2: the offset into it */
-  return probe_pmu_attach("kprobe", retprobe, -1,
-                          (uint64_t)(uintptr_t)t->event, 0, prog_fd, links, err, errlen);
+  /* config1: the function's name ("module:function" for a module's, which
+   * the kernel looks up in that module); config2: the offset into it */
+  char *sym = NULL;
+  if (asprintf(&sym, "%s%s%s", t->category ? t->category : "",
+               t->category ? ":" : "", t->event) < 0)
+    abort();
+  int rc = probe_pmu_attach("kprobe", retprobe, -1, (uint64_t)(uintptr_t)sym,
+                            t->offset, prog_fd, links, err, errlen);
+  /* the kernel's word for an offset that splits an instruction */
+  if (rc < 0 && t->offset && strstr(err, strerror(EILSEQ)))
+    snprintf(err, errlen, "offset %llu is not at an instruction boundary "
+             "of %s", (unsigned long long)t->offset, sym);
+  free(sym);
+  return rc;
 }
 
 static int kprobe_attach(const Target *t, int prog_fd, LinkSet *links,
@@ -197,16 +377,83 @@ static int kretprobe_attach(const Target *t, int prog_fd, LinkSet *links,
   return attach_kprobe(t, true, prog_fd, links, err, errlen);
 }
 
+/* ---- kprobe_multi links ------------------------------------------------
+ * One link puts a program on many functions through fprobe (ftrace): one
+ * system call to attach a wildcard of hundreds of functions, and one to
+ * detach it, where perf events cost a grace period each to close. The
+ * kernel resolves the names in vmlinux only (before 6.3), so a program
+ * with targets in modules or at offsets keeps one perf event each. */
+
+#ifndef BPF_F_KPROBE_MULTI_RETURN
+#define BPF_F_KPROBE_MULTI_RETURN (1U << 0)
+#endif
+#define ATTACH_KPROBE_MULTI 42   /* BPF_TRACE_KPROBE_MULTI (Linux 5.18) */
+
+/* Whether the kernel has fprobe, which kprobe_multi links are made of:
+ * without it the kernel loads such programs but refuses the link. */
+static bool kernel_has_fprobe(void) {
+  static int known = -1;
+  if (known >= 0) return known;
+  known = 0;
+  FILE *f = fopen("/proc/kallsyms", "r");
+  if (!f) return false;
+  char line[512];
+  while (fgets(line, sizeof line, f)) {
+    const char *name = strrchr(line, ' ');
+    if (name && !strcmp(name, " register_fprobe\n")) {
+      known = 1;
+      break;
+    }
+  }
+  fclose(f);
+  return known;
+}
+
+static uint32_t kprobe_attach_type(const AttachPoint *ap, const Target *t) {
+  if (t || ap->ntargets < 2) return 0;
+  for (const Target *x = ap->targets; x; x = x->next)
+    if (x->category || x->offset) return 0;
+  return kernel_has_fprobe() ? ATTACH_KPROBE_MULTI : 0;
+}
+
+static int attach_multi(const AttachPoint *ap, uint32_t attach_type,
+                        int prog_fd, LinkSet *links, char *err,
+                        size_t errlen) {
+  if (attach_type != ATTACH_KPROBE_MULTI) return 0;
+  const char **syms = calloc(ap->ntargets, sizeof *syms);
+  if (!syms) abort();
+  int n = 0;
+  for (const Target *t = ap->targets; t; t = t->next) syms[n++] = t->event;
+  LIBBPF_OPTS(bpf_link_create_opts, opts);
+  opts.kprobe_multi.syms = syms;
+  opts.kprobe_multi.cnt = (uint32_t)n;
+  opts.kprobe_multi.flags =
+      strcmp(ap->prov->name, "kretprobe") ? 0 : BPF_F_KPROBE_MULTI_RETURN;
+  int fd = bpf_link_create(prog_fd, 0, ATTACH_KPROBE_MULTI, &opts);
+  int saved = errno;
+  free(syms);
+  if (fd < 0) {
+    snprintf(err, errlen, "creating its kprobe_multi link for %d functions: "
+             "%s", n, strerror(saved));
+    return -1;
+  }
+  links_add(links, fd);
+  return n;
+}
+
 /* Lists provider:FUNC for every function matching pattern. Without a
  * kprobe PMU nothing can be attached, so nothing is listed. */
 static void list_functions(const char *pname, const char *pattern,
                            FILE *out) {
   if (probe_pmu_type("kprobe") < 0) return;
-  const NameList *funcs = kernel_functions();
+  const FuncList *funcs = kernel_functions();
   if (!funcs) return;
   char name[600];
+  /* a module's functions as kprobe:MODULE:FUNC */
   for (int i = 0; i < funcs->n; i++) {
-    snprintf(name, sizeof name, "%s:%s", pname, funcs->names[i]);
+    const KFunc *f = &funcs->v[i];
+    snprintf(name, sizeof name, "%s:%s%s%s", pname, f->mod ? f->mod : "",
+             f->mod ? ":" : "", f->name);
     if (!pattern || !*pattern || glob_match(pattern, name))
       fprintf(out, "%s\n", name);
   }
@@ -230,6 +477,8 @@ const Provider kprobe_provider = {
     .expand = kprobe_expand,
     .attach = kprobe_attach,
     .list = kprobe_list,
+    .attach_type = kprobe_attach_type,
+    .attach_group = attach_multi,
 };
 
 const Provider kretprobe_provider = {
@@ -239,4 +488,6 @@ const Provider kretprobe_provider = {
     .expand = kprobe_expand,
     .attach = kretprobe_attach,
     .list = kretprobe_list,
+    .attach_type = kprobe_attach_type,
+    .attach_group = attach_multi,
 };

@@ -9,7 +9,12 @@
 #   3. kretprobe:vfs_read, counting reads by `dd` that returned > 0, one
 #      of them the 14 bytes of its input file;
 #   4. the wildcard kprobe:vfs_rea*, counted by probe;
-#   5. loupe -l 'kprobe:vfs_*';
+#   5. wildcards without `probe` or `func`: one program, one kprobe_multi
+#      link for all functions (where the kernel has fprobe), kretprobes
+#      too; the exit time of kprobe:vfs_* and nothing left behind;
+#      kprobe:vfs_read+0, kprobe:vmlinux:vfs_read, kprobe:vmlinu*:...;
+#      errors for an offset inside an instruction and a missing module;
+#      loupe -l 'kprobe:vfs_*';
 #   6. a function that does not exist: a located error, exit 1; arg0 in
 #      a kretprobe: bpftrace's error.
 #
@@ -84,6 +89,18 @@ check() {
   pass "$name"
 }
 
+# check_error NAME SCRIPT PATTERN: loupe must refuse SCRIPT with exit 1
+# and a stderr line matching PATTERN (grep).
+check_error() {
+  "$LOUPE" -e "$2" >"$WORK/out" 2>"$WORK/err"
+  status=$?
+  if [ $status = 1 ] && grep -q "$3" "$WORK/err"; then
+    pass "$1"
+  else
+    fail "$1" "exit $status" "stderr: $(cat "$WORK/err")"
+  fi
+}
+
 trace 'kprobe:do_nanosleep /comm == "sleep"/ {
          printf("%s %s %s\n", comm, probe, func); exit(); }' 'sleep 0.2'
 check "kprobe:do_nanosleep prints comm, probe, func" \
@@ -113,6 +130,57 @@ check "wildcard kprobe:vfs_rea*" \
 grep -qE '^Attached [2-9][0-9]* probes' "$WORK/err" ||
   fail "wildcard attaches every match" "stderr: $(head -c 600 "$WORK/err")"
 
+# One program for all the functions of a wildcard: one kprobe_multi link
+# each for the kprobe and the kretprobe, where the kernel has fprobe.
+trace 'kprobe:vfs_rea* /comm == "dd"/ { @entries = count(); }
+       kretprobe:vfs_rea* /comm == "dd"/ { @returns = count(); }' \
+  "bpftool link show >$WORK/links; $READ_IT"
+check "wildcard kprobe and kretprobe with one shared program each" \
+  '^@entries: [1-9]' '^@returns: [1-9]'
+if ! grep -q ' register_fprobe$' /proc/kallsyms; then
+  echo "(no fprobe in this kernel: kprobe_multi not checked)"
+elif [ "$(grep -c kprobe_multi "$WORK/links")" = 2 ]; then
+  pass "a wildcard's program is put on its functions with one kprobe_multi link"
+else
+  fail "a wildcard's program is put on its functions with one kprobe_multi link" \
+    "bpftool link show: $(head -c 1500 "$WORK/links")"
+fi
+
+# Detaching a wildcard of many functions: one link to close.
+n=$("$LOUPE" -l 'kprobe:vfs_*' | wc -l)
+"$LOUPE" -e 'kprobe:vfs_* { @ = count(); }' >"$WORK/out" 2>"$WORK/err" &
+pid=$!
+for ((i = 0; i < 600; i++)); do
+  grep -qE 'Attached [0-9]+ probes' "$WORK/err" && break
+  sleep 0.1
+done
+t0=$(date +%s%N)
+kill -INT $pid
+wait $pid
+t1=$(date +%s%N)
+echo "(kprobe:vfs_*: $n functions, exit took $(( (t1 - t0) / 1000000 )) ms under emulation)"
+if grep -qE "^Attached $n probes" "$WORK/err" &&
+   ! bpftool link show | grep -q kprobe_multi; then
+  pass "kprobe:vfs_* attaches $n probes and leaves no link behind"
+else
+  fail "kprobe:vfs_* attaches $n probes and leaves no link behind" \
+    "stderr: $(head -c 600 "$WORK/err")" "links: $(bpftool link show | head -c 600)"
+fi
+
+# An offset into the function; a module, named or matched.
+trace 'kprobe:vfs_read+0 /comm == "dd"/ { @[probe] = count(); }
+       kprobe:vmlinux:vfs_read /comm == "dd"/ { @[probe] = count(); }
+       kprobe:vmlinu*:vfs_read /comm == "dd"/ { @m = count(); }' "$READ_IT"
+check "kprobe:vfs_read+0, kprobe:vmlinux:vfs_read, kprobe:vmlinu*:vfs_read" \
+  '^@\[kprobe:vfs_read\+0\]: [1-9]' '^@\[kprobe:vmlinux:vfs_read\]: [1-9]' \
+  '^@m: [1-9]'
+
+check_error "an offset inside an instruction is a located error" 'kprobe:vfs_read+1 { }' \
+  'ERROR: could not attach to kprobe:vfs_read+1: offset 1 is not at an instruction boundary of vfs_read'
+
+check_error "a module that is not loaded is a located error" 'kprobe:nonsense:vfs_read { }' \
+  '^stdin:1:1-25: ERROR: specified module nonsense in probe kprobe:nonsense:vfs_read is not loaded.'
+
 "$LOUPE" -l 'kprobe:vfs_*' >"$WORK/out" 2>"$WORK/err"
 if grep -qx 'kprobe:vfs_read' "$WORK/out" && grep -qx 'kprobe:vfs_write' "$WORK/out" &&
    ! grep -qv '^kprobe:vfs_' "$WORK/out"; then
@@ -121,22 +189,11 @@ else
   fail "-l 'kprobe:vfs_*'" "stdout: $(head -c 600 "$WORK/out")"
 fi
 
-"$LOUPE" -e 'kprobe:nosuch_fn_x { }' >"$WORK/out" 2>"$WORK/err"
-status=$?
-if [ $status = 1 ] && grep -q '^stdin:1:1-19: ERROR: nosuch_fn_x is not traceable' "$WORK/err"; then
-  pass "kprobe on a missing function is a located error"
-else
-  fail "kprobe on a missing function is a located error" "exit $status" \
-    "stderr: $(cat "$WORK/err")"
-fi
+check_error "kprobe on a missing function is a located error" 'kprobe:nosuch_fn_x { }' \
+  '^stdin:1:1-19: ERROR: nosuch_fn_x is not traceable'
 
-"$LOUPE" -e 'kretprobe:vfs_read { printf("%d\n", arg0); }' >"$WORK/out" 2>"$WORK/err"
-status=$?
-if [ $status = 1 ] && grep -q "ERROR: The arg0 builtin can only be used with 'kprobes'" "$WORK/err"; then
-  pass "arg0 in a kretprobe is an error"
-else
-  fail "arg0 in a kretprobe is an error" "exit $status" "stderr: $(cat "$WORK/err")"
-fi
+check_error "arg0 in a kretprobe is an error" 'kretprobe:vfs_read { printf("%d\n", arg0); }' \
+  "ERROR: The arg0 builtin can only be used with 'kprobes'"
 
 rm -rf "$WORK"
 [ $failed = 0 ]
