@@ -25,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/utsname.h>
 
 #include "probes/provider.h"
 
@@ -380,9 +381,10 @@ static int kretprobe_attach(const Target *t, int prog_fd, LinkSet *links,
 /* ---- kprobe_multi links ------------------------------------------------
  * One link puts a program on many functions through fprobe (ftrace): one
  * system call to attach a wildcard of hundreds of functions, and one to
- * detach it, where perf events cost a grace period each to close. The
- * kernel resolves the names in vmlinux only (before 6.3), so a program
- * with targets in modules or at offsets keeps one perf event each. */
+ * detach it, where perf events cost a grace period each to close. Before
+ * Linux 6.3 the kernel resolves the names in vmlinux only, so there a
+ * program with targets in modules keeps one perf event each, as does one
+ * with an offset anywhere. */
 
 #ifndef BPF_F_KPROBE_MULTI_RETURN
 #define BPF_F_KPROBE_MULTI_RETURN (1U << 0)
@@ -409,10 +411,21 @@ static bool kernel_has_fprobe(void) {
   return known;
 }
 
+/* Whether kprobe_multi links find functions of modules by name, which
+ * they do from Linux 6.3 (before, in vmlinux only). */
+static bool multi_finds_module_functions(void) {
+  struct utsname u;
+  int major = 0, minor = 0;
+  if (uname(&u) < 0 || sscanf(u.release, "%d.%d", &major, &minor) != 2)
+    return false;
+  return major > 6 || (major == 6 && minor >= 3);
+}
+
 static uint32_t kprobe_attach_type(const AttachPoint *ap, const Target *t) {
   if (t || ap->ntargets < 2) return 0;
+  bool modules_too = multi_finds_module_functions();
   for (const Target *x = ap->targets; x; x = x->next)
-    if (x->category || x->offset) return 0;
+    if (x->offset || (x->category && !modules_too)) return 0;
   return kernel_has_fprobe() ? ATTACH_KPROBE_MULTI : 0;
 }
 
@@ -479,6 +492,8 @@ const Provider kprobe_provider = {
     .list = kprobe_list,
     .attach_type = kprobe_attach_type,
     .attach_group = attach_multi,
+    /* the kernel puts a new kprobe at the head of a function's list */
+    .fires_newest_first = true,
 };
 
 const Provider kretprobe_provider = {

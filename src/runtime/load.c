@@ -386,6 +386,13 @@ int load_all(Compiled *c, Diag *d) {
    * ignore it, and a container may refuse the change: either is fine. */
   struct rlimit unlimited = {RLIM_INFINITY, RLIM_INFINITY};
   setrlimit(RLIMIT_MEMLOCK, &unlimited);
+  /* Each probe a perf event holds one or two file descriptors: thousands
+   * of them for a wide wildcard, past the usual soft limit of 1024. */
+  struct rlimit files;
+  if (getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
 
   ScriptBtf sb = {0};
   reset_fds(c);
