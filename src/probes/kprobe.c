@@ -288,6 +288,11 @@ static int parse_spec(AttachPoint *ap, KSpec *k, Diag *d) {
   return 0;
 }
 
+/* The spec as written, after the provider: "vmlinux:vfs_read". */
+static const char *spec_text(const AttachPoint *ap) {
+  return ap->text + strcspn(ap->text, ":") + 1;
+}
+
 /* Whether a module of that name is loaded ("vmlinux": the kernel). */
 static bool module_loaded(const char *mod) {
   if (!strcmp(mod, "vmlinux")) return true;
@@ -322,8 +327,10 @@ static int kprobe_expand(AttachPoint *ap, Diag *d) {
            strcmp(kfunc_module(f), k.mod))
       f++;
     if (funcs && (!f || f == funcs->v + funcs->n || strcmp(f->name, k.func))) {
-      diag_error(d, ap->span, "%s is not traceable (either non-existing, "
-                 "inlined, or marked as \"notrace\")", k.func);
+      diag_warning(d, ap->span, "%s is not traceable (either non-existing, "
+                   "inlined, or marked as \"notrace\"); attaching to it "
+                   "will likely fail", k.func);
+      rc = probe_no_matches(ap, d, spec_text(ap));
       goto out;
     }
     add_target(ap, tail, &k, k.func, k.mod && f ? f->mod : NULL);
@@ -343,8 +350,7 @@ static int kprobe_expand(AttachPoint *ap, Diag *d) {
         !names_has(refused, f->name))
       tail = add_target(ap, tail, &k, f->name, f->mod);
   }
-  rc = ap->ntargets ? 0 : probe_no_matches(ap, d, ap->text + strcspn(
-                                                      ap->text, ":") + 1);
+  rc = ap->ntargets ? 0 : probe_no_matches(ap, d, spec_text(ap));
 out:
   free(k.func);
   return rc;

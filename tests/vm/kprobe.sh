@@ -190,7 +190,7 @@ else
 fi
 
 check_error "kprobe on a missing function is a located error" 'kprobe:nosuch_fn_x { }' \
-  '^stdin:1:1-19: ERROR: nosuch_fn_x is not traceable'
+  '^stdin:1:1-19: ERROR: No matches for kprobe nosuch_fn_x.'
 
 check_error "arg0 in a kretprobe is an error" 'kretprobe:vfs_read { printf("%d\n", arg0); }' \
   "ERROR: The arg0 builtin can only be used with 'kprobes'"
