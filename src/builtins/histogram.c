@@ -87,9 +87,10 @@ static void check_lhist_map(Checker *c, MapSym *m, Node *call) {
 
 static int hist_size(const MapSym *m) { return 8 * hist_buckets(m->hist_bits); }
 
-/* No step after an error in its bounds: the script is not run. */
+/* No step after an error in its bounds (or after hist() on the same map
+ * set its parameters instead): the script is not run. */
 static int lhist_size(const MapSym *m) {
-  return m->agg_params_set ? 8 * lhist_buckets(m) : 8;
+  return m->agg_params_set && m->lhist_step > 0 ? 8 * lhist_buckets(m) : 8;
 }
 
 /* ---- code ------------------------------------------------------------ */
