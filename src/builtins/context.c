@@ -62,10 +62,12 @@ static void check_task_id_call(Checker *c, Node *n) {
   n->type = ty_int(4, false);
 }
 
-/* ppid / pcomm [(task)]: task->real_parent->tgid / ->comm, the task being
- * curtask without an argument. The call becomes that field access, which
- * the checker types from BTF. */
-static void check_parent_field(Checker *c, Node *n, const char *field) {
+/* ppid / pcomm [(task)]: task->real_parent->tgid / ->comm, and
+ * leader_comm [(task)]: task->group_leader->comm, the task being curtask
+ * without an argument. The call becomes that field access, which the
+ * checker types from BTF. */
+static void check_task_link_field(Checker *c, Node *n, const char *link,
+                                  const char *field) {
   Node *task = n->args;
   if (!task) {
     task = node_new(N_BUILTIN, n->span);
@@ -73,7 +75,7 @@ static void check_parent_field(Checker *c, Node *n, const char *field) {
   }
   Node *parent = node_new(N_FIELD, n->span);
   parent->lhs = task;
-  parent->name = "real_parent";
+  parent->name = (char *)link;
   n->kind = N_FIELD;
   n->lhs = parent;
   n->name = (char *)field;
@@ -83,12 +85,16 @@ static void check_parent_field(Checker *c, Node *n, const char *field) {
 }
 
 static void check_ppid(Checker *c, Node *n) {
-  check_parent_field(c, n, "tgid");
+  check_task_link_field(c, n, "real_parent", "tgid");
   if (n->type.kind == TY_INT) n->type = ty_int(4, false);
 }
 
 static void check_pcomm(Checker *c, Node *n) {
-  check_parent_field(c, n, "comm");
+  check_task_link_field(c, n, "real_parent", "comm");
+}
+
+static void check_leader_comm(Checker *c, Node *n) {
+  check_task_link_field(c, n, "group_leader", "comm");
 }
 
 /* getopt("name"[, default[, "description"]]): the value of --name or
@@ -644,6 +650,9 @@ const Builtin builtins_context[] = {
      NULL},
     WORD("ppid", check_ppid, NULL),   /* rewritten by check into fields */
     STRING_WORD("pcomm", check_pcomm, NULL),
+    {"leader_comm", BI_CALL, 0, 1, true, check_leader_comm, NULL, NULL, NULL,
+     NULL, 0, NULL},
+    STRING_WORD("leader_comm", check_leader_comm, NULL),
     {"reg", BI_CALL, 1, 1, true, check_reg, emit_reg, NULL, NULL, NULL, 0,
      NULL},
     {"getopt", BI_CALL, 1, 3, true, check_getopt, NULL, NULL, NULL, NULL, 0,
