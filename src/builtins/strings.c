@@ -1,5 +1,6 @@
-/* strings: str() and buf(), which read strings and bytes from memory, and
- * strncmp() and strcontains(), which compare them in the kernel. */
+/* strings: str() and buf(), which read strings and bytes from memory,
+ * strncmp() and strcontains(), which compare them in the kernel, and
+ * str_concat(), which joins two. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -140,6 +141,15 @@ static void check_named(Checker *c, Node *n) {
   n->type = ty_int(8, true);
   n->type.named = n->name[0] == 's' && n->name[1] == 't' ? NAMED_ERRNO
                                                           : NAMED_SIGNAL;
+}
+
+/* str_concat(a, b): a string of both sizes, which holds all of each. */
+static void check_str_concat(Checker *c, Node *n) {
+  Node *a = n->args;
+  check_expr(c, a);
+  check_expr(c, a->next);
+  if (want_strings(c, n, a, NULL))
+    n->type = ty_str(a->type.size + a->next->type.size - 1);
 }
 
 /* ---- code ------------------------------------------------------------ */
@@ -332,6 +342,35 @@ static int gen_strlen(Gen *g, Node *n) {
   return r;
 }
 
+/* str_concat(a, b): a's bytes up to its NUL, then b's over that NUL. The
+ * *_str helper copies each; its count of a's bytes places b, bounded by
+ * a's size for the verifier. The rest of the string stays zero. */
+static void gen_str_concat(Gen *g, Node *n, int dst, int cap) {
+  Node *a = n->args, *b = a->next;
+  int pa = buf_ref(g, a), pb = buf_ref(g, b);
+  int size = n->type.size < cap ? n->type.size : cap;
+  int sa = a->type.size < size ? a->type.size : size;
+  emit_zero(g, dst, cap);
+  emit_scratch(g, BPF_REG_1, dst);
+  emit(g, I_MOV64_IMM(BPF_REG_2, sa));
+  emit_scratch(g, BPF_REG_3, pa);
+  emit_call(g, BPF_FUNC_probe_read_kernel_str);
+  int len = reg_alloc(g);   /* a's bytes before its NUL */
+  emit(g, I_MOV64_IMM(len, 0));
+  emit(g, I_JMP_IMM(BPF_JSLE, BPF_REG_0, 1, 2));
+  emit(g, I_MOV64_REG(len, BPF_REG_0));
+  emit(g, I_ALU64_IMM(BPF_SUB, len, 1));
+  emit(g, I_JMP_IMM(BPF_JLE, len, sa - 1, 1));
+  emit(g, I_MOV64_IMM(len, sa - 1));
+  emit_scratch(g, BPF_REG_1, dst);
+  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_1, len));
+  emit(g, I_MOV64_IMM(BPF_REG_2, size));
+  emit(g, I_ALU64_REG(BPF_SUB, BPF_REG_2, len));
+  reg_free(g, len);
+  emit_scratch(g, BPF_REG_3, pb);
+  emit_call(g, BPF_FUNC_probe_read_kernel_str);
+}
+
 const Builtin builtins_strings[] = {
     {"str", BI_CALL, 1, 2, true, check_str, NULL, gen_str_fn, NULL, NULL, 0,
      NULL},
@@ -347,5 +386,7 @@ const Builtin builtins_strings[] = {
      NULL, 0, NULL},
     {"strlen", BI_CALL, 1, 1, true, check_strlen, gen_strlen, NULL, NULL,
      NULL, 0, NULL},
+    {"str_concat", BI_CALL, 2, 2, true, check_str_concat, NULL,
+     gen_str_concat, NULL, NULL, 0, NULL},
     {0},
 };
