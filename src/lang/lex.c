@@ -21,6 +21,7 @@ static int column_of(Lexer *lx, const char *p) {
 }
 
 static Span span_from(Lexer *lx, const char *start, const char *end) {
+  if (lx->depth > 0) return lx->expanding[0].at;   /* inside a #define */
   Span s = {.line = lx->line, .col = column_of(lx, start),
             .end_col = column_of(lx, end)};
   return s;
@@ -56,6 +57,9 @@ void lex_init(Lexer *lx, const Source *src, Diag *d, jmp_buf *on_error) {
   lx->line = 1;
   lx->line_start = lx->pos;
   lx->on_error = on_error;
+  lx->defines = calloc(1, sizeof *lx->defines);
+  if (!lx->defines) abort();
+  lx->depth = 0;
 }
 
 static void newline_at(Lexer *lx, const char *nl) {
@@ -69,7 +73,18 @@ static void newline_at(Lexer *lx, const char *nl) {
  * (runqlen.bt, dcsnoop.bt) guard their own copies of kernel structs with
  * "#ifndef BPFTRACE_HAVE_BTF": those copies must not shadow the real
  * layouts. No other macro is defined. */
-static bool macro_defined(const char *name, int len) {
+static const Define *find_define(const Lexer *lx, const char *name,
+                                 int len) {
+  for (int i = 0; i < lx->defines->n; i++) {
+    const Define *d = &lx->defines->v[i];
+    if ((int)strlen(d->name) == len && !strncmp(d->name, name, len))
+      return d;
+  }
+  return NULL;
+}
+
+static bool macro_defined(const Lexer *lx, const char *name, int len) {
+  if (find_define(lx, name, len)) return true;
   return len == 17 && !strncmp(name, "BPFTRACE_HAVE_BTF", 17) &&
          access("/sys/kernel/btf/vmlinux", R_OK) == 0;
 }
@@ -129,9 +144,42 @@ static void skip_branch(Lexer *lx, const char *p, bool stop_at_else) {
   lx->pos = p;
 }
 
-/* A '#' line at top level: #ifdef/#ifndef/#if 0 skip the branch not
- * taken; #include and other directives are for bpftrace's clang front
- * end and are ignored. */
+/* #define NAME TEXT (TEXT replaces each later NAME of a probe's body, as
+ * a C preprocessor would) or #undef NAME, from the '#' at `line` to eol. */
+static void define_or_undef(Lexer *lx, bool define, const char *line,
+                            const char *after, const char *eol) {
+  const char *name = after;
+  while (*name == ' ' || *name == '\t') name++;
+  const char *e = name;
+  while (is_ident_char((unsigned char)*e)) e++;
+  if (e == name || !is_ident_start((unsigned char)*name))
+    lex_error(lx, span_from(lx, line, eol), "#%s needs a name",
+              define ? "define" : "undef");
+  if (define && *e == '(')
+    lex_error(lx, span_from(lx, line, eol), "loupe does not support "
+              "#define with parameters; write a macro instead");
+  Defines *ds = lx->defines;
+  const Define *old = find_define(lx, name, (int)(e - name));
+  int at = old ? (int)(old - ds->v) : ds->n;
+  if (!define) {
+    if (old) ds->v[at] = ds->v[--ds->n];
+    return;
+  }
+  const char *text = e, *end = eol;
+  while (*text == ' ' || *text == '\t') text++;
+  while (end > text && isspace((unsigned char)end[-1])) end--;
+  if (!old) {
+    ds->v = realloc(ds->v, sizeof(Define) * (ds->n + 1));
+    if (!ds->v) abort();
+    ds->n++;
+    ds->v[at].name = strndup(name, (size_t)(e - name));
+  }
+  ds->v[at].text = strndup(text, (size_t)(end - text));
+}
+
+/* A '#' line at top level: #define and #undef; #ifdef/#ifndef/#if 0 skip
+ * the branch not taken; #include and other directives are for bpftrace's
+ * clang front end and are ignored (loupe takes types from BTF). */
 static void skip_directive(Lexer *lx) {
   const char *p = lx->pos;
   int len;
@@ -144,11 +192,15 @@ static void skip_directive(Lexer *lx) {
     while (*name == ' ' || *name == '\t') name++;
     const char *e = name;
     while (is_ident_char((unsigned char)*e)) e++;
-    taken = macro_defined(name, (int)(e - name)) == word_is(w, len, "ifdef");
+    taken = macro_defined(lx, name, (int)(e - name)) ==
+            word_is(w, len, "ifdef");
   } else if (word_is(w, len, "if")) {
     const char *x = after;
     while (*x == ' ' || *x == '\t') x++;
     taken = !(x[0] == '0' && !is_ident_char((unsigned char)x[1]));
+  } else if (word_is(w, len, "define") || word_is(w, len, "undef")) {
+    define_or_undef(lx, word_is(w, len, "define"), p, after, eol);
+    return;
   } else if (word_is(w, len, "else") || word_is(w, len, "elif")) {
     /* Reached while lexing: the branch before it was taken. */
     if (*eol) newline_at(lx, eol);
@@ -167,7 +219,11 @@ static void skip_directive(Lexer *lx) {
 static void skip_space(Lexer *lx, bool skip_directives) {
   for (;;) {
     const char *p = lx->pos;
-    if (*p == '\n') {
+    if (*p == 0 && lx->depth > 0) {   /* the end of a #define's text */
+      lx->depth--;
+      lx->pos = lx->expanding[lx->depth].resume;
+      lx->line_start = lx->expanding[lx->depth].line_start;
+    } else if (*p == '\n') {
       newline_at(lx, p);
       lx->pos = p + 1;
     } else if (isspace((unsigned char)*p)) {
@@ -454,6 +510,28 @@ static void lex_variable(Lexer *lx, Token *t) {
   lx->pos = p;
 }
 
+/* If the name from lx->pos to end is a #define not already being
+ * expanded, goes on lexing its text (until skip_space reaches its end). */
+static bool expand_define(Lexer *lx, const char *end) {
+  const Define *def = find_define(lx, lx->pos, (int)(end - lx->pos));
+  if (!def) return false;
+  for (int i = 0; i < lx->depth; i++)
+    if (lx->expanding[i].def == def) return false;
+  if (lx->depth == LEX_MAX_EXPANSION)
+    lex_error(lx, span_from(lx, lx->pos, end), "#define %s expands too "
+              "deeply", def->name);
+  Span at = span_from(lx, lx->pos, end);
+  lx->expanding[lx->depth].def = def;
+  lx->expanding[lx->depth].resume = end;
+  lx->expanding[lx->depth].line_start = lx->line_start;
+  lx->expanding[lx->depth].at = at;
+  lx->depth++;
+  lx->pos = lx->line_start = def->text;
+  return true;
+}
+
+void lex_next(Lexer *lx, Token *t);
+
 static void lex_token(Lexer *lx, Token *t) {
   const char *p = lx->pos;
   int c = (unsigned char)*p;
@@ -465,6 +543,10 @@ static void lex_token(Lexer *lx, Token *t) {
     lex_number(lx, t);
   } else if (is_ident_start(c)) {
     while (is_ident_char((unsigned char)*p)) p++;
+    if (expand_define(lx, p)) {
+      lex_next(lx, t);   /* the define's first token */
+      return;
+    }
     t->kind = TK_IDENT;
     t->span = span_from(lx, lx->pos, p);
     lx->pos = p;

@@ -38,6 +38,19 @@ typedef struct Token {
   int slen;
 } Token;
 
+/* The #define NAME TEXT lines read so far (object-like macros). */
+typedef struct Define {
+  char *name;
+  char *text;
+} Define;
+
+typedef struct Defines {
+  Define *v;
+  int n;
+} Defines;
+
+#define LEX_MAX_EXPANSION 8
+
 typedef struct Lexer {
   const Source *src;
   Diag *d;
@@ -45,6 +58,16 @@ typedef struct Lexer {
   int line;
   const char *line_start;
   jmp_buf *on_error;   /* longjmp'd to after a lexical error is reported */
+  Defines *defines;
+  /* Lexing the text of #defines used in the script, one inside another:
+   * where each use was (its tokens all get the outermost use's span) and
+   * where the text around it goes on. */
+  int depth;
+  struct {
+    const Define *def;
+    const char *resume, *line_start;
+    Span at;
+  } expanding[LEX_MAX_EXPANSION];
 } Lexer;
 
 /* on_error is where the lexer jumps (with value 1) after reporting. */
