@@ -240,3 +240,8 @@ const Provider kretprobe_provider = {
     .attach = kretprobe_attach,
     .list = kretprobe_list,
 };
+
+bool kernel_function_known(const char *name) {
+  const NameList *funcs = kernel_functions();
+  return !funcs || names_has(funcs, name);
+}
