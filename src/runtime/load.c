@@ -18,6 +18,7 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "codegen/codegen.h"
 #include "probes/kernel_btf.h"
 #include "runtime/prog_btf.h"
 
@@ -284,7 +285,14 @@ static void report_rejection(const BpfProg *p, char *log, Diag *d) {
     at = p->insn_span[last_insn];
   if (at.line == 0 && p->ap) at = p->ap->span;
   if (at.line == 0 && p->probe) at = p->probe->span;
-  if (means)
+  const struct bpf_insn *in =
+      last_insn >= 0 && last_insn < p->ninsns ? &p->insns[last_insn] : NULL;
+  if (reason && strstr(reason, "helper call is not allowed in probe") && in &&
+      in->code == (BPF_JMP | BPF_CALL) && in->src_reg == 0 &&
+      helper_name(in->imm))
+    /* bpftrace's words: path() in a function bpf_d_path may not read */
+    diag_error(d, at, "helper %s not allowed in probe", helper_name(in->imm));
+  else if (means)
     diag_error(d, at, "the kernel's verifier rejected the program for probe "
                "%s: %s (%s)", prog_probe_name(p), means, reason);
   else

@@ -13,10 +13,12 @@
 #   4. the wildcard fentry:vfs_rea*, counted by probe and func;
 #   5. a module's function (overlay, which the VM's root file system
 #      uses): fentry:overlay:ovl_read_iter, and its arguments;
-#   6. two probes on one function run in script order (kfunc: alias);
+#   6. path() of a struct path in security_file_open, is_err() of an
+#      fexit's retval; two probes on one function run in script order
+#      (kfunc: alias);
 #   7. loupe -l 'fentry:vfs_*' and -lv 'fexit:vfs_read';
 #   8. errors: a function that does not exist, arg0 in fentry, retval in
-#      fentry: located, exit 1.
+#      fentry, path() where the kernel refuses bpf_d_path: located, exit 1.
 #
 # Prints one PASS or FAIL line per check; exits 0 only if all pass.
 #
@@ -138,6 +140,13 @@ else
   echo "SKIP a module's function: no overlay module with BTF in this VM"
 fi
 
+trace 'fentry:security_file_open /comm == "dd"/ { @[path(args.file->f_path)] = count(); }
+       fexit:do_filp_open /comm == "cat"/ { @err[is_err(retval)] = count(); }' \
+  "$READ_IT; cat $WORK/nosuch"
+# (the VM's /tmp is an overlay: an open passes security_file_open twice)
+check "path() of args.file->f_path, is_err(retval)" \
+  "^@\\[$WORK/vmfile\\]: [1-9]" '^@err\[true\]: [1-9]'
+
 trace 'kfunc:vfs_read /comm == "dd"/ { printf("first"); }
        kfunc:vfs_read /comm == "dd"/ { printf(" second\n"); exit(); }' \
   "$READ_IT"
@@ -178,6 +187,11 @@ err_check "arg0 in fentry is an error" \
 status=$?
 err_check "retval in fentry is an error" \
   "^stdin:1:23-29: ERROR: The retval builtin can only be used with"
+
+"$LOUPE" -e 'fentry:vfs_read { print(path(args.file.f_path)); }' >"$WORK/out" 2>"$WORK/err"
+status=$?
+err_check "path() where the kernel does not allow bpf_d_path: at the call" \
+  '^stdin:1:25-47: ERROR: helper bpf_d_path not allowed in probe$'
 
 rm -rf "$WORK"
 [ $failed = 0 ]
