@@ -235,11 +235,14 @@ static void check_args(Checker *c, Node *n) {
     check_uprobe_args(c, n);
     return;
   }
-  if (!probe_is_tracepoint(c->probe) && !probe_is_rawtracepoint(c->probe)) {
-    error_at(c, n->span, "The args builtin can only be used with "
-             "tracepoint, rawtracepoint and uprobe probes");
-    return;
-  }
+  for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
+    if (strcmp(ap->provider, "tracepoint") &&
+        strcmp(ap->provider, "rawtracepoint") &&
+        strcmp(ap->provider, "fentry") && strcmp(ap->provider, "fexit")) {
+      error_at(c, n->span, "The args builtin can only be used with "
+               "tracepoint, rawtracepoint, fentry, fexit and uprobe probes");
+      return;
+    }
   c->probe->uses_args = c->probe->uses_ctx = true;
   n->type.kind = TY_ARGS;
 }
@@ -293,6 +296,19 @@ static void check_usdt_arg(Checker *c, Node *n) {
   n->type.as = AS_USER;
 }
 
+/* fexit's retval: the slot after the arguments, typed as the function
+ * returns it. */
+static void check_fexit_retval(Checker *c, Node *n) {
+  if (c->frame != 0) {
+    error_at(c, n->span, "retval can not be used inside a for loop over a "
+             "map (its body runs as a separate function); copy it into a "
+             "variable first");
+    return;
+  }
+  c->probe->uses_ctx = true;
+  check_target_field(c, n, true);
+}
+
 /* argN and retval read the probed function's registers from the context. */
 static void check_register(Checker *c, Node *n) {
   const char *s = n->name;
@@ -309,6 +325,10 @@ static void check_register(Checker *c, Node *n) {
       !probe_is_rawtracepoint(c->probe)) {
     error_at(c, n->span, "The %s builtin can only be used with 'kprobes', "
              "'uprobes' and 'usdt' probes", s);
+    return;
+  }
+  if (is_retval && probe_is_fentry(c->probe, true)) {
+    check_fexit_retval(c, n);
     return;
   }
   if (is_retval) {
@@ -373,7 +393,8 @@ static int emit_reg(Gen *g, Node *n) {
 }
 
 static void check_func(Checker *c, Node *n) {
-  const char *other = probe_not_kprobe(c->probe, true);
+  const char *other = probe_is_fentry(c->probe, false)
+                          ? NULL : probe_not_kprobe(c->probe, true);
   if (other) {
     error_at(c, n->span, "The func builtin can not be used with '%s' "
              "probes", other);
@@ -542,6 +563,8 @@ static int pt_regs_offset(const char *builtin) {
  * tracepoint's context is its arguments, a u64 each. */
 static int emit_register(Gen *g, Node *n) {
   if (g->target && g->target->usdt) return usdt_emit_arg(g, atoi(n->name + 3));
+  /* fexit's retval: a field of the target's arguments */
+  if (g->p->prog_type == BPF_PROG_TYPE_TRACING) return gen_field_int(g, n);
   int r = reg_alloc(g);
   int offset = g->p->prog_type == BPF_PROG_TYPE_RAW_TRACEPOINT
                    ? 8 * atoi(n->name + 3)

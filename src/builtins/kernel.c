@@ -1,5 +1,6 @@
 /* kernel: builtins about the kernel itself — kaddr() of a kernel symbol,
- * signal() to the current task — and those loupe does not have yet,
+ * signal() to the current task, path() of a struct path, is_err() of a
+ * returned pointer — and those loupe does not have yet,
  * which the user is told about. */
 #include <string.h>
 
@@ -166,6 +167,73 @@ static int emit_percpu_kaddr(Gen *g, Node *n) {
   return r;
 }
 
+/* path(p[, size]): the full path of a struct path (a value, such as
+ * args.file->f_path, or a pointer to one), from the kernel's bpf_d_path
+ * helper, which only fentry and fexit programs may call, and the kernel
+ * lets them only in a few functions (its btf_allowlist_d_path). */
+static void check_path(Checker *c, Node *n) {
+  Node *a = n->args;
+  check_expr(c, a);
+  int64_t size = c->strlen + 1;
+  if (a->next) {
+    check_expr(c, a->next);
+    if (!want_const(c, a->next, "path", "the size", 1, 4096, &size)) return;
+  }
+  if (a->type.kind == TY_NONE) return;
+  const CType *ct = a->type.ctype;
+  bool is_path = ct && ct->kind == C_STRUCT && ct->name &&
+                 !strcmp(ct->name, "path") &&
+                 (a->type.kind == TY_RECORD ||
+                  (a->type.kind == TY_INT && a->type.is_pointer));
+  if (!is_path) {
+    error_at(c, a->span, "path() expects a struct path or a pointer to one "
+             "(e.g. args.file->f_path)");
+    return;
+  }
+  if (!probe_is_fentry(c->probe, false)) {
+    error_at(c, n->span, "path() can only be used in fentry and fexit "
+             "probes (the kernel's bpf_d_path helper is for those alone)");
+    return;
+  }
+  n->type = ty_str((int)size);
+}
+
+/* bpf_d_path(p, dst, size); nothing (an empty string) if it fails. */
+static void emit_path(Gen *g, Node *n, int dst, int cap) {
+  Node *a = n->args;
+  int addr = a->type.kind == TY_RECORD ? gen_addr(g, a) : gen_int(g, a);
+  emit_zero(g, dst, cap);
+  emit(g, I_MOV64_REG(BPF_REG_1, addr));
+  reg_free(g, addr);
+  emit_scratch(g, BPF_REG_2, dst);
+  emit(g, I_MOV64_IMM(BPF_REG_3, n->type.size < cap ? n->type.size : cap));
+  /* a refusal of the helper points at the call */
+  Span saved = g->span;
+  g->span = n->span;
+  emit_call(g, BPF_FUNC_d_path);
+  g->span = saved;
+  int ok = emit_jump(g, I_JMP_IMM(BPF_JSGE, BPF_REG_0, 0, 0));
+  emit_zero(g, dst, cap);
+  patch_here(g, ok);
+}
+
+/* is_err(p): whether p is an error the kernel returns as a pointer
+ * (ERR_PTR: -4095 to -1), as its IS_ERR() says. */
+static void check_is_err(Checker *c, Node *n) {
+  check_expr(c, n->args);
+  if (want_int(c, n, n->args)) n->type = ty_bool();
+}
+
+static int emit_is_err(Gen *g, Node *n) {
+  int r = gen_int(g, n->args);
+  /* the immediate is sign-extended: r >= 0xfffffffffffff001, unsigned */
+  emit(g, I_JMP_IMM(BPF_JGE, r, -4095, 2));
+  emit(g, I_MOV64_IMM(r, 0));
+  emit(g, I_JA(1));
+  emit(g, I_MOV64_IMM(r, 1));
+  return r;
+}
+
 #define NOT_YET(name, form) \
   {name, form, 0, 0, false, NULL, NULL, NULL, NULL, NULL, 0, NULL}
 
@@ -184,7 +252,10 @@ const Builtin builtins_kernel[] = {
      emit_percpu_kaddr, NULL, NULL, NULL, 0, NULL},
     NOT_YET("cgroupid", BI_CALL),
     NOT_YET("override", BI_CALL),
-    NOT_YET("path", BI_CALL),
+    {"is_err", BI_CALL, 1, 1, true, check_is_err, emit_is_err, NULL, NULL,
+     NULL, 0, NULL},
+    {"path", BI_CALL, 1, 2, true, check_path, NULL, emit_path, NULL, NULL,
+     0, NULL},
     NOT_YET("sizeof", BI_CALL),
     {0},
 };

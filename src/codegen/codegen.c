@@ -56,6 +56,11 @@ static BpfProg *new_prog(Compiled *c, Probe *probe, AttachPoint *ap,
   p->prog_type = ap->prov->prog_type;
   if (ap->prov->attach_type)
     p->expected_attach_type = ap->prov->attach_type(ap, t);
+  if (t && t->btf_id) {
+    p->attach_btf_id = t->btf_id;
+    if (t->category && strcmp(t->category, "vmlinux"))
+      p->attach_btf_module = t->category;
+  }
   p->fd = -1;
   prog_name(p, ap, t);
   return p;
@@ -175,8 +180,9 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
 int codegen_script(Script *s, Compiled *c, Diag *d) {
   Gen g = {.d = d, .c = c};
   for (Probe *probe = s->probes; probe; probe = probe->next) {
-    bool per_target = probe->uses_args || probe->uses_probe;
     for (AttachPoint *ap = probe->aps; ap; ap = ap->next) {
+      bool per_target = probe->uses_args || probe->uses_probe ||
+                        ap->prov->prog_per_target;
       if (!per_target) {
         if (gen_prog(&g, probe, ap, ap->ntargets == 1 ? ap->targets : NULL,
                      s->target_pid))

@@ -11,5 +11,7 @@ int codegen_script(Script *s, Compiled *out, Diag *d);
  * script line it came from (for -d). */
 void disasm_print(const BpfProg *p, const Compiled *c, const Source *src,
                   FILE *out);
+/* A helper's name by its id ("bpf_d_path"), or NULL if unknown. */
+const char *helper_name(int32_t id);
 
 #endif

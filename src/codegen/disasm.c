@@ -23,7 +23,7 @@
 static const char *const helper_names[] = {__BPF_FUNC_MAPPER(HELPER_NAME)};
 #undef HELPER_NAME
 
-static const char *helper_name(int32_t id) {
+const char *helper_name(int32_t id) {
   int n = (int)(sizeof(helper_names) / sizeof(helper_names[0]));
   if (id >= 0 && id < n && helper_names[id]) return helper_names[id];
   return NULL;

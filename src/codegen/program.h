@@ -170,6 +170,8 @@ typedef struct BpfProg {
   Target *target;          /* NULL: all targets of ap (or of the probe) */
   uint32_t prog_type;      /* BPF_PROG_TYPE_* */
   uint32_t expected_attach_type;  /* BPF_* attach type it loads for, or 0 */
+  uint32_t attach_btf_id;  /* fentry, fexit: the function it is for, in */
+  const char *attach_btf_module;  /* this module's BTF (NULL: vmlinux's) */
   struct bpf_insn *insns;  /* map loads carry the map id in imm until load */
   Span *insn_span;         /* source span each instruction came from */
   int ninsns;

@@ -518,6 +518,8 @@ static bool gen_effect(Gen *g, Node *e) {
     vars_forget_assigned(e->then);
     vars_forget_assigned(e->els);
     return then_ends && else_ends;
+  } else if (e->type.kind == TY_ARGS) {
+    /* `args;` alone reads nothing, as in bpftrace: no code */
   } else if (is_buffer(e->type)) {
     buf_ref(g, e);
   } else {

@@ -225,6 +225,8 @@ typedef struct Target {
   uint64_t offset;   /* uprobe, uretprobe: the function's file offset */
   struct UsdtProbe *usdt;   /* usdt: its locations and arguments (owned
                                by the provider, probes/usdt.h) */
+  uint32_t btf_id;   /* fentry, fexit: the function's BTF id in the BTF of
+                        module `category` ("vmlinux": the kernel's) */
 } Target;
 
 /* An attach point as written: "tracepoint:syscalls:sys_enter_*". */

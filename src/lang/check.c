@@ -151,6 +151,14 @@ bool probe_is_rawtracepoint(Probe *p) {
   return true;
 }
 
+bool probe_is_fentry(Probe *p, bool fexit_only) {
+  for (AttachPoint *ap = p->aps; ap; ap = ap->next)
+    if (strcmp(ap->provider, "fexit") &&
+        (fexit_only || strcmp(ap->provider, "fentry")))
+      return false;
+  return true;
+}
+
 /* Longest `probe` name among the probe's targets, for the string size. */
 int probe_name_size(Probe *p) {
   int size = 1;

@@ -188,10 +188,20 @@ static void check_field(Checker *c, Node *n) {
                "'%s'", n->name, TYPE_NAME(n->lhs->type));
     return;
   }
+  check_target_field(c, n, false);
+}
+
+void check_target_field(Checker *c, Node *n, bool want_return) {
   bool first = true;
   for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next) {
     for (Target *t = ap->targets; t; t = t->next) {
       const TpField *f = t->format ? tp_field(t->format, n->name) : NULL;
+      if (f && f->is_return != want_return) f = NULL;
+      if (!f && want_return) {
+        error_at(c, n->span, "%s returns nothing (void): fexit:%s:%s has "
+                 "no retval", t->event, t->category, t->event);
+        return;
+      }
       if (!f) {
         error_at(c, n->span, "%s %s:%s has no field named '%s'",
                  ap->provider, t->category, t->event, n->name);

@@ -98,6 +98,13 @@ int add_printf_def(Checker *c, PrintfDef def);
 
 bool probe_is_tracepoint(Probe *p);
 bool probe_is_rawtracepoint(Probe *p);
+/* Whether every attach point of the probe is an fentry or fexit one (only
+ * fexit, if fexit_only). */
+bool probe_is_fentry(Probe *p, bool fexit_only);
+/* Checks n (`args.NAME`, or with want_return the `retval` of fexit) as
+ * the field n->name of every target's arguments: sets its type and
+ * offset, or reports why it cannot be read. */
+void check_target_field(Checker *c, Node *n, bool want_return);
 /* Longest `probe` name among the probe's targets, for the string size. */
 int probe_name_size(Probe *p);
 /* The first provider of the probe that is not kprobe or uprobe (nor their

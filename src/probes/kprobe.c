@@ -512,3 +512,8 @@ const Provider kretprobe_provider = {
     .attach_type = kprobe_attach_type,
     .attach_group = attach_multi,
 };
+
+bool kernel_function_known(const char *name) {
+  const FuncList *funcs = kernel_functions();
+  return !funcs || funcs_find(funcs, name);
+}

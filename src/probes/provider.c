@@ -28,6 +28,8 @@ extern const Provider kretprobe_provider;
 extern const Provider uprobe_provider;
 extern const Provider uretprobe_provider;
 extern const Provider rawtracepoint_provider;
+extern const Provider fentry_provider;
+extern const Provider fexit_provider;
 extern const Provider usdt_provider;
 extern const Provider begin_provider;
 extern const Provider end_provider;
@@ -53,10 +55,6 @@ static void list_nothing(const char *pattern, FILE *out) {}
 
 UNSUPPORTED(watchpoint_provider, "watchpoint", "w");
 UNSUPPORTED(asyncwatchpoint_provider, "asyncwatchpoint", "aw");
-UNSUPPORTED(kfunc_provider, "kfunc", "f");
-UNSUPPORTED(kretfunc_provider, "kretfunc", "fr");
-UNSUPPORTED(fentry_provider, "fentry", NULL);
-UNSUPPORTED(fexit_provider, "fexit", NULL);
 UNSUPPORTED(iter_provider, "iter", "it");
 
 const Provider *const providers[] = {
@@ -68,17 +66,19 @@ const Provider *const providers[] = {
     &kprobe_provider,    &kretprobe_provider,
     &uprobe_provider,    &uretprobe_provider,
     &rawtracepoint_provider,
+    &fentry_provider,    &fexit_provider,
     &usdt_provider,
     /* known, not implemented yet */
     &watchpoint_provider, &asyncwatchpoint_provider,
-    &kfunc_provider,     &kretfunc_provider,
-    &fentry_provider,    &fexit_provider,
     &iter_provider,
     NULL,
 };
 
 const Provider *provider_find(const char *name) {
   if (!name) return NULL;
+  /* the names fentry and fexit had before bpftrace 0.18 */
+  if (!strcmp(name, "kfunc")) name = "fentry";
+  if (!strcmp(name, "kretfunc")) name = "fexit";
   for (int i = 0; providers[i]; i++) {
     const Provider *p = providers[i];
     if (!strcmp(p->name, name) || (p->alias && !strcmp(p->alias, name)))

@@ -22,6 +22,8 @@ typedef struct TpField {
   bool in_u64;        /* raw tracepoint: the value sits in a u64 slot of
                          the context, which is read whole (the kernel
                          allows no narrower read) */
+  bool is_return;     /* fexit: the return value ("retval"), not one of
+                         the arguments of `args` */
 } TpField;
 
 typedef struct TpFormat {
@@ -69,6 +71,14 @@ typedef struct Provider {
   /* The kernel runs the probes of one place newest first (uprobes put
    * each new consumer first): attach_all attaches them in reverse. */
   bool fires_newest_first;
+  /* Each target needs a program of its own (fentry: the kernel ties a
+   * program to its function when loading it, Target.btf_id). */
+  bool prog_per_target;
+  /* When the kernel refuses to load a program for target t with errno
+   * err: reports it in the provider's words and returns true, or returns
+   * false for the usual report. NULL: always the usual report. */
+  bool (*load_refused)(const AttachPoint *ap, const Target *t, int err,
+                       Diag *d);
 } Provider;
 
 /* Looks a provider up by name or alias; NULL if there is none. */
@@ -114,6 +124,11 @@ bool uprobe_find_binary(const char *binary, char *found, char *real);
 /* The file the -p process calls path, as loupe can open it (in real, of
  * PATH_MAX bytes); false if it cannot be had. */
 bool uprobe_in_target_tree(const char *path, char *real);
+
+/* Whether name is a kernel function that can be traced (in tracefs'
+ * available_filter_functions, else in /proc/kallsyms); true when neither
+ * can be read (kprobe.c). */
+bool kernel_function_known(const char *name);
 
 /* --mode bench: bench probes have targets (else they are left out). */
 extern bool probe_bench_mode;

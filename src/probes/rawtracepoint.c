@@ -12,7 +12,6 @@
  * (same prototype, named parameters; its first parameter, `__data`, is
  * the tracepoint's own and is left out), or without names
  * (arg0..) from the typedef's prototype on kernels that lack the stubs. */
-#include <dirent.h>
 #include <errno.h>
 #include <linux/bpf.h>
 #include <stdlib.h>
@@ -22,7 +21,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 
-#include "lang/ctype.h"
+#include "probes/kernel_btf.h"
 #include "probes/list.h"
 #include "probes/provider.h"
 
@@ -104,87 +103,25 @@ static TpIndex *indexes;
 static int nindexes;
 static bool indexes_loaded;
 
-static void add_index(const char *module, struct btf *btf, int first) {
-  indexes = realloc(indexes, (nindexes + 1) * sizeof(TpIndex));
-  TpIndex *ix = &indexes[nindexes++];
-  *ix = (TpIndex){strdup(module), btf, NULL, 0};
-  index_types(ix, first);
-}
-
-static int only_modules(const struct dirent *e) {
-  return e->d_name[0] != '.' && strcmp(e->d_name, "vmlinux") != 0;
-}
-
 static void load_indexes(void) {
   if (indexes_loaded) return;
   indexes_loaded = true;
-  struct btf *vmlinux = ctype_kernel_btf();
-  if (!vmlinux) return;
-  add_index("vmlinux", vmlinux, 1);
-  struct dirent **mods;
-  int nmods = scandir("/sys/kernel/btf", &mods, only_modules, alphasort);
-  int first = (int)btf__type_cnt(vmlinux);
-  for (int i = 0; i < nmods; i++) {
-    char path[300];
-    snprintf(path, sizeof path, "/sys/kernel/btf/%s", mods[i]->d_name);
-    struct btf *btf = btf__parse_split(path, vmlinux);
-    if (btf) add_index(mods[i]->d_name, btf, first);
-    free(mods[i]);
+  int n;
+  const KernelBtf *kb = kernel_btfs(&n);
+  indexes = calloc(n ? n : 1, sizeof(TpIndex));
+  for (int i = 0; i < n; i++) {
+    TpIndex *ix = &indexes[nindexes++];
+    *ix = (TpIndex){kb[i].module, kb[i].btf, NULL, 0};
+    index_types(ix, kb[i].first);
   }
-  if (nmods >= 0) free(mods);
-}
-
-/* ---- arguments as fields -------------------------------------------- */
-
-/* What the type is once typedefs and qualifiers are looked through. */
-static const struct btf_type *resolved(const struct btf *btf, int id) {
-  int r = btf__resolve_type(btf, (__u32)id);
-  return r > 0 ? btf__type_by_id(btf, (__u32)r) : NULL;
-}
-
-static void param_field(const struct btf *btf, const struct btf_param *p,
-                        int index, bool named, TpField *f) {
-  char text[256];
-  memset(f, 0, sizeof *f);
-  const char *name = named ? btf__name_by_offset(btf, p->name_off) : NULL;
-  if (name && *name) {
-    f->name = strdup(name);
-  } else {
-    snprintf(text, sizeof text, "arg%d", index);
-    f->name = strdup(text);
-  }
-  btf_type_text(btf, (int)p->type, text, sizeof text);
-  f->type_text = strdup(text);
-  f->offset = index * 8;
-  f->in_u64 = true;
-  const struct btf_type *t = resolved(btf, (int)p->type);
-  long long size = btf__resolve_size(btf, p->type);
-  f->is_pointer = t && btf_is_ptr(t);
-  f->size = f->is_pointer || size <= 0 || size > 8 ? 8 : (int)size;
-  if (t && btf_is_int(t))
-    f->is_signed = btf_int_encoding(t) & BTF_INT_SIGNED;
-  else if (t && btf_is_any_enum(t))
-    f->is_signed = btf_kflag(t);
 }
 
 /* The arguments of a tracepoint as the fields of `args`: one per
  * parameter after __data, each in a u64 slot of the context. */
 static TpFormat *rawtp_format(const TpIndex *ix, RawTp *tp) {
-  if (tp->format) return tp->format;
-  TpFormat *fmt = calloc(1, sizeof *fmt);
-  fmt->id = -1;
-  const struct btf_type *proto =
-      tp->proto ? btf__type_by_id(ix->btf, (__u32)tp->proto) : NULL;
-  int n = proto ? btf_vlen(proto) : 0;
-  if (n > 1) {
-    fmt->fields = calloc(n - 1, sizeof(TpField));
-    const struct btf_param *params = btf_params(proto);
-    for (int i = 1; i < n; i++)
-      param_field(ix->btf, &params[i], i - 1, tp->named,
-                  &fmt->fields[fmt->nfields++]);
-  }
-  tp->format = fmt;
-  return fmt;
+  if (!tp->format)
+    tp->format = btf_proto_format(ix->btf, tp->proto, 1, tp->named, false);
+  return tp->format;
 }
 
 /* ---- the provider --------------------------------------------------- */

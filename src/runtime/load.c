@@ -18,6 +18,8 @@
 #include <bpf/btf.h>
 #include <bpf/libbpf.h>
 
+#include "codegen/codegen.h"
+#include "probes/kernel_btf.h"
 #include "runtime/prog_btf.h"
 
 #define DEFAULT_RINGBUF_SIZE (1u << 20)
@@ -283,7 +285,14 @@ static void report_rejection(const BpfProg *p, char *log, Diag *d) {
     at = p->insn_span[last_insn];
   if (at.line == 0 && p->ap) at = p->ap->span;
   if (at.line == 0 && p->probe) at = p->probe->span;
-  if (means)
+  const struct bpf_insn *in =
+      last_insn >= 0 && last_insn < p->ninsns ? &p->insns[last_insn] : NULL;
+  if (reason && strstr(reason, "helper call is not allowed in probe") && in &&
+      in->code == (BPF_JMP | BPF_CALL) && in->src_reg == 0 &&
+      helper_name(in->imm))
+    /* bpftrace's words: path() in a function bpf_d_path may not read */
+    diag_error(d, at, "helper %s not allowed in probe", helper_name(in->imm));
+  else if (means)
     diag_error(d, at, "the kernel's verifier rejected the program for probe "
                "%s: %s (%s)", prog_probe_name(p), means, reason);
   else
@@ -306,13 +315,15 @@ static void report_rejection(const BpfProg *p, char *log, Diag *d) {
 static int load_with_log(const BpfProg *p, const char *name,
                          const char *license,
                          const struct bpf_insn *insns, const ScriptBtf *sb,
-                         int idx, char **log_out) {
+                         int idx, int btf_obj_fd, char **log_out) {
   size_t size = VERIFIER_LOG_START;
   for (;;) {
     char *log = calloc(1, size);
     LIBBPF_OPTS(bpf_prog_load_opts, opts, .log_level = 1, .log_size = size,
                 .log_buf = log,
-                .expected_attach_type = p->expected_attach_type);
+                .expected_attach_type = p->expected_attach_type,
+                .attach_btf_id = p->attach_btf_id,
+                .attach_btf_obj_fd = btf_obj_fd > 0 ? btf_obj_fd : 0);
     script_btf_opts(sb, idx, &opts);
     int fd = bpf_prog_load(p->prog_type, name, license, insns, p->ninsns,
                            &opts);
@@ -325,49 +336,63 @@ static int load_with_log(const BpfProg *p, const char *name,
   }
 }
 
-static int load_prog(Compiled *c, int idx, const ScriptBtf *sb, Diag *d) {
-  BpfProg *p = &c->progs[idx];
-  struct bpf_insn *insns = patched_insns(c, p, d);
-  if (!insns) return -1;
-  char name[BPF_OBJ_NAME_LEN];
-  prog_identifier(p, name, sizeof name);
+/* The first try, with no log (or only -v's statistics). */
+static int load_quietly(Compiled *c, BpfProg *p, const char *name,
+                        const char *license, const struct bpf_insn *insns,
+                        const ScriptBtf *sb, int idx, int btf_obj_fd) {
   /* -v: the kernel's statistics (BPF_LOG_STATS), which a small buffer
-   * holds; the log of a refusal comes from load_with_log below. */
+   * holds; the log of a refusal comes from load_with_log. */
   char stats[1024] = "";
   LIBBPF_OPTS(bpf_prog_load_opts, opts,
-              .expected_attach_type = p->expected_attach_type);
+              .expected_attach_type = p->expected_attach_type,
+              .attach_btf_id = p->attach_btf_id,
+              .attach_btf_obj_fd = btf_obj_fd > 0 ? btf_obj_fd : 0);
   if (c->verifier_stats) {
     opts.log_level = 4;
     opts.log_buf = stats;
     opts.log_size = sizeof stats;
   }
   script_btf_opts(sb, idx, &opts);
+  int fd = bpf_prog_load(p->prog_type, name, license, insns, p->ninsns,
+                         &opts);
+  if (fd >= 0 && c->verifier_stats) print_verifier_stats(p, stats);
+  return fd;
+}
+
+static int load_prog(Compiled *c, int idx, const ScriptBtf *sb, Diag *d) {
+  BpfProg *p = &c->progs[idx];
+  struct bpf_insn *insns = patched_insns(c, p, d);
+  if (!insns) return -1;
+  char name[BPF_OBJ_NAME_LEN];
+  prog_identifier(p, name, sizeof name);
   const char *license = c->license ? c->license : "GPL";
-  p->fd = bpf_prog_load(p->prog_type, name, license, insns, p->ninsns,
-                        &opts);
-  if (p->fd >= 0) {
-    if (c->verifier_stats) print_verifier_stats(p, stats);
-    free(insns);
-    return 0;
-  }
+  /* fentry on a module's function: the program names the function in
+   * that module's BTF, which the kernel knows by an fd */
+  int btf_obj_fd = p->attach_btf_module
+                       ? kernel_btf_obj_fd(p->attach_btf_module) : -1;
+  p->fd = load_quietly(c, p, name, license, insns, sb, idx, btf_obj_fd);
   int err = errno;
-  if (err == EPERM || err == ENOSYS) {
-    report_bpf_failure(d, no_span, err, "program", name);
-    free(insns);
-    return -1;
-  }
+  const Provider *prov = p->ap ? p->ap->prov : NULL;
   char *log = NULL;
-  p->fd = load_with_log(p, name, license, insns, sb, idx, &log);
-  free(insns);
-  if (p->fd < 0) {
-    if (log && *log)
+  if (p->fd >= 0) {
+    /* loaded */
+  } else if (prov && prov->load_refused &&
+             prov->load_refused(p->ap, p->target, err, d)) {
+    /* reported in the provider's words */
+  } else if (err == EPERM || err == ENOSYS) {
+    report_bpf_failure(d, no_span, err, "program", name);
+  } else {
+    p->fd = load_with_log(p, name, license, insns, sb, idx, btf_obj_fd, &log);
+    if (p->fd < 0 && log && *log)
       report_rejection(p, log, d);
-    else
+    else if (p->fd < 0)
       diag_error(d, p->ap ? p->ap->span : no_span,
                  "could not load the program for probe %s: %s",
                  prog_probe_name(p), strerror(err));
   }
   free(log);
+  free(insns);
+  if (btf_obj_fd >= 0) close(btf_obj_fd);
   return p->fd >= 0 ? 0 : -1;
 }
 

@@ -1,0 +1,197 @@
+#!/usr/bin/env bash
+# fentry and fexit under a kernel that allows them (ours refuses every
+# fentry load): boots Debian's kernel once with /work/shared/vm/run-in-vm
+# (QEMU) and, inside, runs loupe on
+#
+#   1. fentry:vfs_read: args.count, and the name of the file `dd` reads
+#      through args.file->f_path.dentry (-> and . both follow pointers),
+#      probe and func;
+#   2. fexit:vfs_read: retval typed as the function returns it (ssize_t,
+#      signed), the arguments still readable, under the alias fr:;
+#   3. fexit on a function returning a struct pointer, followed to a
+#      field (retval->f_flags), under kretfunc:;
+#   4. the wildcard fentry:vfs_rea*, counted by probe and func;
+#   5. a module's function (overlay, which the VM's root file system
+#      uses): fentry:overlay:ovl_read_iter, and its arguments;
+#   6. path() of a struct path in security_file_open, is_err() of an
+#      fexit's retval; two probes on one function run in script order
+#      (kfunc: alias);
+#   7. loupe -l 'fentry:vfs_*' and -lv 'fexit:vfs_read';
+#   8. errors: a function that does not exist, arg0 in fentry, retval in
+#      fentry, path() where the kernel refuses bpf_d_path: located, exit 1.
+#
+# Prints one PASS or FAIL line per check; exits 0 only if all pass.
+#
+#   tests/vm/fentry.sh               test ./loupe
+#   LOUPE=/path/loupe tests/vm/fentry.sh
+#   RUN_IN_VM=/path/run-in-vm        the VM runner (default
+#                                    /work/shared/vm/run-in-vm)
+#
+# Exit status: 0 pass, 1 fail, 77 skipped (no VM runner, not root).
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+LOUPE=${LOUPE:-$ROOT/loupe}
+case $LOUPE in /*) ;; */*) LOUPE=$PWD/$LOUPE ;; *) LOUPE=$(command -v "$LOUPE") ;; esac
+
+# ---- on the host: boot once, run this script inside -------------------
+if [ "${1:-}" != --inside ]; then
+  VM=${RUN_IN_VM:-/work/shared/vm/run-in-vm}
+  [ -x "$VM" ] || { echo "skip: no VM runner at $VM"; exit 77; }
+  [ "$(id -u)" = 0 ] || { echo "skip: needs root"; exit 77; }
+  exec "$VM" "LOUPE=$LOUPE bash $ROOT/tests/vm/fentry.sh --inside"
+fi
+
+# ---- inside the VM ------------------------------------------------------
+WORK=$(mktemp -d /tmp/loupe-vm.XXXXXX)
+failed=0
+# The load: dd reads its input with read(2) whatever the output is (cat
+# may copy with copy_file_range instead).
+echo "loupe in a VM" >"$WORK/vmfile"
+READ_IT="dd if=$WORK/vmfile of=/dev/null bs=64 status=none"
+
+pass() { echo "PASS $1"; }
+fail() {
+  echo "FAIL $1"
+  shift
+  printf '%s\n' "$@" | sed 's/^/    /'
+  failed=$((failed + 1))
+}
+
+# trace SCRIPT LOAD: runs loupe on SCRIPT, runs the shell command LOAD once
+# it attached, then stops it with SIGINT. Leaves stdout and stderr in
+# $WORK/out and $WORK/err, and the exit status in $status.
+trace() {
+  local script=$1 load=$2 i
+  "$LOUPE" -e "$script" >"$WORK/out" 2>"$WORK/err" &
+  local pid=$!
+  # Under emulation, loading and attaching takes seconds.
+  for ((i = 0; i < 600; i++)); do
+    grep -qE 'Attached [0-9]+ probes?' "$WORK/err" && break
+    kill -0 "$pid" 2>/dev/null || break
+    sleep 0.1
+  done
+  bash -c "$load" >/dev/null 2>&1
+  sleep 0.5
+  kill -INT "$pid" 2>/dev/null
+  wait "$pid"
+  status=$?
+}
+
+# check NAME REGEX...: every regex must match a line of stdout.
+check() {
+  local name=$1 re
+  shift
+  for re in "$@"; do
+    if ! grep -qE "$re" "$WORK/out"; then
+      fail "$name" "no stdout line matches: $re" "stdout: $(head -c 2000 "$WORK/out")" \
+        "stderr: $(head -c 600 "$WORK/err")"
+      return
+    fi
+  done
+  pass "$name"
+}
+
+# err_check NAME REGEX: loupe exited 1 and a stderr line matches REGEX.
+err_check() {
+  if [ "$status" = 1 ] && grep -qE "$2" "$WORK/err"; then
+    pass "$1"
+  else
+    fail "$1" "exit $status" "stderr: $(head -c 1500 "$WORK/err")"
+  fi
+}
+
+trace 'fentry:vfs_read /comm == "dd"/ {
+         @count[args.count] = count();
+         @name[str(args.file->f_path.dentry->d_name.name)] = count();
+         @dot[str(args.file.f_path.dentry.d_name.name)] = count();
+         @pf[probe, func] = count(); }' "$READ_IT"
+check "fentry:vfs_read args.count, args.file->...->name, probe, func" \
+  '^@count\[64\]: [1-9]' '^@name\[vmfile\]: [1-9]' '^@dot\[vmfile\]: [1-9]' \
+  '^@pf\[fentry:vmlinux:vfs_read, vfs_read\]: [1-9]'
+
+trace 'fr:vfs_read /comm == "dd" && retval > 0/ {
+         @bytes[retval, args.count] = count(); @[probe] = count(); }
+       fexit:vfs_read /comm == "dd" && retval < 0/ { @neg = count(); }' \
+  "$READ_IT"
+check "fexit:vfs_read retval (signed) and args" \
+  '^@\[fexit:vmlinux:vfs_read\]: [1-9]' '^@bytes\[14, 64\]: 1$'
+
+trace 'kretfunc:alloc_empty_file /comm == "dd"/ {
+         @flags[retval->f_flags & 0] = count(); @[probe] = count(); }' \
+  "$READ_IT"
+check "fexit retval of a struct pointer, followed to a field (kretfunc:)" \
+  '^@flags\[0\]: [1-9]' '^@\[fexit:vmlinux:alloc_empty_file\]: [1-9]'
+
+trace 'fentry:vfs_rea* /comm == "dd"/ { @[probe, func] = count(); }' \
+  "$READ_IT"
+check "wildcard fentry:vfs_rea*" \
+  '^@\[fentry:vmlinux:vfs_read, vfs_read\]: [1-9]'
+grep -qE '^Attached [2-9][0-9]* probes' "$WORK/err" ||
+  fail "wildcard attaches every match" "stderr: $(head -c 600 "$WORK/err")"
+
+if "$LOUPE" -l 'fentry:overlay:ovl_read_iter' | grep -qx 'fentry:overlay:ovl_read_iter'; then
+  # /etc/hostname: a file of the host, read through the overlay
+  trace 'fentry:overlay:ovl_read_iter /comm == "dd"/ {
+           @[probe, str(args.iocb->ki_filp->f_path.dentry->d_name.name)] = count(); }' \
+    'dd if=/etc/hostname of=/dev/null bs=64 status=none'
+  check "a module's function: fentry:overlay:ovl_read_iter" \
+    '^@\[fentry:overlay:ovl_read_iter, hostname\]: [1-9]'
+else
+  echo "SKIP a module's function: no overlay module with BTF in this VM"
+fi
+
+trace 'fentry:security_file_open /comm == "dd"/ { @[path(args.file->f_path)] = count(); }
+       fexit:do_filp_open /comm == "cat"/ { @err[is_err(retval)] = count(); }' \
+  "$READ_IT; cat $WORK/nosuch"
+# (the VM's /tmp is an overlay: an open passes security_file_open twice)
+check "path() of args.file->f_path, is_err(retval)" \
+  "^@\\[$WORK/vmfile\\]: [1-9]" '^@err\[true\]: [1-9]'
+
+trace 'kfunc:vfs_read /comm == "dd"/ { printf("first"); }
+       kfunc:vfs_read /comm == "dd"/ { printf(" second\n"); exit(); }' \
+  "$READ_IT"
+check "two probes on one function run in script order" '^first second$'
+
+"$LOUPE" -l 'fentry:vfs_*' >"$WORK/out" 2>"$WORK/err"
+if grep -qx 'fentry:vmlinux:vfs_read' "$WORK/out" &&
+   grep -qx 'fentry:vmlinux:vfs_write' "$WORK/out" &&
+   ! grep -qv '^fentry:vmlinux:vfs_' "$WORK/out"; then
+  pass "-l 'fentry:vfs_*'"
+else
+  fail "-l 'fentry:vfs_*'" "stdout: $(head -c 600 "$WORK/out")"
+fi
+"$LOUPE" -lv 'fexit:vfs_read' >"$WORK/out" 2>"$WORK/err"
+if diff -u - "$WORK/out" >"$WORK/diff" <<'EOF'
+fexit:vmlinux:vfs_read
+    struct file * file
+    char * buf
+    size_t count
+    loff_t * pos
+    ssize_t retval
+EOF
+then
+  pass "-lv 'fexit:vfs_read'"
+else
+  fail "-lv 'fexit:vfs_read'" "$(cat "$WORK/diff")"
+fi
+
+"$LOUPE" -e 'fentry:nosuch_fn_x { }' >"$WORK/out" 2>"$WORK/err"
+status=$?
+err_check "fentry on a missing function is a located error" \
+  '^stdin:1:1-19: ERROR: No matches for fentry nosuch_fn_x\.$'
+"$LOUPE" -e 'fentry:vfs_read { printf("%d\n", arg0); }' >"$WORK/out" 2>"$WORK/err"
+status=$?
+err_check "arg0 in fentry is an error" \
+  "^stdin:1:34-38: ERROR: The arg0 builtin can only be used with 'kprobes'"
+"$LOUPE" -e 'fentry:vfs_read { @ = retval; }' >"$WORK/out" 2>"$WORK/err"
+status=$?
+err_check "retval in fentry is an error" \
+  "^stdin:1:23-29: ERROR: The retval builtin can only be used with"
+
+"$LOUPE" -e 'fentry:vfs_read { print(path(args.file.f_path)); }' >"$WORK/out" 2>"$WORK/err"
+status=$?
+err_check "path() where the kernel does not allow bpf_d_path: at the call" \
+  '^stdin:1:25-47: ERROR: helper bpf_d_path not allowed in probe$'
+
+rm -rf "$WORK"
+[ $failed = 0 ]
