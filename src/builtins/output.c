@@ -62,8 +62,11 @@ static void check_printf(Checker *c, Node *n) {
     if (!ok) {
       const char *what = want == TY_STR ? "a string"
                          : want == TY_BUF ? "a buffer" : "an integer";
-      error_at(c, a->span, "%s: %%%c specifier expects %s, got %s", n->name,
-               conv[i] == 'R' || conv[i] == 'H' ? 'r' : conv[i], what, TYPE_NAME(a->type));
+      error_at(c, a->span, "%s: %%%s specifier expects %s, got %s", n->name,
+               conv[i] == 'R' || conv[i] == 'H' ? "r"
+               : conv[i] == 'G'                 ? "gr"
+                                                : (char[]){conv[i], 0},
+               what, TYPE_NAME(a->type));
       return;
     }
     def.args[i].type = a->type.kind == TY_INT ? ty_widened(a->type)

@@ -8,7 +8,8 @@
  * 18446744073709551615). Text after the last conversion, or the whole
  * format when there is none, is written as is ("%%" stays "%%"). %r,
  * %rx and %rh print a buf(): printable ASCII as is and other bytes as
- * \xNN, every byte as \xNN, or every byte as two hex digits, spaced.
+ * \xNN, every byte as \xNN, or every byte as two hex digits, spaced;
+ * %gr prints an integer as GFP flags (runtime/gfp.c).
  *
  * Maps print as "@name[k1, k2]: value" lines sorted as bpftrace sorts:
  * by value for integer and aggregation values (hist and lhist by their
@@ -32,6 +33,7 @@
 #define _GNU_SOURCE   /* sigabbrev_np, for signal_name() */
 #include "runtime/print.h"
 #include "runtime/folded.h"
+#include "runtime/gfp.h"
 #include "runtime/print_stack.h"
 #include "runtime/map_read.h"
 
@@ -123,6 +125,12 @@ static bool parse_conv(const char *fmt, int at, Conv *cv) {
   cv->bits = parse_length(fmt, &i);
   cv->plain = i == at + 1;
   char c = fmt[i];
+  if (c == 'g' && fmt[i + 1] == 'r' && i == len_at) {   /* %gr: GFP flags */
+    cv->letter = 'G';
+    cv->start = at;
+    cv->end = i + 2;
+    return true;
+  }
   if (!c || !strchr("diuxXocspr", c)) return false;
   if ((c == 'c' || c == 's' || c == 'r') && i != len_at) return false;
   cv->letter = c;
@@ -374,6 +382,13 @@ static void put_conv(const Conv *cv, const FmtArg *arg, const uint8_t *payload,
       c_spec(cv, "", 'p', spec, sizeof spec);
       snprintf(buf, need, spec, (void *)(uintptr_t)v);
       break;
+    case 'G': {   /* %gr */
+      char text[512];
+      gfp_flags_text(v, text, sizeof text);
+      c_spec(cv, "", 's', spec, sizeof spec);
+      snprintf(buf, need, spec, text);
+      break;
+    }
     case 's': {   /* an integer printed as text: a time, a name, a stack */
       char text[512];
       const char *s = int_text(&arg->type, v, text, sizeof text);
