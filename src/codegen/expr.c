@@ -94,6 +94,16 @@ void gen_buf(Gen *g, Node *n, int dst, int cap) {
   case N_TUPLE:
     gen_tuple(g, n, dst, cap);
     return;
+  case N_CAST:   /* to an integer array: the operand's bytes */
+    if (n->lhs->type.kind == TY_INT) {
+      int r = gen_int(g, n->lhs);
+      if (n->type.size < cap) emit_zero(g, dst, cap);
+      emit(g, I_STX(BPF_DW, SCRATCH, r, dst));
+      reg_free(g, r);
+    } else {
+      gen_buf(g, n->lhs, dst, cap);
+    }
+    return;
   case N_VAR:
     emit_copy(g, n->var->stack_off, dst, value_cap(n->var->type), cap);
     return;
@@ -496,8 +506,20 @@ int gen_incdec(Gen *g, Node *n, bool as_stmt) {
 
 /* (uint8)x ... (int64)x, (bool)x: truncate, then extend by the new type. */
 int gen_cast(Gen *g, Node *n) {
-  int r = gen_int(g, n->lhs);
   Type t = n->type;
+  if (n->lhs->type.kind == TY_CVAL) {   /* an integer array's bytes */
+    static const int widths[] = {[1] = BPF_B, [2] = BPF_H, [4] = BPF_W,
+                                 [8] = BPF_DW};
+    int at = buf_ref(g, n->lhs);
+    int r = reg_alloc(g);
+    emit(g, I_LDX(widths[t.size], r, SCRATCH, at));
+    if (t.is_signed && t.size < 8) {
+      emit(g, I_ALU64_IMM(BPF_LSH, r, 64 - t.size * 8));
+      emit(g, I_ALU64_IMM(BPF_ARSH, r, 64 - t.size * 8));
+    }
+    return r;
+  }
+  int r = gen_int(g, n->lhs);
   if (!strcmp(n->name, "bool")) {
     emit(g, I_JMP_IMM(BPF_JEQ, r, 0, 1));
     emit(g, I_MOV64_IMM(r, 1));

@@ -470,12 +470,66 @@ bool type_named(Checker *c, const char *name, Span at, Type *out) {
 }
 
 /* (type)x. Errors about the type point at "(type)", as bpftrace's do. */
+/* (int8[8])x, (uint8[])"abc": the bytes of an integer, a string or an
+ * array as an array of integers of the same size in all (the count, when
+ * left out, is what fills it). False if the cast is not to an array. */
+static bool check_array_cast(Checker *c, Node *n) {
+  const char *dims = strchr(n->name, '[');
+  if (!dims) return false;
+  Type from = n->lhs->type;
+  if (from.kind == TY_NONE) return true;
+  char elem_name[200], err[200], name[256];
+  snprintf(elem_name, sizeof elem_name, "%.*s", (int)(dims - n->name),
+           n->name);
+  const CType *elem = ctype_parse(elem_name, err, sizeof err);
+  bool from_ok = (from.kind == TY_INT && !from.is_pointer) ||
+                 from.kind == TY_STR ||
+                 (from.kind == TY_CVAL && from.ctype &&
+                  from.ctype->kind == C_ARRAY);
+  if (!elem || elem->kind != C_INT || !from_ok) {
+    error_at(c, n->part_span, "Cannot cast from \"%s\" to \"%s\"",
+             TYPE_NAME(from), n->name);
+    return true;
+  }
+  int count = atoi(dims + 1);
+  if (dims[1] == ']' && from.size % elem->size == 0)
+    count = from.size / elem->size;
+  if (count * elem->size != from.size) {
+    error_at(c, n->part_span, "Cannot cast from \"%s\" to \"%s\": the "
+             "sizes differ (%d and %d bytes)", TYPE_NAME(from), n->name,
+             from.size, count * elem->size);
+    return true;
+  }
+  snprintf(name, sizeof name, "%s[%d]", elem_name, count);
+  value_type_named(c, name, n->part_span, &n->type);
+  return true;
+}
+
+/* (uint32)$a of an integer array: its bytes as one integer of the same
+ * size. */
+static bool cast_from_int_array(Checker *c, Node *n, Type to) {
+  const Type from = n->lhs->type;
+  if (from.kind != TY_CVAL || !from.ctype || from.ctype->kind != C_ARRAY ||
+      !from.ctype->target || from.ctype->target->kind != C_INT)
+    return false;
+  if (to.is_pointer || to.size != from.size)
+    error_at(c, n->part_span, "Cannot cast from \"%s\" to \"%s\": the "
+             "sizes differ (%d and %d bytes)", TYPE_NAME(from), n->name,
+             from.size, to.size);
+  return true;
+}
+
 static void check_cast(Checker *c, Node *n) {
   check_expr(c, n->lhs);
+  if (check_array_cast(c, n)) return;
   Type t;
   if (!scalar_type_named(c, n->name, n->part_span, n->span,
                          space_of(c, n->lhs->type), &t))
     return;
+  if (cast_from_int_array(c, n, t)) {
+    n->type = t;
+    return;
+  }
   if (n->lhs->type.kind != TY_INT && n->lhs->type.kind != TY_NONE) {
     error_at(c, n->part_span, "Casts are not supported for type: \"%s\"",
              TYPE_NAME(n->lhs->type));

@@ -169,10 +169,26 @@ static char *parse_type_text(Parser *P, Span *at) {
   return dup_text(type, (int)len);
 }
 
-/* After '(' with a type word next: the type up to ')', then the operand. */
+/* After '(' with a type word next: the type up to ')', then the operand.
+ * An array type, "(int8[8])x" or "(uint8[])x", keeps its brackets. */
 static Node *parse_cast(Parser *P, Span open) {
   Span type_span;
   char *type = parse_type_text(P, &type_span);
+  if (is_punct(P, '[')) {
+    next(P);
+    char dims[32] = "[]";
+    if (P->tok.kind == TK_INT) {
+      snprintf(dims, sizeof dims, "[%llu]", (unsigned long long)P->tok.ival);
+      next(P);
+    }
+    expect(P, ']', "]");
+    char *whole = malloc(strlen(type) + strlen(dims) + 1);
+    if (!whole) abort();
+    strcpy(whole, type);
+    strcat(whole, dims);
+    free(type);
+    type = whole;
+  }
   Span close = expect(P, ')', ")");
   Node *operand = parse_unary(P);
   Node *n = node_new(N_CAST, span_join(open, operand->span));

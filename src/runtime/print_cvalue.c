@@ -27,12 +27,13 @@ static void put_number(uint64_t v, int bits, bool is_signed, FILE *out) {
 
 static void put_cval(const CType *ct, const uint8_t *p, bool json, FILE *out);
 
-/* A char array: a string up to its first NUL. */
+/* A char array: a string up to its first NUL. An array of int8 or uint8
+ * (a cast such as (int8[])"abc", pton()'s bytes) prints its numbers. */
 static bool put_chars(const CType *ct, const uint8_t *p, bool json,
                       FILE *out) {
   const CType *e = ct->target;
   if (!e || e->kind != C_INT || e->size != 1 || ct->nelems <= 0 ||
-      e->is_bool)
+      e->is_bool || !e->is_char)
     return false;
   size_t len = strnlen((const char *)p, ct->nelems);
   if (json)
