@@ -458,7 +458,11 @@ int run_finish(Run *r) {
   if (r->child_go_fd >= 0) {
     /* everything is attached and BEGIN has run: the command may start */
     fflush(st->out);
-    if (write(r->child_go_fd, "g", 1) != 1) st->child_pid = -1;
+    /* A command that died before it was released (killed while loupe
+     * attached) refuses the byte; it is still waited for, so the loop
+     * reaps it and the run ends at once instead of lasting forever. */
+    if (write(r->child_go_fd, "g", 1) != 1 && errno != EPIPE)
+      fprintf(stderr, "loupe: cannot start the command: %s\n", strerror(errno));
     close(r->child_go_fd);
     r->child_go_fd = -1;
   }
