@@ -1,5 +1,6 @@
 # Helpers shared by the fault tests (sourced, not run: not executable, so
-# tests/run.sh does not take it for a test).
+# tests/run.sh does not take it for a test). Sourcing it skips the test
+# (exit 77) unless it runs as root with bpftool.
 #
 #   kernel_mark          remembers what the kernel holds now
 #   kernel_leftovers     prints what was added since kernel_mark and is held
@@ -15,6 +16,10 @@
 # users of the machine) by their ids: those created after kernel_mark and
 # held by no process are what a loupe that has gone left behind. Debian's
 # bpftool shows no owner pids, so holders are read from /proc/*/fdinfo.
+
+# Every fault test loads programs and reads what the kernel holds.
+[ "$(id -u)" = 0 ] || { echo "needs root"; exit 77; }
+command -v bpftool >/dev/null || { echo "needs bpftool"; exit 77; }
 
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }

@@ -16,8 +16,6 @@
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LOUPE=${LOUPE:-$ROOT/loupe}
-[ "$(id -u)" = 0 ] || { echo "needs root"; exit 77; }
-command -v bpftool >/dev/null || { echo "needs bpftool"; exit 77; }
 . "$ROOT/tests/faults/lib.sh"
 WORK=$(mktemp -d /tmp/loupe-output.XXXXXX)
 PID="" MOUNTED=""

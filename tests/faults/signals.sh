@@ -21,8 +21,6 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LOUPE=${LOUPE:-$ROOT/loupe}
 RUNS_KILL=${RUNS_KILL:-50}
 RUNS_INT=${RUNS_INT:-20}
-[ "$(id -u)" = 0 ] || { echo "needs root"; exit 77; }
-command -v bpftool >/dev/null || { echo "needs bpftool"; exit 77; }
 WORK=$(mktemp -d /tmp/loupe-faults.XXXXXX)
 PID=""
 cleanup() {
