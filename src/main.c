@@ -539,11 +539,16 @@ static FILE *open_output(const Options *o) {
   return out;
 }
 
-static void close_output(FILE *out) {
-  if (out != stdout)
-    fclose(out);
-  else
-    fflush(out);
+/* Closes the -o file (flushes stdout); a failure the run did not already
+ * report (status 0) is reported here and makes the status 1. */
+static int close_output(FILE *out, const Options *o, int status) {
+  bool failed = out != stdout ? fclose(out) == EOF : fflush(out) == EOF;
+  if (failed && status == 0 && !loupe_output_closed) {
+    fprintf(stderr, "loupe: write to %s: %s\n",
+            o->out_path ? o->out_path : "stdout", strerror(errno));
+    status = 1;
+  }
+  return status;
 }
 
 /* Test harnesses (bpftrace's runtime test engine among them) set this
@@ -571,7 +576,8 @@ static int attach_and_run(Compiled *c, const Options *o, FILE *out, Diag *d) {
   if (!o->quiet && o->format == OUT_JSON)
     fprintf(out, "{\"type\": \"attached_probes\", \"data\": "
             "{\"probes\": %d}}\n", attach_all(c, NULL, d));
-  RunOptions run_opts = {.out = out, .timeout_ms = 0, .format = o->format,
+  RunOptions run_opts = {.out = out, .out_name = o->out_path,
+                         .timeout_ms = 0, .format = o->format,
                          .child_pid = child.pid, .child_go_fd = child.go_fd,
                          .target_pid = o->pid, .bench = o->bench};
   child.go_fd = -1;   /* the run releases (and closes) it */
@@ -692,8 +698,7 @@ static int load_and_run(Compiled *c, const Options *o, Diag *d) {
     fclose(svg);
     unlink(o->flamegraph);
   }
-  close_output(out);
-  return status;
+  return close_output(out, o, status);
 }
 
 /* compile → (print) → load and run; the exit status. */

@@ -56,9 +56,14 @@ static uint32_t ringbuf_bytes(uint32_t wanted) {
 /* Reports a failed bpf() call whose cause is not the script's fault. */
 static void report_bpf_failure(Diag *d, Span at, int err, const char *what,
                                const char *name) {
-  if (err == EPERM || err == EACCES)
+  if ((err == EPERM || err == EACCES) && geteuid() != 0)
     diag_error(d, no_span,
                "loupe needs root (CAP_BPF and CAP_PERFMON) to load programs");
+  else if (err == EPERM || err == EACCES)   /* root, but not allowed */
+    diag_error(d, no_span, "the kernel refused BPF to loupe (%s): loading "
+               "programs needs CAP_BPF and CAP_PERFMON (or CAP_SYS_ADMIN) "
+               "in the initial user namespace, which this process lacks",
+               strerror(err));
   else if (err == ENOSYS)
     diag_error(d, no_span, "this kernel does not support BPF (bpf() is "
                            "missing; it needs CONFIG_BPF_SYSCALL)");

@@ -56,6 +56,8 @@ __attribute__((weak)) volatile sig_atomic_t loupe_output_closed;
 typedef struct RunState {
   Compiled *c;
   FILE *out;
+  const char *out_name;   /* for messages: the -o file, or "stdout" */
+  int write_error;   /* the errno of a failed write to out, once said */
   int format;        /* OutFormat */
   int exit_seen;     /* exit() was called: drop records until END runs;
                         1 + the exit code it gave */
@@ -102,15 +104,48 @@ static bool reader_gone(FILE *out) {
   return p.fd >= 0 && poll(&p, 1, 0) == 1 && (p.revents & POLLERR);
 }
 
+/* A write to the output failed for another reason than a reader that
+ * went away (a full file system, an I/O error): said once, precisely, and
+ * the run stops as after Ctrl-C; its exit status is then 1. What is
+ * printed after that (END's records, the maps) cannot reach the output
+ * either. */
+static void output_failed(RunState *st, int err) {
+  if (st->write_error) return;
+  st->write_error = err ? err : EIO;
+  fprintf(stderr, "loupe: write to %s: %s\n", st->out_name,
+          strerror(st->write_error));
+  loupe_stop_requested = 1;
+}
+
+/* Whether the output took everything written to it so far; if not, the
+ * run stops (output_closed or output_failed). stdio keeps only an error
+ * flag, so the cause is asked again of a flush (the data a failed write
+ * left in the buffer fails again), else taken from the failed call. */
+static bool output_ok(RunState *st) {
+  if (!ferror(st->out)) return true;
+  int err = errno;
+  clearerr(st->out);
+  if (fflush(st->out) == EOF) err = errno;
+  if (err == EPIPE || reader_gone(st->out))
+    output_closed();
+  else
+    output_failed(st, err);
+  return false;
+}
+
+/* Flushes the output, and stops the run if it failed. */
+static void flush_output(RunState *st) {
+  fflush(st->out);
+  output_ok(st);
+}
+
 static int on_record(void *ctx, void *data, size_t size) {
   RunState *st = ctx;
-  if (loupe_output_closed) return -EPIPE;   /* nobody reads what it prints */
+  /* nobody reads what it prints, or it cannot be written */
+  if (loupe_output_closed || st->write_error) return -EPIPE;
   st->handled++;
   run_handle_record(st->c, st->out, st->format, &st->exit_seen, data, size);
-  if (ferror(st->out) && reader_gone(st->out)) {
-    output_closed();
-    return -EPIPE;
-  }
+  if (!output_ok(st)) return -EPIPE;
   /* A negative return makes libbpf stop consuming and return it; libbpf
    * has moved past this record by then, so it is handled first. */
   return --st->budget > 0 ? 0 : -EAGAIN;
@@ -259,7 +294,7 @@ static void run_special(RunState *st, struct ring_buffer *rb,
     if (prog_is(&st->c->progs[i], provider))
       run_prog_once(&st->c->progs[i], provider);
   drain(st, rb);
-  fflush(st->out);
+  flush_output(st);
 }
 
 /* ---- bench probes ------------------------------------------------------ */
@@ -334,7 +369,7 @@ static void run_benches(RunState *st, struct ring_buffer *rb) {
   for (int i = 0; i < n; i++)
     fprintf(st->out, "%-41s%-15lld%ld\n", results[i].name,
             results[i].ns_per_run, results[i].runs);
-  fflush(st->out);
+  flush_output(st);
   free(results);
 }
 
@@ -391,7 +426,7 @@ static void event_loop(RunState *st, struct ring_buffer *rb, int timeout_ms) {
       run_special(st, rb, "self");
     }
     if (st->handled) {
-      if (fflush(st->out) == EOF && errno == EPIPE) output_closed();
+      flush_output(st);
       st->handled = 0;
     }
     if (reader_gone(st->out)) output_closed();
@@ -413,6 +448,7 @@ Run *run_begin(Compiled *c, const RunOptions *opts) {
   Run *r = calloc(1, sizeof *r);
   if (!r) return NULL;
   r->st = (RunState){.c = c, .out = opts->out ? opts->out : stdout,
+                     .out_name = opts->out_name ? opts->out_name : "stdout",
                      .format = opts->format, .child_pid = opts->child_pid,
                      .target_pid = opts->target_pid, .target_fd = -1,
                      .bench = opts->bench};
@@ -454,11 +490,15 @@ bool run_stopping(const Run *r) {
 int run_finish(Run *r) {
   RunState *st = &r->st;
   if (r->begin_len) fwrite(r->begin_text, 1, r->begin_len, st->out);
-  fflush(st->out);
+  flush_output(st);
   if (r->child_go_fd >= 0) {
     /* everything is attached and BEGIN has run: the command may start */
     fflush(st->out);
-    if (write(r->child_go_fd, "g", 1) != 1) st->child_pid = -1;
+    /* A command that died before it was released (killed while loupe
+     * attached) refuses the byte; it is still waited for, so the loop
+     * reaps it and the run ends at once instead of lasting forever. */
+    if (write(r->child_go_fd, "g", 1) != 1 && errno != EPIPE)
+      fprintf(stderr, "loupe: cannot start the command: %s\n", strerror(errno));
     close(r->child_go_fd);
     r->child_go_fd = -1;
   }
@@ -478,7 +518,8 @@ int run_finish(Run *r) {
   report_counts(st);
 
   if (!st->c->no_exit_print) print_all_maps_as(st->c, st->format, st->out);
-  fflush(st->out);
+  flush_output(st);
+  if (st->write_error) status = 1;
   run_abandon(r);
   return status;
 }

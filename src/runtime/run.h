@@ -10,6 +10,7 @@
 
 typedef struct RunOptions {
   FILE *out;            /* stdout or -o FILE */
+  const char *out_name; /* its name in messages (NULL: "stdout") */
   int timeout_ms;       /* 0: none */
   int format;           /* OUT_TEXT or OUT_JSON (print.h): -f */
   int child_pid;        /* -c: the command's pid, or <= 0 */

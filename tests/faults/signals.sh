@@ -21,8 +21,6 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LOUPE=${LOUPE:-$ROOT/loupe}
 RUNS_KILL=${RUNS_KILL:-50}
 RUNS_INT=${RUNS_INT:-20}
-[ "$(id -u)" = 0 ] || { echo "needs root"; exit 77; }
-command -v bpftool >/dev/null || { echo "needs bpftool"; exit 77; }
 WORK=$(mktemp -d /tmp/loupe-faults.XXXXXX)
 PID=""
 cleanup() {
@@ -30,8 +28,7 @@ cleanup() {
   rm -rf "$WORK"
 }
 trap cleanup EXIT
-failures=0
-fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+. "$ROOT/tests/faults/lib.sh"
 # A random pause for run $1: up to 40 ms on odd runs, 400 ms on even ones.
 pause() {
   local ms=$((RANDOM % ($1 % 2 ? 40 : 400)))
@@ -46,29 +43,7 @@ uprobe:/bin/bash:readline { @rl = count(); }
 END { printf("END ran\n"); }
 EOF
 
-# The programs loupe's runs leave behind: those whose BTF names one of the
-# script's probes. Debian's bpftool shows no owner pids, so names it is.
-leftovers() {
-  bpftool prog show 2>/dev/null |
-    grep -cE 'name (tracepoint_raw_syscalls_sys_enter|tracepoint_sched_sched_process_exec|interval_ms_10|uprobe__bin_bash_readline|END|BEGIN) '
-}
-# leftovers once the kernel has had up to 5 s to free closed programs.
-settled_leftovers() {
-  local n
-  for _ in $(seq 50); do
-    n=$(leftovers)
-    [ "$n" -le "$before" ] && break
-    sleep 0.1
-  done
-  echo "$n"
-}
-probe_events() {
-  cat /sys/kernel/tracing/uprobe_events /sys/kernel/tracing/kprobe_events \
-    2>/dev/null | grep -c loupe
-}
-
-before=$(leftovers)
-events_before=$(probe_events)
+kernel_mark
 for i in $(seq "$RUNS_KILL"); do
   "$LOUPE" "$WORK/s.bt" >/dev/null 2>&1 &
   PID=$!
@@ -77,14 +52,11 @@ for i in $(seq "$RUNS_KILL"); do
   wait "$PID" 2>/dev/null
   PID=""
 done
-left=$(settled_leftovers)
-if [ "$left" -le "$before" ]; then
-  echo "SIGKILL x$RUNS_KILL: no program left"
+if left=$(kernel_leftovers); then
+  echo "SIGKILL x$RUNS_KILL: nothing left in the kernel"
 else
-  fail "$((left - before)) programs left loaded after $RUNS_KILL SIGKILLs"
+  fail "after $RUNS_KILL SIGKILLs: $left"
 fi
-[ "$(probe_events)" -le "$events_before" ] ||
-  fail "uprobe or kprobe events left in tracefs after SIGKILLs"
 
 attached_runs=0
 for i in $(seq "$RUNS_INT"); do
@@ -94,11 +66,7 @@ for i in $(seq "$RUNS_INT"); do
   PID=$!
   pause "$i"
   kill -"$sig" "$PID" 2>/dev/null
-  status=-
-  for _ in $(seq 300); do   # 30 s: a hang is a failure, not a stuck test
-    kill -0 "$PID" 2>/dev/null || { wait "$PID"; status=$?; break; }
-    sleep 0.1
-  done
+  wait_exit "$PID" 30   # a hang is a failure, not a stuck test
   if [ "$status" = - ]; then
     fail "SIG$sig run $i: still running 30 s after the signal"
     kill -KILL "$PID"
@@ -112,6 +80,5 @@ for i in $(seq "$RUNS_INT"); do
   PID=""
 done
 echo "SIGINT/SIGTERM x$RUNS_INT: END ran and the maps printed in the $attached_runs that said they attached"
-left=$(settled_leftovers)
-[ "$left" -le "$before" ] || fail "$((left - before)) programs left after the SIGINT/SIGTERM runs"
+left=$(kernel_leftovers) || fail "after the SIGINT/SIGTERM runs: $left"
 [ "$failures" = 0 ]
