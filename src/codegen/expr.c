@@ -321,9 +321,12 @@ int gen_unop(Gen *g, Node *n) {
     return r;
   }
   int r = gen_int(g, n->lhs);
-  switch (n->op) {
-  case '-': emit(g, I_NEG64(r)); break;
-  case '~': emit(g, I_ALU64_IMM(BPF_XOR, r, -1)); break;
+  switch (n->op) {   /* of an unsigned x, -x and ~x wrap at its width */
+  case '-': emit(g, I_NEG64(r)); emit_truncate(g, r, n->type); break;
+  case '~':
+    emit(g, I_ALU64_IMM(BPF_XOR, r, -1));
+    emit_truncate(g, r, n->type);
+    break;
   case '!':
     emit(g, I_JMP_IMM(BPF_JEQ, r, 0, 2));
     emit(g, I_MOV64_IMM(r, 0));
@@ -494,20 +497,26 @@ int gen_incdec(Gen *g, Node *n, bool as_stmt) {
   return r;
 }
 
-/* (uint8)x ... (int64)x, (bool)x: truncate, then extend by the new type. */
-int gen_cast(Gen *g, Node *n) {
-  int r = gen_int(g, n->lhs);
-  Type t = n->type;
-  if (!strcmp(n->name, "bool")) {
-    emit(g, I_JMP_IMM(BPF_JEQ, r, 0, 1));
-    emit(g, I_MOV64_IMM(r, 1));
-  } else if (t.size == 4 && !t.is_signed) {
+/* r = r truncated to integer type t, then extended by its sign. */
+void emit_truncate(Gen *g, int r, Type t) {
+  if (t.size == 4 && !t.is_signed) {
     emit(g, I_MOV32_REG(r, r));
   } else if (t.size < 8 && !t.is_signed) {
     emit(g, I_ALU64_IMM(BPF_AND, r, (int32_t)((1u << (t.size * 8)) - 1)));
   } else if (t.size < 8) {
     emit(g, I_ALU64_IMM(BPF_LSH, r, 64 - t.size * 8));
     emit(g, I_ALU64_IMM(BPF_ARSH, r, 64 - t.size * 8));
+  }
+}
+
+/* (uint8)x ... (int64)x, (bool)x: truncate, then extend by the new type. */
+int gen_cast(Gen *g, Node *n) {
+  int r = gen_int(g, n->lhs);
+  if (!strcmp(n->name, "bool")) {
+    emit(g, I_JMP_IMM(BPF_JEQ, r, 0, 1));
+    emit(g, I_MOV64_IMM(r, 1));
+  } else {
+    emit_truncate(g, r, n->type);
   }
   return r;
 }

@@ -186,6 +186,7 @@ int inverse_jump(int op, bool is_signed);
 void gen_cond(Gen *g, Node *cond, bool when, Jumps *out);
 int gen_ternary_int(Gen *g, Node *n);
 int gen_incdec(Gen *g, Node *n, bool as_stmt);
+void emit_truncate(Gen *g, int r, Type t);
 int gen_cast(Gen *g, Node *n);
 int gen_call_int(Gen *g, Node *n);
 int gen_tuple_field_int(Gen *g, Node *n);

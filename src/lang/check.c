@@ -84,6 +84,7 @@ static VarSym *var_captured(Checker *c, const Node *var, int frame) {
   v->frame = frame;
   v->type = outer->type;
   v->decl = outer->decl;
+  v->int_width = outer->int_width;
   v->outer = outer;
   v->next = c->probe->vars;
   c->probe->vars = v;
@@ -467,6 +468,7 @@ void check_assigned(Checker *c, Node *n) {
                "to it instead", TYPE_NAME(t));
       return;
     }
+    Type held = n->op == '=' ? int_operand_type(c, n->rhs) : ty_void();
     t = ty_stored(t);
     /* bpftrace points at the '=' of a plain assignment */
     Span at = n->op == '=' ? n->part_span : n->span;
@@ -489,6 +491,7 @@ void check_assigned(Checker *c, Node *n) {
     } else if (t.kind == TY_STR && t.size > v->type.size) {
       v->type.size = t.size;
     }
+    var_holds(v, held);
     /* the variable a loop body's one stands for holds the same */
     for (VarSym *o = v->outer; o; o = o->outer)
       if (o->type.kind == TY_NONE ||
@@ -532,6 +535,7 @@ static void check_incdec(Checker *c, Node *n) {
       error_at(c, n->span, "The %s operator can not be used on expressions "
                "of type '%s'", op_text(n->op), TYPE_NAME(lhs->type));
     n->field_offset = pointer_step(lhs->type);   /* $p++ moves by elements */
+    if (lhs->var) var_holds(lhs->var, ty_void());
     return;
   }
   if (lhs->kind != N_MAP) {
@@ -564,6 +568,7 @@ static VarSym *for_variable(Checker *c, Node *var, Type t) {
   }
   if (!v) v = var_new(c, var);
   v->type = t;
+  var_holds(v, ty_void());
   var->var = v;
   var->type = t;
   return v;
