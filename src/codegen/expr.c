@@ -191,7 +191,7 @@ void gen_tuple(Gen *g, Node *n, int dst, int cap) {
 
 /* A tuple of layout `from` at src copied into dst with layout `to`, its
  * widened form: each string moved to its place there, zero-padded. */
-static void convert_tuple(Gen *g, int src, Type from, int dst, Type to) {
+void convert_tuple(Gen *g, int src, Type from, int dst, Type to) {
   TupleType *f = from.tuple, *t = to.tuple;
   for (int i = 0; i < f->n; i++) {
     if (f->elems[i].kind == TY_TUPLE)

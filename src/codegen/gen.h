@@ -178,6 +178,7 @@ int buf_ref(Gen *g, Node *n);
 int gen_str_compare(Gen *g, Node *n);
 void gen_tuple(Gen *g, Node *n, int dst, int cap);
 void gen_buf_as(Gen *g, Node *n, int dst, Type want);
+void convert_tuple(Gen *g, int src, Type from, int dst, Type to);
 void gen_tuple_field_buf(Gen *g, Node *n, int dst, int cap);
 int gen_logical(Gen *g, Node *n);
 int gen_binop(Gen *g, Node *n);

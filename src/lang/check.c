@@ -96,7 +96,8 @@ VarSym *var_find(Checker *c, const Node *var) {
 }
 
 /* A variable and the ones standing for it in loop bodies have one type:
- * the longest string any of them holds. */
+ * the longest string, or the widest tuple, any of them holds (their
+ * copies between frames have one size). */
 static void var_unify_captured(Probe *p) {
   for (bool changed = true; changed;) {
     changed = false;
@@ -112,6 +113,10 @@ static void var_unify_captured(Probe *p) {
                v->type.size != o->type.size)
         from = v->type.size > o->type.size ? &v->type : &o->type,
         to = from == &v->type ? &o->type : &v->type;
+      else if (v->type.kind == TY_TUPLE && o->type.kind == TY_TUPLE &&
+               !same_layout(v->type, o->type) &&
+               tuple_union(v->type, o->type, &o->type))
+        from = &o->type, to = &v->type;
       if (!from) continue;
       *to = *from;
       changed = true;
@@ -497,6 +502,9 @@ void check_assigned(Checker *c, Node *n) {
       if (o->type.kind == TY_NONE ||
           (o->type.kind == TY_STR && o->type.size < v->type.size))
         o->type = v->type;
+      else if (o->type.kind == TY_TUPLE && v->type.kind == TY_TUPLE &&
+               !same_layout(o->type, v->type))
+        tuple_union(o->type, v->type, &o->type);
     lhs->type = v->type;
     if (n->op == '+' || n->op == '-') n->field_offset = pointer_step(v->type);
     return;
@@ -567,7 +575,13 @@ static VarSym *for_variable(Checker *c, Node *var, Type t) {
     return NULL;
   }
   if (!v) v = var_new(c, var);
-  v->type = t;
+  /* $kv widened by the body ($kv = (1, "longer")) keeps the widest layout
+   * var_new learnt, which every read sees; the node keeps the map's, and
+   * each entry is converted from it */
+  Type wide;
+  if (v->type.kind != TY_TUPLE || !tuple_union(t, v->type, &wide) ||
+      !same_layout(wide, v->type))
+    v->type = t;
   var_holds(v, ty_void());
   var->var = v;
   var->type = t;
