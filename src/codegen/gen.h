@@ -60,6 +60,8 @@ typedef struct Gen {
   int nloops;
   struct Pending {     /* for-over-map bodies, generated after the probe */
     Node *loop;
+    void (*emit_fn)(struct Gen *g, Node *n);  /* or a builtin's callback
+                          for call `loop`, emitted by emit_fn */
     int at;            /* the LD_IMM64 of the callback's address */
     int scratch_at;    /* scratch in use where the loop is: the body's
                           buffers go after it */
@@ -202,6 +204,10 @@ void gen_for_range(Gen *g, Node *n);
 void gen_for_map(Gen *g, Node *n);
 void gen_callback(Gen *g, int pending);
 void gen_callbacks(Gen *g);
+/* reg = the address of a callback for call n that emit_fn emits after
+ * the probe's code (a bpf_loop or for_each callback of a builtin). */
+void emit_callback_fn(Gen *g, Node *n, int reg,
+                      void (*emit_fn)(Gen *g, Node *n));
 void emit_jump_back(Gen *g, int target);
 void gen_while(Gen *g, Node *n);
 bool gen_stmt(Gen *g, Node *n);

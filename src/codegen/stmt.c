@@ -291,15 +291,21 @@ static int gen_loop_ctx(Gen *g, Node *n, int size) {
   return ctx;
 }
 
-/* Where the callback's address goes (patched by gen_callback). */
-static void emit_callback_addr(Gen *g, Node *n, int reg) {
+void emit_callback_fn(Gen *g, Node *n, int reg,
+                      void (*emit_fn)(Gen *g, Node *n)) {
   g->pending = realloc(g->pending, sizeof(*g->pending) * (g->npending + 1));
   g->pending[g->npending].loop = n;
+  g->pending[g->npending].emit_fn = emit_fn;
   g->pending[g->npending].at = g->p->ninsns;
   g->pending[g->npending].scratch_at = g->scratch_top;
   g->npending++;
   emit(g, I_LD_IMM64_LO(reg, BPF_PSEUDO_FUNC, 0));
   emit(g, I_LD_IMM64_HI(0));
+}
+
+/* Where a loop body's address goes (patched by gen_callback). */
+static void emit_callback_addr(Gen *g, Node *n, int reg) {
+  emit_callback_fn(g, n, reg, NULL);
 }
 
 /* for ($i : a..b) with bounds known only at run time: bpf_loop runs the
@@ -461,7 +467,16 @@ void gen_callback(Gen *g, int pending) {
 /* Generates every pending for-over-map body (bodies may add more). */
 void gen_callbacks(Gen *g) {
   int saved_base = g->buf_base, saved_frame = g->frame;
-  for (int i = 0; i < g->npending; i++) gen_callback(g, i);
+  for (int i = 0; i < g->npending; i++) {
+    struct Pending pd = g->pending[i];
+    if (!pd.emit_fn) {
+      gen_callback(g, i);
+      continue;
+    }
+    g->p->insns[pd.at].imm = g->p->ninsns - pd.at - 1;
+    g->span = pd.loop->span;
+    pd.emit_fn(g, pd.loop);
+  }
   free(g->pending);
   g->pending = NULL;
   g->npending = 0;
