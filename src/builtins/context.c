@@ -624,8 +624,8 @@ static int emit_ctx_word(Gen *g, Node *n) {
 const Builtin builtins_context[] = {
     WORD("pid", check_u32, emit_pid),
     WORD("tid", check_u32, emit_tid),
-    WORD("uid", check_u32, emit_uid),
-    WORD("gid", check_u32, emit_gid),
+    WORD("uid", check_u64, emit_uid),
+    WORD("gid", check_u64, emit_gid),
     WORD("cpu", check_u32, emit_cpu),
     WORD("rand", check_u32, emit_rand),
     WORD("nsecs", check_u64, emit_nsecs),

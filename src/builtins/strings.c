@@ -240,45 +240,179 @@ static int gen_strncmp(Gen *g, Node *n) {
   return r;
 }
 
-/* strcontains(h, s): a bounded loop over the positions of h, comparing s
- * there byte by byte (no helper call inside, so r1..r5 serve). */
+/* The bytes strcontains looks for: a literal's own (up to its NUL), or
+ * -1 when they are known only at run time. */
+static int needle_literal_len(const Node *needle) {
+  if (needle->kind != N_STR) return -1;
+  int len = (int)strlen(needle->sval);
+  return len < needle->type.size ? len : needle->type.size;
+}
+
+/* Needles of up to this many bytes are compared unrolled: 10
+ * instructions a byte, which the verifier walks once (about 26 a byte),
+ * and the fastest at run time; longer ones in a bpf_loop of their own,
+ * which it checks in some 600 instructions whatever the sizes. */
+#define STRCONTAINS_UNROLLED 128
+
+static bool compared_unrolled(const Node *needle) {
+  int lit = needle_literal_len(needle);
+  return (lit >= 0 ? lit : needle->type.size) <= STRCONTAINS_UNROLLED;
+}
+
+/* The end of a callback over h's positions, with r0 = h's address and
+ * r1 = i (below h's size): 0, on to i + 1, unless h ends at i; 1 (stop)
+ * then and from `stop`. */
+static void emit_next_or_stop(Gen *g, Jumps *stop) {
+  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_0, BPF_REG_1));
+  emit(g, I_LDX(BPF_B, BPF_REG_0, BPF_REG_0, 0));               /* h[i] */
+  emit(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 1));
+  jumps_add(stop, emit_jump(g, I_JA(0)));
+  emit(g, I_MOV64_IMM(BPF_REG_0, 0));
+  emit(g, I_EXIT());
+  jumps_patch_here(g, stop);
+  emit(g, I_MOV64_IMM(BPF_REG_0, 1));
+  emit(g, I_EXIT());
+}
+
+/* strcontains' bpf_loop callback, one per call: r1 = i, a position in h,
+ * r2 = the context (h's address, the result, s's address). Whether s
+ * starts at h[i], byte by byte without a loop or a helper, so that the
+ * verifier checks it once, with i unknown, rather than walking every pair
+ * of positions. Returns 1 (stop) when s is found, or h ends before it,
+ * else 0 (on to i + 1). */
+static void strcontains_callback(Gen *g, Node *n) {
+  Node *hay = n->args, *needle = hay->next;
+  int hcap = hay->type.size, lit = needle_literal_len(needle);
+  int len = lit >= 0 ? lit : needle->type.size;
+  Jumps found = {0}, next = {0}, stop = {0};
+  emit(g, I_LDX(BPF_DW, BPF_REG_3, BPF_REG_2, 0));
+  if (lit < 0) emit(g, I_LDX(BPF_DW, BPF_REG_4, BPF_REG_2, 16));
+  /* Each test jumps on when it passes and falls through to a jump to its
+   * way out: the verifier then follows the way out first, to its end,
+   * and keeps one state waiting at a time, where a chain of jumps out
+   * would leave one waiting per test (no more than 8192 may wait). */
+  for (int j = 0; j < len; j++) {
+    if (lit < 0) {
+      emit(g, I_LDX(BPF_B, BPF_REG_5, BPF_REG_4, j));          /* s[j] */
+      emit(g, I_JMP_IMM(BPF_JNE, BPF_REG_5, 0, 1));
+      jumps_add(&found, emit_jump(g, I_JA(0)));
+    }
+    /* h ends first: not here, nor further on. This bound on i, met
+     * before each read, is what keeps the read inside h for the verifier */
+    if (j < hcap) emit(g, I_JMP_IMM(BPF_JLT, BPF_REG_1, hcap - j, 1));
+    jumps_add(&stop, emit_jump(g, I_JA(0)));
+    if (j >= hcap) break;
+    emit(g, I_MOV64_REG(BPF_REG_0, BPF_REG_3));
+    emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_0, BPF_REG_1));
+    emit(g, I_LDX(BPF_B, BPF_REG_0, BPF_REG_0, j));          /* h[i + j] */
+    emit(g, lit >= 0
+        ? I_JMP_IMM(BPF_JEQ, BPF_REG_0, (uint8_t)needle->sval[j], 1)
+        : I_JMP_REG(BPF_JEQ, BPF_REG_0, BPF_REG_5, 1));
+    jumps_add(&next, emit_jump(g, I_JA(0)));
+  }
+  jumps_patch_here(g, &found);
+  emit(g, I_ST(BPF_DW, BPF_REG_2, 8, 1));
+  emit(g, I_MOV64_IMM(BPF_REG_0, 1));
+  emit(g, I_EXIT());
+  jumps_patch_here(g, &next);   /* every path here has i < hcap */
+  emit(g, I_MOV64_REG(BPF_REG_0, BPF_REG_3));
+  emit_next_or_stop(g, &stop);
+}
+
+/* A longer needle is compared by a second bpf_loop (its callback over
+ * the positions j of s), from the callback over the positions i of h,
+ * which leaves i at ctx + 24; ctx + 32 is set when h ended before s. */
+static void strcontains_inner(Gen *g, Node *n) {
+  int hcap = n->args->type.size, ncap = n->args->next->type.size;
+  Jumps found = {0}, stop = {0}, ended = {0};
+  emit(g, I_JMP_IMM(BPF_JLT, BPF_REG_1, ncap, 1));   /* all of s matched */
+  jumps_add(&found, emit_jump(g, I_JA(0)));
+  emit(g, I_LDX(BPF_DW, BPF_REG_4, BPF_REG_2, 16));
+  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_4, BPF_REG_1));
+  emit(g, I_LDX(BPF_B, BPF_REG_5, BPF_REG_4, 0));               /* s[j] */
+  emit(g, I_JMP_IMM(BPF_JNE, BPF_REG_5, 0, 1));
+  jumps_add(&found, emit_jump(g, I_JA(0)));
+  emit(g, I_LDX(BPF_DW, BPF_REG_3, BPF_REG_2, 24));
+  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_3, BPF_REG_1));          /* i + j */
+  emit(g, I_JMP_IMM(BPF_JLT, BPF_REG_3, hcap, 1));
+  jumps_add(&ended, emit_jump(g, I_JA(0)));
+  emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_2, 0));
+  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_0, BPF_REG_3));
+  emit(g, I_LDX(BPF_B, BPF_REG_0, BPF_REG_0, 0));           /* h[i + j] */
+  emit(g, I_JMP_REG(BPF_JEQ, BPF_REG_0, BPF_REG_5, 1));
+  jumps_add(&stop, emit_jump(g, I_JA(0)));
+  emit(g, I_MOV64_IMM(BPF_REG_0, 0));
+  emit(g, I_EXIT());
+  jumps_patch_here(g, &ended);
+  emit(g, I_ST(BPF_DW, BPF_REG_2, 32, 1));
+  jumps_add(&stop, emit_jump(g, I_JA(0)));
+  jumps_patch_here(g, &found);
+  emit(g, I_ST(BPF_DW, BPF_REG_2, 8, 1));
+  jumps_patch_here(g, &stop);
+  emit(g, I_MOV64_IMM(BPF_REG_0, 1));
+  emit(g, I_EXIT());
+}
+
+static void strcontains_outer(Gen *g, Node *n) {
+  int hcap = n->args->type.size, ncap = n->args->next->type.size;
+  Jumps stop = {0};
+  emit(g, I_JMP_IMM(BPF_JLT, BPF_REG_1, hcap, 1));
+  jumps_add(&stop, emit_jump(g, I_JA(0)));
+  emit(g, I_MOV64_REG(BPF_REG_6, BPF_REG_2));   /* kept across the call */
+  emit(g, I_STX(BPF_DW, BPF_REG_2, BPF_REG_1, 24));
+  emit(g, I_MOV64_IMM(BPF_REG_1, ncap + 1));
+  emit_callback_fn(g, n, BPF_REG_2, strcontains_inner);
+  emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_6));
+  emit(g, I_MOV64_IMM(BPF_REG_4, 0));
+  emit_call(g, BPF_FUNC_loop);
+  for (int off = 8; off <= 32; off += 24) {     /* found, or h ended */
+    emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_6, off));
+    emit(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 1));
+    jumps_add(&stop, emit_jump(g, I_JA(0)));
+  }
+  emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_6, 24));
+  emit(g, I_JMP_IMM(BPF_JLT, BPF_REG_1, hcap, 1));
+  jumps_add(&stop, emit_jump(g, I_JA(0)));
+  emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_6, 0));
+  emit_next_or_stop(g, &stop);
+}
+
+/* strcontains(h, s): bpf_loop runs a callback for each position of h
+ * (it stops at h's end), with a context on the stack: h's address, the
+ * result, s's address, then for a long s the position and whether h
+ * ended. Two literals are compared here. */
 static int gen_strcontains(Gen *g, Node *n) {
   Node *hay = n->args, *needle = hay->next;
-  int ph = buf_ref(g, hay), pn = buf_ref(g, needle);
-  int hcap = hay->type.size, ncap = needle->type.size;
-  int r = reg_alloc(g);
-  Jumps found = {0}, missing = {0};
-  emit(g, I_MOV64_IMM(BPF_REG_1, 0));                       /* i */
-  int outer = g->p->ninsns;
-  jumps_add(&missing, emit_jump(g, I_JMP_IMM(BPF_JGE, BPF_REG_1, hcap, 0)));
-  emit(g, I_MOV64_IMM(BPF_REG_2, 0));                       /* j */
-  int inner = g->p->ninsns;
-  jumps_add(&found, emit_jump(g, I_JMP_IMM(BPF_JGE, BPF_REG_2, ncap, 0)));
-  emit(g, I_MOV64_REG(BPF_REG_4, SCRATCH));
-  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_4, BPF_REG_2));
-  emit(g, I_LDX(BPF_B, BPF_REG_3, BPF_REG_4, pn));         /* s[j] */
-  jumps_add(&found, emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_3, 0, 0)));
-  emit(g, I_MOV64_REG(BPF_REG_5, BPF_REG_1));
-  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_5, BPF_REG_2));
-  jumps_add(&missing, emit_jump(g, I_JMP_IMM(BPF_JGE, BPF_REG_5, hcap, 0)));
-  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_5, SCRATCH));
-  emit(g, I_LDX(BPF_B, BPF_REG_5, BPF_REG_5, ph));         /* h[i + j] */
-  int next_i = emit_jump(g, I_JMP_REG(BPF_JNE, BPF_REG_5, BPF_REG_3, 0));
-  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, 1));
-  emit_jump_back(g, inner);
-  patch_here(g, next_i);
-  emit(g, I_MOV64_REG(BPF_REG_4, SCRATCH));
-  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_4, BPF_REG_1));
-  emit(g, I_LDX(BPF_B, BPF_REG_3, BPF_REG_4, ph));         /* h[i] */
-  jumps_add(&missing, emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_3, 0, 0)));
-  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_1, 1));
-  emit_jump_back(g, outer);
-  jumps_patch_here(g, &found);
-  emit(g, I_MOV64_IMM(r, 1));
-  int done = emit_jump(g, I_JA(0));
-  jumps_patch_here(g, &missing);
-  emit(g, I_MOV64_IMM(r, 0));
-  patch_here(g, done);
+  int r;
+  if ((hay->kind == N_STR && needle->kind == N_STR) ||
+      needle_literal_len(needle) == 0) {   /* "" is in every string */
+    r = reg_alloc(g);
+    emit(g, I_MOV64_IMM(r, needle_literal_len(needle) == 0 ||
+                               strstr(hay->sval, needle->sval) != NULL));
+    return r;
+  }
+  bool unrolled = compared_unrolled(needle);
+  int ph = buf_ref(g, hay);
+  bool literal = unrolled && needle_literal_len(needle) > 0;
+  int pn = literal ? 0 : buf_ref(g, needle);
+  int ctx = stack_alloc(g, 40);
+  emit_scratch(g, BPF_REG_1, ph);
+  emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_1, ctx));
+  emit(g, I_ST(BPF_DW, BPF_REG_10, ctx + 8, 0));
+  emit(g, I_ST(BPF_DW, BPF_REG_10, ctx + 32, 0));
+  if (!literal) {
+    emit_scratch(g, BPF_REG_1, pn);
+    emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_1, ctx + 16));
+  }
+  emit(g, I_MOV64_IMM(BPF_REG_1, hay->type.size));
+  emit_callback_fn(g, n, BPF_REG_2,
+                   unrolled ? strcontains_callback : strcontains_outer);
+  emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, ctx));
+  emit(g, I_MOV64_IMM(BPF_REG_4, 0));
+  emit_call(g, BPF_FUNC_loop);
+  r = reg_alloc(g);   /* only now: the strings' code may need them all */
+  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, ctx + 8));
   return r;
 }
 

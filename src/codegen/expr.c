@@ -201,7 +201,7 @@ void gen_tuple(Gen *g, Node *n, int dst, int cap) {
 
 /* A tuple of layout `from` at src copied into dst with layout `to`, its
  * widened form: each string moved to its place there, zero-padded. */
-static void convert_tuple(Gen *g, int src, Type from, int dst, Type to) {
+void convert_tuple(Gen *g, int src, Type from, int dst, Type to) {
   TupleType *f = from.tuple, *t = to.tuple;
   for (int i = 0; i < f->n; i++) {
     if (f->elems[i].kind == TY_TUPLE)
@@ -331,9 +331,12 @@ int gen_unop(Gen *g, Node *n) {
     return r;
   }
   int r = gen_int(g, n->lhs);
-  switch (n->op) {
-  case '-': emit(g, I_NEG64(r)); break;
-  case '~': emit(g, I_ALU64_IMM(BPF_XOR, r, -1)); break;
+  switch (n->op) {   /* of an unsigned x, -x and ~x wrap at its width */
+  case '-': emit(g, I_NEG64(r)); emit_truncate(g, r, n->type); break;
+  case '~':
+    emit(g, I_ALU64_IMM(BPF_XOR, r, -1));
+    emit_truncate(g, r, n->type);
+    break;
   case '!':
     emit(g, I_JMP_IMM(BPF_JEQ, r, 0, 2));
     emit(g, I_MOV64_IMM(r, 0));
@@ -504,32 +507,36 @@ int gen_incdec(Gen *g, Node *n, bool as_stmt) {
   return r;
 }
 
-/* (uint8)x ... (int64)x, (bool)x: truncate, then extend by the new type. */
-int gen_cast(Gen *g, Node *n) {
-  Type t = n->type;
-  if (n->lhs->type.kind == TY_CVAL) {   /* an integer array's bytes */
-    static const int widths[] = {[1] = BPF_B, [2] = BPF_H, [4] = BPF_W,
-                                 [8] = BPF_DW};
-    int at = buf_ref(g, n->lhs);
-    int r = reg_alloc(g);
-    emit(g, I_LDX(widths[t.size], r, SCRATCH, at));
-    if (t.is_signed && t.size < 8) {
-      emit(g, I_ALU64_IMM(BPF_LSH, r, 64 - t.size * 8));
-      emit(g, I_ALU64_IMM(BPF_ARSH, r, 64 - t.size * 8));
-    }
-    return r;
-  }
-  int r = gen_int(g, n->lhs);
-  if (!strcmp(n->name, "bool")) {
-    emit(g, I_JMP_IMM(BPF_JEQ, r, 0, 1));
-    emit(g, I_MOV64_IMM(r, 1));
-  } else if (t.size == 4 && !t.is_signed) {
+/* r = r truncated to integer type t, then extended by its sign. */
+void emit_truncate(Gen *g, int r, Type t) {
+  if (t.size == 4 && !t.is_signed) {
     emit(g, I_MOV32_REG(r, r));
   } else if (t.size < 8 && !t.is_signed) {
     emit(g, I_ALU64_IMM(BPF_AND, r, (int32_t)((1u << (t.size * 8)) - 1)));
   } else if (t.size < 8) {
     emit(g, I_ALU64_IMM(BPF_LSH, r, 64 - t.size * 8));
     emit(g, I_ALU64_IMM(BPF_ARSH, r, 64 - t.size * 8));
+  }
+}
+
+/* (uint8)x ... (int64)x, (bool)x: truncate, then extend by the new type;
+ * (uint32)a of an integer array: its bytes, loaded at the type's width. */
+int gen_cast(Gen *g, Node *n) {
+  if (n->lhs->type.kind == TY_CVAL) {
+    static const int widths[] = {[1] = BPF_B, [2] = BPF_H, [4] = BPF_W,
+                                 [8] = BPF_DW};
+    int at = buf_ref(g, n->lhs);
+    int r = reg_alloc(g);
+    emit(g, I_LDX(widths[n->type.size], r, SCRATCH, at));
+    if (n->type.is_signed) emit_truncate(g, r, n->type);
+    return r;
+  }
+  int r = gen_int(g, n->lhs);
+  if (!strcmp(n->name, "bool")) {
+    emit(g, I_JMP_IMM(BPF_JEQ, r, 0, 1));
+    emit(g, I_MOV64_IMM(r, 1));
+  } else {
+    emit_truncate(g, r, n->type);
   }
   return r;
 }

@@ -68,6 +68,7 @@ bool fold(Gen *g, Node *n, int64_t *v) {
   case N_UNOP:
     if (n->op == '*' || n->op == '&' || !fold(g, n->lhs, &a)) return false;
     *v = n->op == '-' ? (int64_t)(0 - (uint64_t)a) : n->op == '~' ? ~a : !a;
+    *v = truncate_to(n->type, *v);   /* of an unsigned x, at its width */
     return true;
   case N_BINOP:
     if (n->lhs->type.kind != TY_INT || n->type.is_pointer ||

@@ -60,6 +60,8 @@ typedef struct Gen {
   int nloops;
   struct Pending {     /* for-over-map bodies, generated after the probe */
     Node *loop;
+    void (*emit_fn)(struct Gen *g, Node *n);  /* or a builtin's callback
+                          for call `loop`, emitted by emit_fn */
     int at;            /* the LD_IMM64 of the callback's address */
     int scratch_at;    /* scratch in use where the loop is: the body's
                           buffers go after it */
@@ -178,6 +180,7 @@ int buf_ref(Gen *g, Node *n);
 int gen_str_compare(Gen *g, Node *n);
 void gen_tuple(Gen *g, Node *n, int dst, int cap);
 void gen_buf_as(Gen *g, Node *n, int dst, Type want);
+void convert_tuple(Gen *g, int src, Type from, int dst, Type to);
 void gen_tuple_field_buf(Gen *g, Node *n, int dst, int cap);
 int gen_logical(Gen *g, Node *n);
 int gen_binop(Gen *g, Node *n);
@@ -186,6 +189,7 @@ int inverse_jump(int op, bool is_signed);
 void gen_cond(Gen *g, Node *cond, bool when, Jumps *out);
 int gen_ternary_int(Gen *g, Node *n);
 int gen_incdec(Gen *g, Node *n, bool as_stmt);
+void emit_truncate(Gen *g, int r, Type t);
 int gen_cast(Gen *g, Node *n);
 int gen_call_int(Gen *g, Node *n);
 int gen_tuple_field_int(Gen *g, Node *n);
@@ -200,6 +204,10 @@ void gen_for_range(Gen *g, Node *n);
 void gen_for_map(Gen *g, Node *n);
 void gen_callback(Gen *g, int pending);
 void gen_callbacks(Gen *g);
+/* reg = the address of a callback for call n that emit_fn emits after
+ * the probe's code (a bpf_loop or for_each callback of a builtin). */
+void emit_callback_fn(Gen *g, Node *n, int reg,
+                      void (*emit_fn)(Gen *g, Node *n));
 void emit_jump_back(Gen *g, int target);
 void gen_while(Gen *g, Node *n);
 bool gen_stmt(Gen *g, Node *n);

@@ -103,6 +103,9 @@ typedef struct VarSym {
   Type decl;       /* `let $x: uint8`: the integer type it wraps at, else
                       kind TY_NONE */
   struct Node *let;  /* check: its let statement, or NULL */
+  int int_width;   /* check: the width in bytes of every integer stored in
+                      it, when all were of its signedness and narrower than
+                      64 bits; 8 otherwise, 0 before the first (var_holds) */
   struct VarSym *outer;  /* in a for-over-map body: the variable of the
                             enclosing frame this one stands for (copied in
                             when the body starts, back when it returns) */

@@ -291,15 +291,21 @@ static int gen_loop_ctx(Gen *g, Node *n, int size) {
   return ctx;
 }
 
-/* Where the callback's address goes (patched by gen_callback). */
-static void emit_callback_addr(Gen *g, Node *n, int reg) {
+void emit_callback_fn(Gen *g, Node *n, int reg,
+                      void (*emit_fn)(Gen *g, Node *n)) {
   g->pending = realloc(g->pending, sizeof(*g->pending) * (g->npending + 1));
   g->pending[g->npending].loop = n;
+  g->pending[g->npending].emit_fn = emit_fn;
   g->pending[g->npending].at = g->p->ninsns;
   g->pending[g->npending].scratch_at = g->scratch_top;
   g->npending++;
   emit(g, I_LD_IMM64_LO(reg, BPF_PSEUDO_FUNC, 0));
   emit(g, I_LD_IMM64_HI(0));
+}
+
+/* Where a loop body's address goes (patched by gen_callback). */
+static void emit_callback_addr(Gen *g, Node *n, int reg) {
+  emit_callback_fn(g, n, reg, NULL);
 }
 
 /* for ($i : a..b) with bounds known only at run time: bpf_loop runs the
@@ -368,8 +374,13 @@ static void gen_loop_done(Gen *g, Node *n, int ctx) {
 static void gen_callback_kv(Gen *g, Node *n, int key_reg, int value_reg) {
   MapSym *m = n->args->map;
   VarSym *kv = n->lhs->var;
-  const TupleType *t = kv->type.tuple;
-  int voff = kv->stack_off + t->offs[1];
+  /* a $kv the body widens holds the entry converted from the map's own
+   * layout (the loop node's type), copied first beside it */
+  Type as_map = n->lhs->type;
+  bool widened = !same_layout(as_map, kv->type);
+  int at = widened ? scratch_alloc(g, value_cap(as_map)) : kv->stack_off;
+  const TupleType *t = as_map.tuple;
+  int voff = at + t->offs[1];
   /* no more than $kv holds: a map whose string value widened after $kv
    * was typed (by an assignment in a later probe) wrote past $kv, up to
    * r10 + 0, which the verifier refused */
@@ -377,18 +388,19 @@ static void gen_callback_kv(Gen *g, Node *n, int key_reg, int value_reg) {
   int value_size = m->value_size < t->size - t->offs[1]
                        ? m->value_size : t->size - t->offs[1];
   if (key_reg != BPF_REG_2) {   /* emit_copy_from's temporaries are free */
-    emit_copy_from(g, key_reg, 0, kv->stack_off, key_size, key_size);
+    emit_copy_from(g, key_reg, 0, at, key_size, key_size);
     emit_copy_from(g, value_reg, 0, voff, value_size, value_size);
-    return;
+  } else {
+    for (int i = 0; i < key_size; i += 8) {
+      emit(g, I_LDX(BPF_DW, BPF_REG_0, key_reg, i));
+      emit(g, I_STX(BPF_DW, SCRATCH, BPF_REG_0, at + i));
+    }
+    for (int i = 0; i < value_size; i += 8) {
+      emit(g, I_LDX(BPF_DW, BPF_REG_0, value_reg, i));
+      emit(g, I_STX(BPF_DW, SCRATCH, BPF_REG_0, voff + i));
+    }
   }
-  for (int i = 0; i < key_size; i += 8) {
-    emit(g, I_LDX(BPF_DW, BPF_REG_0, key_reg, i));
-    emit(g, I_STX(BPF_DW, SCRATCH, BPF_REG_0, kv->stack_off + i));
-  }
-  for (int i = 0; i < value_size; i += 8) {
-    emit(g, I_LDX(BPF_DW, BPF_REG_0, value_reg, i));
-    emit(g, I_STX(BPF_DW, SCRATCH, BPF_REG_0, voff + i));
-  }
+  if (widened) convert_tuple(g, at, as_map, kv->stack_off, kv->type);
 }
 
 /* A for-over-map body as a callback (r1 map, r2 key, r3 value, r4 ctx),
@@ -455,7 +467,16 @@ void gen_callback(Gen *g, int pending) {
 /* Generates every pending for-over-map body (bodies may add more). */
 void gen_callbacks(Gen *g) {
   int saved_base = g->buf_base, saved_frame = g->frame;
-  for (int i = 0; i < g->npending; i++) gen_callback(g, i);
+  for (int i = 0; i < g->npending; i++) {
+    struct Pending pd = g->pending[i];
+    if (!pd.emit_fn) {
+      gen_callback(g, i);
+      continue;
+    }
+    g->p->insns[pd.at].imm = g->p->ninsns - pd.at - 1;
+    g->span = pd.loop->span;
+    pd.emit_fn(g, pd.loop);
+  }
   free(g->pending);
   g->pending = NULL;
   g->npending = 0;

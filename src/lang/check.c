@@ -84,6 +84,7 @@ static VarSym *var_captured(Checker *c, const Node *var, int frame) {
   v->frame = frame;
   v->type = outer->type;
   v->decl = outer->decl;
+  v->int_width = outer->int_width;
   v->outer = outer;
   v->next = c->probe->vars;
   c->probe->vars = v;
@@ -95,7 +96,8 @@ VarSym *var_find(Checker *c, const Node *var) {
 }
 
 /* A variable and the ones standing for it in loop bodies have one type:
- * the longest string any of them holds. */
+ * the longest string, or the widest tuple, any of them holds (their
+ * copies between frames have one size). */
 static void var_unify_captured(Probe *p) {
   for (bool changed = true; changed;) {
     changed = false;
@@ -111,6 +113,10 @@ static void var_unify_captured(Probe *p) {
                v->type.size != o->type.size)
         from = v->type.size > o->type.size ? &v->type : &o->type,
         to = from == &v->type ? &o->type : &v->type;
+      else if (v->type.kind == TY_TUPLE && o->type.kind == TY_TUPLE &&
+               !same_layout(v->type, o->type) &&
+               tuple_union(v->type, o->type, &o->type))
+        from = &o->type, to = &v->type;
       if (!from) continue;
       *to = *from;
       changed = true;
@@ -475,6 +481,7 @@ void check_assigned(Checker *c, Node *n) {
                "to it instead", TYPE_NAME(t));
       return;
     }
+    Type held = n->op == '=' ? int_operand_type(c, n->rhs) : ty_void();
     t = ty_stored(t);
     /* bpftrace points at the '=' of a plain assignment */
     Span at = n->op == '=' ? n->part_span : n->span;
@@ -497,11 +504,15 @@ void check_assigned(Checker *c, Node *n) {
     } else if (t.kind == TY_STR && t.size > v->type.size) {
       v->type.size = t.size;
     }
+    var_holds(v, held);
     /* the variable a loop body's one stands for holds the same */
     for (VarSym *o = v->outer; o; o = o->outer)
       if (o->type.kind == TY_NONE ||
           (o->type.kind == TY_STR && o->type.size < v->type.size))
         o->type = v->type;
+      else if (o->type.kind == TY_TUPLE && v->type.kind == TY_TUPLE &&
+               !same_layout(o->type, v->type))
+        tuple_union(o->type, v->type, &o->type);
     lhs->type = v->type;
     if (n->op == '+' || n->op == '-') n->field_offset = pointer_step(v->type);
     return;
@@ -540,6 +551,7 @@ static void check_incdec(Checker *c, Node *n) {
       error_at(c, n->span, "The %s operator can not be used on expressions "
                "of type '%s'", op_text(n->op), TYPE_NAME(lhs->type));
     n->field_offset = pointer_step(lhs->type);   /* $p++ moves by elements */
+    if (lhs->var) var_holds(lhs->var, ty_void());
     return;
   }
   if (lhs->kind != N_MAP) {
@@ -571,7 +583,14 @@ static VarSym *for_variable(Checker *c, Node *var, Type t) {
     return NULL;
   }
   if (!v) v = var_new(c, var);
-  v->type = t;
+  /* $kv widened by the body ($kv = (1, "longer")) keeps the widest layout
+   * var_new learnt, which every read sees; the node keeps the map's, and
+   * each entry is converted from it */
+  Type wide;
+  if (v->type.kind != TY_TUPLE || !tuple_union(t, v->type, &wide) ||
+      !same_layout(wide, v->type))
+    v->type = t;
+  var_holds(v, ty_void());
   var->var = v;
   var->type = t;
   return v;

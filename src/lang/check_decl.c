@@ -1,5 +1,6 @@
 /* check_decl: map declarations (`let @m = KIND(N);`) give a map its BPF
- * map type and size once the checker knows what the map holds. */
+ * map type and size once the checker knows what the map holds; `let`
+ * declares variables, and the width of what variables hold is noted. */
 #include <linux/bpf.h>
 #include <string.h>
 
@@ -116,4 +117,35 @@ void check_let(Checker *c, Node *n) {
     }
   }
   check_assigned(c, n);
+}
+
+void var_holds(VarSym *v, Type t) {
+  int width = 8;
+  if (t.kind == TY_INT && !t.is_pointer && t.is_signed == v->type.is_signed &&
+      (t.size == 1 || t.size == 2 || t.size == 4))
+    width = t.size;
+  if (width > v->int_width) v->int_width = width;
+}
+
+/* The width v's reads have: its declared one, else what every value
+ * stored in it fits. The second pass knows every store from the first
+ * (a variable of a loop body and the one it stands for, or two of one
+ * name in different blocks, count as one: narrower never than true). */
+static int var_width(Checker *c, const VarSym *v) {
+  if (v->decl.kind == TY_INT) return v->decl.size;
+  if (c->pass != 2) return v->int_width ? v->int_width : 8;
+  int width = 0;
+  for (const VarSym *l = c->learnt_vars; l; l = l->next)
+    if (!strcmp(l->name, v->name) && l->scope == v->scope)
+      width = l->int_width > width ? l->int_width : width;
+  return width ? width : 8;
+}
+
+Type int_operand_type(Checker *c, const Node *n) {
+  Type t = n->type;
+  if (n->kind != N_VAR || !n->var || t.kind != TY_INT || t.is_pointer)
+    return t;
+  int width = var_width(c, n->var);
+  if (width < t.size) t.size = width;
+  return t;
 }

@@ -842,6 +842,7 @@ static void check_address_of(Checker *c, Node *n) {
     error_at(c, n->span, "& takes the address of a $variable only");
     return;
   }
+  if (var->var) var_holds(var->var, ty_void());   /* written through */
   if (!var->var) return;
   if (t.kind == TY_INT)
     ct = t.is_pointer ? ctype_parse("void *", err, sizeof err)
@@ -881,10 +882,13 @@ static void check_unop(Checker *c, Node *n) {
              TYPE_NAME(t));
     return;
   }
-  if (n->op == '!')
-    n->type = ty_int(8, false);
-  else
-    n->type = ty_int(8, n->op == '-' ? true : t.is_signed);
+  /* As in bpftrace 0.17: !x is unsigned, of x's width; -x and ~x of an
+   * unsigned x keep its type (they wrap at its width: ~(uint8)5 is 250).
+   * Of a signed x they are int64, the value's true negation. */
+  t = int_operand_type(c, n->lhs);
+  int width = t.size == 1 || t.size == 2 || t.size == 4 ? t.size : 8;
+  n->type = ty_int(n->op == '!' || !t.is_signed ? width : 8,
+                   n->op != '!' && t.is_signed);
 }
 
 /* cond ? a : b: both integers (bools stay bools), both strings, both

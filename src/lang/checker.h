@@ -80,6 +80,13 @@ MapSym *map_find(Compiled *out, const char *name);
 VarSym *var_find(Checker *c, const Node *var);
 /* A new variable, in the innermost block being checked. */
 VarSym *var_new(Checker *c, const Node *var);
+/* Variables keep integers in 64 bits, extended by their type; reads of
+ * one that only ever held narrower integers of its sign have that width
+ * where it shows, in unary operators, as in bpftrace (check_decl.c):
+ * var_holds notes a value stored in v (TY_NONE: one of unknown width),
+ * int_operand_type is the type of integer expression n so narrowed. */
+void var_holds(VarSym *v, Type t);
+Type int_operand_type(Checker *c, const Node *n);
 /* The type a cast or a declaration names; reports at `at` if none. */
 bool type_named(Checker *c, const char *name, Span at, Type *out);
 /* let $x [: type] [= value] (check_decl.c) */

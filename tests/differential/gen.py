@@ -122,13 +122,13 @@ class Gen:
         if k < 0.15:
             op = r.choice(["-", "~", "!"])
             a = self.iexpr(depth - 1)
-            if op != "!" and BITS[a[1]] < 64:
-                # 0.17 computes - and ~ in the operand's width (KNOWN.md)
-                a = self.cast(a, "uint64" if a[1].startswith("u") else "int64")
-            if op == "-" and a[1].startswith("u"):
-                # - of an unsigned value is unsigned in 0.17, signed in loupe
+            if op != "!" and BITS[a[1]] < 64 and not a[1].startswith("u"):
+                # 0.17 computes - and ~ of a narrow signed value in its
+                # width and reads the result back unsigned (KNOWN.md)
                 a = self.cast(a, "int64")
-            t = "uint8" if op == "!" else a[1]
+            # ! is unsigned, of its operand's width; - and ~ keep an
+            # unsigned operand's type
+            t = "uint%d" % BITS[a[1]] if op == "!" else a[1]
             return "%s(%s)" % (op, a[0]), t
         if k < 0.25:
             e = self.iexpr(depth - 1)

@@ -180,11 +180,7 @@ class Gen:
             return "(%s)%s" % (self.pick(INT_TYPES), self.int_expr(d + 1))
         if k == 7:
             a, b = self.str_expr(d + 1), self.str_expr(d + 1)
-            # strcontains costs the verifier a walk over every pair of
-            # positions: in a loop, that goes past its million instructions
-            forms = ["(%s == %s)", "(%s != %s)"]
-            if not self.loops and not self.unrolls:
-                forms.append("strcontains(%s, %s)")
+            forms = ["(%s == %s)", "(%s != %s)", "strcontains(%s, %s)"]
             return self.pick(forms) % (a, b)
         if k == 8:
             return "strncmp(%s, %s, %d)" % (self.str_expr(d + 1),
