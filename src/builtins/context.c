@@ -557,6 +557,10 @@ static void emit_comm(Gen *g, Node *n, int dst, int cap) {
 
 /* probe and func are constants of each target's program. */
 static void emit_probe(Gen *g, Node *n, int dst, int cap) {
+  if (g->p->syscall_group) {   /* one program for many tracepoints */
+    syscall_raw_probe_name(g, dst, cap);
+    return;
+  }
   const char *name = g->target ? g->target->name : g->p->ap->text;
   emit_literal(g, name, (int)strlen(name), dst, cap);
 }
