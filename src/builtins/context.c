@@ -578,6 +578,7 @@ static void emit_func(Gen *g, Node *n, int dst, int cap) {
  * uprobes, bpf_perf_event_data for perf events, the record of a
  * tracepoint), of no type: it is read through a cast. */
 static void check_ctx(Checker *c, Node *n) {
+  c->probe->uses_ctx = true;   /* the prologue keeps it */
   n->type = ty_int(8, false);
   n->type.is_pointer = true;
   n->type.as = AS_KERNEL;
