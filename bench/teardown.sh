@@ -39,7 +39,15 @@ one_run() {
     grep -qE '^Attach(ed|ing) [0-9]+' "$out" && break
     sleep 0.05
   done
-  sleep 0.5   # bpftrace prints "Attaching" before it attaches
+  # bpftrace prints "Attaching" before it attaches, and a SIGINT that
+  # comes while it attaches is lost: wait until its fds stop growing.
+  local fds last=-1
+  for i in $(seq 1 600); do
+    sleep 0.5
+    fds=$(ls /proc/"$pid"/fd 2>/dev/null | wc -l)
+    [ "$fds" = "$last" ] && break
+    last=$fds
+  done
   ids=$(tracer_prog_ids "$pid")
   t0=$(date +%s.%N)
   kill -INT "$pid"

@@ -133,9 +133,9 @@ unsigned syscall_raw_plan(Probe *probe) {
   unsigned groups = 0;
   for (int group = SYSCALL_ENTER; group <= SYSCALL_EXIT; group++) {
     if (group_count(probe, group, probe->uses_probe) <
-        SYSCALL_RAW_MIN_TARGETS)
+            SYSCALL_RAW_MIN_TARGETS ||
+        raw_path_disabled() || !syscall_layout())
       continue;
-    if (raw_path_disabled() || !syscall_layout()) return 0;
     Fit f = {probe, group, true};
     walk(&f, probe->pred, false);
     walk(&f, probe->body, false);
