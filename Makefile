@@ -12,7 +12,7 @@ CFLAGS   ?= -O2 -g
 # Flags every build needs, kept apart from CFLAGS so that `make asan` (or a
 # user) can set CFLAGS on the command line without losing them.
 BASE_CFLAGS := -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP \
-            -DLOUPE_VERSION=\"$(VERSION)\" -Isrc
+            -DLOUPE_VERSION=\"$(VERSION)\" -Isrc -Ibuild/gen
 PKGS     := libbpf libelf libdw zlib
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lbpf -ldw -lelf -lz)
 BASE_CFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
@@ -43,6 +43,18 @@ build/unit/%: tests/unit/%.c $(LIBOBJS) | build
 build:
 	@mkdir -p build
 
+# x86-64 system call numbers by name (src/probes/syscalls.c), from the
+# kernel headers the compiler sees (<asm/unistd_64.h>, linux-libc-dev);
+# empty where there are none.
+build/gen/syscall_nr.h: | build
+	@mkdir -p build/gen
+	echo '#include <asm/unistd_64.h>' | $(CC) -dM -E -x c - 2>/dev/null | \
+	  awk '$$1 == "#define" && $$2 ~ /^__NR_/ && $$3 ~ /^[0-9]+$$/ \
+	    { printf "    {\"%s\", %s},\n", substr($$2, 6), $$3 }' | \
+	  LC_ALL=C sort > $@.tmp
+	mv $@.tmp $@
+build/probes/syscalls.o: build/gen/syscall_nr.h
+
 static:
 	$(MAKE) clean
 	$(MAKE) LDFLAGS=-static EXTRA_CFLAGS=-DLOUPE_STATIC LDLIBS="$$(pkg-config --static --libs $(PKGS) 2>/dev/null || echo -lbpf -ldw -lelf -lz) -liberty -lcapstone" loupe
@@ -63,7 +75,7 @@ clean:
 # Build and test dependencies, from Debian 12 packages; apt only runs when
 # one is missing. clang builds the fuzzer; bpftrace (0.17) is what the
 # side-by-side tests compare loupe's output with.
-DEB_PKGS := gcc make pkg-config libbpf-dev libelf-dev libdw-dev libiberty-dev \
+DEB_PKGS := gcc make pkg-config linux-libc-dev libbpf-dev libelf-dev libdw-dev libiberty-dev \
             libcapstone-dev zlib1g-dev bpftool clang bpftrace
 deps:
 	@dpkg -s $(DEB_PKGS) >/dev/null 2>&1 || { apt-get update && \

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # How long a tracer takes to exit after Ctrl-C when it has many probes:
-# `tracepoint:syscalls:sys_enter_*` (one perf event per system call), side
+# `tracepoint:syscalls:sys_enter_*` (360 syscall tracepoints), side
 # by side with bpftrace when it is installed.
 #
 #   sudo bench/teardown.sh [-n RUNS]
@@ -39,7 +39,16 @@ one_run() {
     grep -qE '^Attach(ed|ing) [0-9]+' "$out" && break
     sleep 0.05
   done
-  sleep 0.5   # bpftrace prints "Attaching" before it attaches
+  # bpftrace prints "Attaching N probes" before it attaches, and loses a
+  # SIGINT that comes while it attaches: wait for its N perf events.
+  local want
+  want=$(grep -oE '^Attaching [0-9]+' "$out" | grep -oE '[0-9]+')
+  for i in $(seq 1 1200); do
+    [ -z "$want" ] && break
+    [ "$(ls -l /proc/"$pid"/fd 2>/dev/null | grep -c 'perf_event\]')" -ge "$want" ] && break
+    sleep 0.05
+  done
+  sleep 0.5
   ids=$(tracer_prog_ids "$pid")
   t0=$(date +%s.%N)
   kill -INT "$pid"

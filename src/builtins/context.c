@@ -586,6 +586,10 @@ static void emit_comm(Gen *g, Node *n, int dst, int cap) {
 
 /* probe and func are constants of each target's program. */
 static void emit_probe(Gen *g, Node *n, int dst, int cap) {
+  if (g->p->syscall_group) {   /* one program for many tracepoints */
+    syscall_raw_probe_name(g, dst, cap);
+    return;
+  }
   const char *name = g->target ? g->target->name : g->p->ap->text;
   emit_literal(g, name, (int)strlen(name), dst, cap);
 }
@@ -603,6 +607,7 @@ static void emit_func(Gen *g, Node *n, int dst, int cap) {
  * uprobes, bpf_perf_event_data for perf events, the record of a
  * tracepoint), of no type: it is read through a cast. */
 static void check_ctx(Checker *c, Node *n) {
+  c->probe->uses_ctx = true;   /* the prologue keeps it */
   n->type = ty_int(8, false);
   n->type.is_pointer = true;
   n->type.as = AS_KERNEL;

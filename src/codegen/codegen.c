@@ -30,6 +30,7 @@
 
 #include "builtins/builtin.h"
 #include "codegen/gen.h"
+#include "probes/syscalls.h"
 
 /* ---- programs ------------------------------------------------------- */
 
@@ -90,6 +91,8 @@ static void gen_body(Gen *g, Probe *probe, int buf_base, bool big) {
   /* prologue: keep ctx if fields are read; find the scratch area */
   if (probe->uses_ctx)
     emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_1, SLOT_CTX));
+  /* a raw program for many syscall tracepoints: only their events */
+  if (g->p->syscall_group) syscall_raw_prologue(g);
   int exited = find_map(g, EXITED_MAP_NAME);
   if (exited >= 0 && !g->is_end) {
     /* after exit(), nothing but END runs */
@@ -143,9 +146,19 @@ static bool ap_is_special(const AttachPoint *ap) {
   return !strcasecmp(ap->provider, "BEGIN") || !strcasecmp(ap->provider, "END");
 }
 
+/* One program for probe at ap: for target t alone, for all of ap's
+ * targets (t NULL), or with group set, the raw tracepoint program for
+ * that group of ap's syscall tracepoints (codegen/syscall_raw.c). */
 static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
-                    int target_pid) {
+                    int target_pid, int group) {
   BpfProg *p = new_prog(g->c, probe, ap, t);
+  if (group) {
+    p->syscall_group = group;
+    p->prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT;
+    p->expected_attach_type = 0;
+    snprintf(p->name, sizeof p->name, "tp_%s_rt",
+             syscall_group_tracepoint(group));
+  }
   g->p = p;
   g->pid_filter = ap_is_special(ap) ? 0 : target_pid;
   g->is_end = !strcasecmp(ap->prov ? ap->prov->name : ap->provider, "END");
@@ -180,17 +193,30 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
 int codegen_script(Script *s, Compiled *c, Diag *d) {
   Gen g = {.d = d, .c = c};
   for (Probe *probe = s->probes; probe; probe = probe->next) {
+    bool per_target_probe = probe->uses_args || probe->uses_probe;
+    /* many syscall tracepoints: one raw tracepoint program per group */
+    unsigned raw = syscall_raw_plan(probe);
+    for (int group = SYSCALL_ENTER; group <= SYSCALL_EXIT; group++)
+      if (raw & (unsigned)group &&
+          gen_prog(&g, probe, syscall_raw_first_ap(probe, group), NULL,
+                   s->target_pid, group))
+        goto out;
     for (AttachPoint *ap = probe->aps; ap; ap = ap->next) {
-      bool per_target = probe->uses_args || probe->uses_probe ||
-                        ap->prov->prog_per_target;
+      bool per_target = per_target_probe || ap->prov->prog_per_target;
+      int rest = ap->ntargets;
+      for (Target *t = ap->targets; t; t = t->next)
+        if (syscall_raw_serves(ap, t)) rest--;
+      if (rest == 0) continue;
       if (!per_target) {
         if (gen_prog(&g, probe, ap, ap->ntargets == 1 ? ap->targets : NULL,
-                     s->target_pid))
+                     s->target_pid, 0))
           goto out;
         continue;
       }
       for (Target *t = ap->targets; t; t = t->next)
-        if (gen_prog(&g, probe, ap, t, s->target_pid)) goto out;
+        if (!syscall_raw_serves(ap, t) &&
+            gen_prog(&g, probe, ap, t, s->target_pid, 0))
+          goto out;
     }
   }
   if (c->scratch_size == 0) c->scratch_size = 8;

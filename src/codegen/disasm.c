@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "probes/syscalls.h"
 
 /* Helper names indexed by id, generated from the kernel header's list so
  * that new helpers need no edit here. __BPF_FUNC_MAPPER calls FN(name) and
@@ -409,7 +410,14 @@ static void put_source_line(FILE *out, const Source *src, int line) {
 /* What the program is attached to: its target, its attach point, or every
  * attach point of its probe. */
 static void put_attach_text(FILE *out, const BpfProg *p) {
-  if (p->target && p->target->name) {
+  if (p->syscall_group) {   /* codegen/syscall_raw.c */
+    for (AttachPoint *ap = p->probe->aps; ap; ap = ap->next)
+      if (ap->raw_syscalls & (unsigned)p->syscall_group)
+        fprintf(out, "%s, ", ap->text);
+    fprintf(out, "%d tracepoints through the raw tracepoint %s",
+            syscall_group_count(p->probe, p->syscall_group),
+            syscall_group_tracepoint(p->syscall_group));
+  } else if (p->target && p->target->name) {
     fputs(p->target->name, out);
   } else if (p->ap && p->ap->text) {
     fputs(p->ap->text, out);

@@ -70,6 +70,8 @@ typedef struct Gen {
   int frame;           /* the frame being generated (VarSym.frame) */
   int ctx_slot;        /* in a for-over-map body with a context: the stack
                           slot holding its address; else 0 */
+  int sysnr_slot;      /* a raw syscall group's program: the stack slot
+                          holding the system call's number */
   bool failed;
 } Gen;
 
@@ -148,6 +150,17 @@ int gen_addr(Gen *g, Node *n);
 int gen_mem_int(Gen *g, Node *n);
 void gen_mem_str(Gen *g, Node *n, int dst, int cap);
 void gen_mem_copy(Gen *g, Node *n, int dst, int cap);
+
+/* ---- syscall_raw.c ---- */
+/* The groups of the probe's syscall tracepoints (probes/syscalls.h) that
+ * one raw tracepoint program each can serve, as a bitmask; sets each
+ * attach point's raw_syscalls to the groups it has targets of. */
+unsigned syscall_raw_plan(Probe *probe);
+/* The first attach point with targets of the group. */
+AttachPoint *syscall_raw_first_ap(Probe *probe, int group);
+void syscall_raw_prologue(Gen *g);
+int syscall_raw_field(Gen *g, Node *n);
+void syscall_raw_probe_name(Gen *g, int dst, int cap);
 
 /* ---- maps.c ---- */
 int gen_key(Gen *g, Node *mapnode);

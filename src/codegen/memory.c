@@ -14,6 +14,7 @@ const TpField *target_field(Gen *g, Node *n) {
 }
 
 int gen_field_int(Gen *g, Node *n) {
+  if (g->p->syscall_group) return syscall_raw_field(g, n);
   const TpField *f = target_field(g, n);
   int r = reg_alloc(g);
   if (!f) {

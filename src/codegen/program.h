@@ -64,6 +64,9 @@ typedef struct MapSym {
   int fd;                          /* -1 until loaded */
   bool internal;                   /* loupe's own (e.g. the elapsed base):
                                       never printed */
+  char *init_values;               /* an internal array's contents
+                                      (value_size bytes per entry),
+                                      written after creation; or NULL */
   bool agg_params_set;             /* hist_bits / lhist_* are known */
   int hist_bits;                   /* AGG_HIST */
   int64_t lhist_min, lhist_max, lhist_step;  /* AGG_LHIST */
@@ -182,6 +185,9 @@ typedef struct BpfProg {
   int cap;
   int fd;                  /* -1 until loaded */
   char name[16];           /* kernel-visible name, e.g. "tp_sys_enter_ope" */
+  int syscall_group;       /* SYSCALL_ENTER or SYSCALL_EXIT: a raw
+                              tracepoint program serving that group of ap's
+                              targets (probes/syscalls.h); else 0 */
 } BpfProg;
 
 /* The name the user knows the program by: its probe as written. */

@@ -240,6 +240,9 @@ typedef struct AttachPoint {
   const struct Provider *prov;  /* set by expand */
   Target *targets;   /* set by expand */
   int ntargets;
+  unsigned raw_syscalls;  /* set by codegen: the groups of its syscall
+                             tracepoints that one raw tracepoint program
+                             each serves (probes/syscalls.h) */
 } AttachPoint;
 
 typedef struct Probe {

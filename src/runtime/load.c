@@ -20,6 +20,7 @@
 
 #include "codegen/codegen.h"
 #include "probes/kernel_btf.h"
+#include "probes/syscalls.h"
 #include "runtime/prog_btf.h"
 
 #define DEFAULT_RINGBUF_SIZE (1u << 20)
@@ -145,6 +146,16 @@ static int create_script_map(MapSym *m, Diag *d) {
   if (m->fd < 0) {
     report_bpf_failure(d, m->first_use, errno, "map", m->name);
     return -1;
+  }
+  for (uint32_t i = 0; m->init_values && i < m->max_entries; i++) {
+    const char *value = m->init_values + (size_t)i * (size_t)m->value_size;
+    int nonzero = 0;
+    for (int b = 0; b < m->value_size && !nonzero; b++) nonzero = value[b];
+    if (!nonzero) continue;   /* arrays start zeroed */
+    if (bpf_map_update_elem(m->fd, &i, value, BPF_ANY) < 0) {
+      report_bpf_failure(d, m->first_use, errno, "map", m->name);
+      return -1;
+    }
   }
   if (m->internal && strcmp(m->name, ELAPSED_MAP_NAME) == 0) {
     /* `elapsed` counts from here, on the clock bpf_ktime_get_ns reads */
@@ -451,12 +462,28 @@ fail:
   return -1;
 }
 
+/* A raw tracepoint program serving many syscall tracepoints of its probe:
+ * one link, counted as the tracepoints it stands for, as bpftrace counts
+ * them. */
+static int attach_syscall_group(const BpfProg *p, AttachPoint *ap,
+                                LinkSet *links, Diag *d) {
+  int count = syscall_group_count(p->probe, p->syscall_group);
+  char err[256] = "";
+  if (links && syscall_group_attach(p->syscall_group, p->fd, links, err,
+                                    sizeof err) < 0) {
+    diag_error(d, ap->span, "could not attach to %s: %s", ap->text, err);
+    return -1;
+  }
+  return count;
+}
+
 /* Attaches p to every target of ap. Returns how many, or -1 after
  * reporting. Providers without attach (BEGIN, END) count as attached:
  * bpftrace's "Attaching N probes" counts them too. */
 static int attach_ap(const BpfProg *p, AttachPoint *ap, const Target *only,
                      LinkSet *links, Diag *d) {
   const Provider *prov = ap->prov;
+  if (p->syscall_group) return attach_syscall_group(p, ap, links, d);
   if (!prov || prov->prog_type != p->prog_type) return 0;
   if (!only && links && prov->attach_group && p->expected_attach_type) {
     char err[256] = "";
@@ -471,6 +498,7 @@ static int attach_ap(const BpfProg *p, AttachPoint *ap, const Target *only,
   int count = 0;
   for (Target *t = ap->targets; t; t = t->next) {
     if (only && t != only) continue;
+    if (syscall_raw_serves(ap, t)) continue;   /* its raw program's */
     if (prov->attach && links) {
       char err[256] = "";
       if (prov->attach(t, p->fd, links, err, sizeof err) < 0) {

@@ -1,0 +1,76 @@
+/* syscalls: the syscalls:sys_enter_* and sys_exit_* tracepoints served by
+ * one raw tracepoint program (sys_enter, sys_exit) instead of one perf
+ * event each.
+ *
+ * Why: when the last perf user of a tracepoint goes, the kernel waits for
+ * an RCU grace period under one mutex, tracepoint after tracepoint, so
+ * `tracepoint:syscalls:sys_enter_*` (360 events) took 9 s to detach. All
+ * those events are fed by the raw tracepoints sys_enter(regs, id) and
+ * sys_exit(regs, ret); a program there that keeps the same syscalls, skips
+ * what the syscall events skip and reads their fields from the registers
+ * sees the same events, and detaches at once.
+ *
+ * x86-64 only (numbers from <asm/unistd_64.h> at build time, registers
+ * from BTF); elsewhere every target keeps its perf event. */
+#ifndef LOUPE_SYSCALLS_H
+#define LOUPE_SYSCALLS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "probes/provider.h"
+
+/* The two groups, as bits of AttachPoint.raw_syscalls. */
+enum { SYSCALL_ENTER = 1, SYSCALL_EXIT = 2 };
+
+/* A group goes through the raw tracepoint when the attach point matches
+ * more of its tracepoints than this: below it, the per-event cost of a
+ * program that runs for every system call is not worth the faster
+ * detach (8 perf events detach in about 0.2 s). */
+#define SYSCALL_RAW_MIN_TARGETS 9
+
+/* Bit 1 of thread_info.status on x86-64 (TS_COMPAT): a 32-bit system
+ * call is running. The syscall events ignore those (the kernel's
+ * trace_get_syscall_nr), and so does the raw program. */
+#define SYSCALL_TS_COMPAT 0x0002
+
+/* Where the raw program reads what the syscall events record: byte
+ * offsets in struct pt_regs, and of thread_info.status in task_struct. */
+typedef struct SyscallLayout {
+  int orig_ax;          /* the system call's number */
+  int args[6];          /* di, si, dx, r10, r8, r9: its arguments */
+  int task_status;      /* task_struct.thread_info.status */
+} SyscallLayout;
+
+/* The layout, or NULL when this machine cannot take the raw path (not
+ * x86-64, no kernel BTF, no sys_enter/sys_exit raw tracepoints). */
+const SyscallLayout *syscall_layout(void);
+
+/* The group (SYSCALL_ENTER or SYSCALL_EXIT) of tracepoint target t that
+ * the raw path can serve, its system call number in *nr; 0 for any other
+ * target (other categories, or a system call whose number loupe does not
+ * know for certain: those keep their perf events). */
+int syscall_group_of(const Target *t, int *nr);
+
+/* Numbers loupe may know are below SYSCALL_NR_WORDS * 64. */
+#define SYSCALL_NR_WORDS 16
+
+/* One more than the highest system call number loupe knows. */
+int syscall_nr_limit(void);
+
+/* Whether t is one of the targets that ap's raw programs serve (codegen
+ * chose them in ap->raw_syscalls): they get no perf event. */
+bool syscall_raw_serves(const AttachPoint *ap, const Target *t);
+
+/* How many of the probe's targets the raw program of `group` serves. */
+int syscall_group_count(const Probe *probe, int group);
+
+/* "sys_enter" or "sys_exit": the raw tracepoint of a group. */
+const char *syscall_group_tracepoint(int group);
+
+/* Attaches the program of a group to its raw tracepoint, adding the link
+ * to links. Returns 0, or -1 with a message in err. */
+int syscall_group_attach(int group, int prog_fd, LinkSet *links, char *err,
+                         size_t errlen);
+
+#endif
