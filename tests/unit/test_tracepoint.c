@@ -243,9 +243,9 @@ static void test_expand_errors(void) {
     CHECK(strstr(c.text, "kprobes are not available on this kernel"));
   free(c.text);
 
-  ap = make_ap("kretprobe", 2, "vfs_read", "x");
+  ap = make_ap("kretprobe", 3, "vmlinux", "vfs_read", "x");
   CHECK(expand_one(ap, &c) == -1);
-  CHECK(strstr(c.text, "kretprobe probe type requires 1 argument"));
+  CHECK(strstr(c.text, "kretprobe probe type requires 1 or 2 arguments"));
   free(c.text);
 
   /* A uprobe's binary must exist (checked after the uprobe PMU). */
