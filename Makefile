@@ -53,7 +53,7 @@ build/gen/syscall_nr.h: | build
 	    { printf "    {\"%s\", %s},\n", substr($$2, 6), $$3 }' | \
 	  LC_ALL=C sort > $@.tmp
 	mv $@.tmp $@
-build/probes/syscalls.o: build/gen/syscall_nr.h
+build/probes/syscalls.o build/fuzz/probes/syscalls.o: build/gen/syscall_nr.h
 
 static:
 	$(MAKE) clean
