@@ -611,6 +611,13 @@ static void check_ctx(Checker *c, Node *n) {
   n->type = ty_int(8, false);
   n->type.is_pointer = true;
   n->type.as = AS_KERNEL;
+  /* an iterator's: its fields (ctx.task, ...) read as a tracepoint's
+   * args are, from the u64 slots of the context (iter.c) */
+  const AttachPoint *ap = c->probe->aps;
+  if (ap && !strcmp(ap->provider, "iter")) {
+    c->probe->uses_args = true;
+    n->type = (Type){.kind = TY_ARGS};
+  }
 }
 
 static int emit_ctx_word(Gen *g, Node *n) {

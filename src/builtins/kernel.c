@@ -190,9 +190,10 @@ static void check_path(Checker *c, Node *n) {
              "(e.g. args.file->f_path)");
     return;
   }
-  if (!probe_is_fentry(c->probe, false)) {
-    error_at(c, n->span, "path() can only be used in fentry and fexit "
-             "probes (the kernel's bpf_d_path helper is for those alone)");
+  if (!probe_is_fentry(c->probe, false) && !probe_is_iter(c->probe)) {
+    error_at(c, n->span, "path() can only be used in fentry, fexit and "
+             "iter probes (the kernel's bpf_d_path helper is for those "
+             "alone)");
     return;
   }
   n->type = ty_str((int)size);
@@ -203,6 +204,11 @@ static void emit_path(Gen *g, Node *n, int dst, int cap) {
   Node *a = n->args;
   int addr = a->type.kind == TY_RECORD ? gen_addr(g, a) : gen_int(g, a);
   emit_zero(g, dst, cap);
+  /* an iterator's objects may be NULL (ctx.file.f_path is then a small
+   * number): an empty string, and the verifier, which knows such numbers,
+   * sees no call with one */
+  int null = g->seq_output ? emit_jump(g, I_JMP_IMM(BPF_JLT, addr, 4096, 0))
+                           : -1;
   emit(g, I_MOV64_REG(BPF_REG_1, addr));
   reg_free(g, addr);
   emit_scratch(g, BPF_REG_2, dst);
@@ -215,6 +221,7 @@ static void emit_path(Gen *g, Node *n, int dst, int cap) {
   int ok = emit_jump(g, I_JMP_IMM(BPF_JSGE, BPF_REG_0, 0, 0));
   emit_zero(g, dst, cap);
   patch_here(g, ok);
+  if (null >= 0) patch_here(g, null);
 }
 
 /* is_err(p): whether p is an error the kernel returns as a pointer

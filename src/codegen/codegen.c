@@ -89,8 +89,15 @@ static void gen_body(Gen *g, Probe *probe, int buf_base, bool big) {
   g->span = probe->span;
 
   /* prologue: keep ctx if fields are read; find the scratch area */
-  if (probe->uses_ctx)
+  if (probe->uses_ctx || g->seq_output)
     emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_1, SLOT_CTX));
+  if (g->seq_output) {
+    /* an iterator calls its program once more after the last object,
+     * with none (the pointer after `meta` is NULL): nothing to do then */
+    emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_1, 8));
+    emit(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 1));
+    emit(g, I_EXIT());
+  }
   /* a raw program for many syscall tracepoints: only their events */
   if (g->p->syscall_group) syscall_raw_prologue(g);
   int exited = find_map(g, EXITED_MAP_NAME);
@@ -162,6 +169,7 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
   g->p = p;
   g->pid_filter = ap_is_special(ap) ? 0 : target_pid;
   g->is_end = !strcasecmp(ap->prov ? ap->prov->name : ap->provider, "END");
+  g->seq_output = p->expected_attach_type == BPF_TRACE_ITER;
   g->probe = probe;
   g->target = t;
   /* Buffers go on the stack when they fit: no scratch lookup then. */

@@ -288,17 +288,58 @@ void emit_subcall(Gen *g, int sub) {
   g->subcalls[sub][(*n)++] = at;
 }
 
+/* An iterator's output subprograms write to the iterator, which they find
+ * through the context: r5 at each call. A for-over-map body, a function
+ * of its own, does not have the context at hand. */
+static void emit_seq_ctx(Gen *g) {
+  if (!g->seq_output) return;
+  if (g->frame != 0) {
+    fail(g, g->span, "%s: output from inside a for loop is not supported "
+         "in iter probes yet; collect into a map and print it after the "
+         "loop", "iter");
+    return;
+  }
+  emit_ctx(g, BPF_REG_5);
+}
+
 /* Sends `size` bytes at scratch + rec to user space. */
 void emit_output(Gen *g, int rec, int size) {
   emit_scratch(g, BPF_REG_2, rec);
   emit(g, I_MOV64_IMM(BPF_REG_3, size));
+  emit_seq_ctx(g);
   emit_subcall(g, SUB_OUTPUT);
 }
 
 /* A record that is only a header: two instructions where it is sent. */
 void emit_event(Gen *g, uint32_t kind, uint32_t index) {
   emit(g, I_MOV64_IMM(BPF_REG_1, (int32_t)index));
+  emit_seq_ctx(g);
   emit_subcall(g, SUB_EVENT + (int)kind);
+}
+
+/* The end of an iterator's output subprogram, with r2 = record, r3 = its
+ * size, r5 = the context: the size (4 bytes), then the record, written
+ * to the iterator's seq_file (ctx->meta->seq), where user space reads
+ * them in order. A full buffer needs no count: the kernel would drop
+ * what this object wrote and run the program on it again once the reader
+ * made room (loupe reads little at a time so that this does not happen:
+ * runtime/run.c). */
+static void emit_seq_write(Gen *g) {
+  emit(g, I_MOV64_REG(BPF_REG_6, BPF_REG_2));
+  emit(g, I_MOV64_REG(BPF_REG_7, BPF_REG_3));
+  emit(g, I_LDX(BPF_DW, BPF_REG_8, BPF_REG_5, 0));   /* meta */
+  emit(g, I_LDX(BPF_DW, BPF_REG_8, BPF_REG_8, 0));   /* meta->seq */
+  emit(g, I_STX(BPF_W, BPF_REG_10, BPF_REG_3, -16));
+  emit(g, I_MOV64_REG(BPF_REG_1, BPF_REG_8));
+  emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, -16));
+  emit(g, I_MOV64_IMM(BPF_REG_3, 4));
+  emit_call(g, BPF_FUNC_seq_write);
+  emit(g, I_MOV64_REG(BPF_REG_1, BPF_REG_8));
+  emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_6));
+  emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_7));
+  emit_call(g, BPF_FUNC_seq_write);
+  emit_return(g);
 }
 
 /* Ends an output subprogram: if the ring refused the record (r0 < 0),
@@ -331,7 +372,9 @@ void emit_subprograms(Gen *g) {
       emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, -8));
       emit(g, I_MOV64_IMM(BPF_REG_3, (int32_t)sizeof(EventHeader)));
     }
-    if (sub != SUB_COUNT) {
+    if (sub != SUB_COUNT && g->seq_output) {
+      emit_seq_write(g);
+    } else if (sub != SUB_COUNT) {
       emit_map(g, BPF_REG_1, MAP_ID_RINGBUF);
       emit(g, I_MOV64_IMM(BPF_REG_4, 0));
       emit_call(g, BPF_FUNC_ringbuf_output);

@@ -72,6 +72,10 @@ typedef struct Gen {
                           slot holding its address; else 0 */
   int sysnr_slot;      /* a raw syscall group's program: the stack slot
                           holding the system call's number */
+  bool seq_output;     /* an iterator's program: records go out through
+                          the iterator (bpf_seq_write), which the output
+                          subprograms reach through the context the call
+                          site passes in r5 */
   bool failed;
 } Gen;
 

@@ -34,6 +34,12 @@ int gen_field_int(Gen *g, Node *n) {
     emit(g, I_ALU64_IMM(BPF_LSH, r, 64 - size * 8));
     emit(g, I_ALU64_IMM(BPF_ARSH, r, 64 - size * 8));
   }
+  if (f->is_pointer && g->seq_output) {
+    /* an iterator's objects may be NULL, as the verifier knows: checked,
+     * so that it lets the code add to a pointer that is not (ctx.task.pid) */
+    emit(g, I_JMP_IMM(BPF_JNE, r, 0, 1));
+    emit(g, I_MOV64_IMM(r, 0));
+  }
   return r;
 }
 

@@ -165,6 +165,10 @@ bool probe_is_fentry(Probe *p, bool fexit_only) {
   return true;
 }
 
+bool probe_is_iter(Probe *p) {
+  return p->aps && !strcmp(p->aps->provider, "iter");
+}
+
 /* Longest `probe` name among the probe's targets, for the string size. */
 int probe_name_size(Probe *p) {
   int size = 1;

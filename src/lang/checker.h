@@ -108,6 +108,8 @@ bool probe_is_rawtracepoint(Probe *p);
 /* Whether every attach point of the probe is an fentry or fexit one (only
  * fexit, if fexit_only). */
 bool probe_is_fentry(Probe *p, bool fexit_only);
+/* Whether p is an iterator's probe (iter:NAME). */
+bool probe_is_iter(Probe *p);
 /* Checks n (`args.NAME`, or with want_return the `retval` of fexit) as
  * the field n->name of every target's arguments: sets its type and
  * offset, or reports why it cannot be read. */

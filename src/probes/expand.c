@@ -5,6 +5,7 @@
 
 #include <regex.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "probes/provider.h"
 
@@ -53,6 +54,27 @@ static int expand_probe(Probe *p, MissingProbes missing, Diag *d) {
   return result;
 }
 
+/* An iterator's program runs while loupe reads it, once, and the run ends
+ * with it (iter.c): no other probe but BEGIN and END can share that run,
+ * nor a second iterator. */
+static int check_iter_alone(Script *s, Diag *d) {
+  const AttachPoint *iter = NULL, *other = NULL;
+  for (Probe *p = s->probes; p; p = p->next)
+    for (AttachPoint *ap = p->aps; ap; ap = ap->next) {
+      if (!ap->prov || !ap->prov->attach) continue;   /* BEGIN, END */
+      if (!strcmp(ap->provider, "iter") && !iter)
+        iter = ap;
+      else if (!other)
+        other = ap;
+    }
+  if (!iter || !other) return 0;
+  diag_error(d, other->span, "an iter probe (%s) cannot be mixed with other "
+             "probes but BEGIN and END", iter->text);
+  diag_hint(d, "the run ends when the iterator has been read to its end; "
+            "run %s in a loupe of its own", other->text);
+  return -1;
+}
+
 int expand_script(Script *s, Diag *d) {
   int result = 0;
   for (Probe **link = &s->probes; *link;) {
@@ -63,6 +85,7 @@ int expand_script(Script *s, Diag *d) {
     else
       link = &p->next;
   }
+  if (result == 0) result = check_iter_alone(s, d);
   return result;
 }
 

@@ -30,6 +30,7 @@ extern const Provider uretprobe_provider;
 extern const Provider rawtracepoint_provider;
 extern const Provider fentry_provider;
 extern const Provider fexit_provider;
+extern const Provider iter_provider;
 extern const Provider usdt_provider;
 extern const Provider begin_provider;
 extern const Provider end_provider;
@@ -55,7 +56,6 @@ static void list_nothing(const char *pattern, FILE *out) {}
 
 UNSUPPORTED(watchpoint_provider, "watchpoint", "w");
 UNSUPPORTED(asyncwatchpoint_provider, "asyncwatchpoint", "aw");
-UNSUPPORTED(iter_provider, "iter", "it");
 
 const Provider *const providers[] = {
     &begin_provider,     &end_provider,       &bench_provider,
@@ -67,10 +67,9 @@ const Provider *const providers[] = {
     &uprobe_provider,    &uretprobe_provider,
     &rawtracepoint_provider,
     &fentry_provider,    &fexit_provider,
-    &usdt_provider,
+    &usdt_provider,      &iter_provider,
     /* known, not implemented yet */
     &watchpoint_provider, &asyncwatchpoint_provider,
-    &iter_provider,
     NULL,
 };
 

@@ -39,6 +39,7 @@
 
 #include "builtins/builtin.h"
 #include "runtime/print.h"
+#include "probes/iter.h"
 #include "probes/provider.h"
 
 /* main.c defines the flag; this weak definition only stands in when run.o
@@ -373,6 +374,79 @@ static void run_benches(RunState *st, struct ring_buffer *rb) {
   free(results);
 }
 
+/* ---- iterators ---------------------------------------------------------- */
+
+/* Reads iterator program p's records to the end (or to exit(), Ctrl-C or
+ * a closed output): each is its size (4 bytes) and then the record, as
+ * the program's output subprograms wrote them; a read may end inside
+ * one, so what is left over waits for the next. */
+#define ITER_READ 4096
+
+static void run_iter(RunState *st, struct ring_buffer *rb, const BpfProg *p) {
+  int fd = iter_open(p->fd);
+  if (fd < 0) {
+    fprintf(stderr, "loupe: cannot read the iterator of %s: %s\n",
+            prog_probe_name(p), strerror(errno));
+    loupe_stop_requested = 1;
+    return;
+  }
+  size_t cap = 1 << 16, have = 0;
+  uint8_t *buf = malloc(cap);
+  while (buf && !st->exit_seen && !loupe_stop_requested &&
+         !loupe_output_closed && !st->write_error) {
+    if (have == cap) {   /* one record larger than the buffer */
+      uint8_t *grown = realloc(buf, cap * 2);
+      if (!grown) break;
+      buf = grown;
+      cap *= 2;
+    }
+    /* Small reads: the kernel stops running the program once a read's
+     * worth is in its 32 KiB buffer, so an object's records always find
+     * room. One that did not would be run again in full, its map
+     * updates counted twice. */
+    size_t want = cap - have < ITER_READ ? cap - have : ITER_READ;
+    ssize_t got = read(fd, buf + have, want);
+    if (got < 0 && errno == EINTR) continue;
+    if (got < 0) {
+      fprintf(stderr, "loupe: reading the iterator of %s failed: %s%s\n",
+              prog_probe_name(p), strerror(errno),
+              errno == E2BIG ? " (what the probe sends for one object is "
+                               "more than the kernel's 32 KiB buffer)" : "");
+      break;
+    }
+    if (got == 0) break;
+    have += (size_t)got;
+    size_t at = 0;
+    while (have - at >= 4) {
+      uint32_t size;
+      memcpy(&size, buf + at, 4);
+      if (have - at - 4 < size) break;
+      on_record(st, buf + at + 4, size);
+      at += 4 + size;
+    }
+    memmove(buf, buf + at, have - at);
+    have -= at;
+    flush_output(st);
+    drain(st, rb);   /* BEGIN's, or a helper's in the kernel */
+  }
+  free(buf);
+  close(fd);
+}
+
+/* Runs each iterator of the script in turn (there is one: iter probes
+ * take no others but BEGIN and END). */
+static void run_iters(RunState *st, struct ring_buffer *rb) {
+  for (int i = 0; i < st->c->nprogs && !st->exit_seen; i++)
+    if (prog_is(&st->c->progs[i], "iter"))
+      run_iter(st, rb, &st->c->progs[i]);
+}
+
+static bool has_iter(const Compiled *c) {
+  for (int i = 0; i < c->nprogs; i++)
+    if (prog_is(&c->progs[i], "iter")) return true;
+  return false;
+}
+
 /* ---- the loop --------------------------------------------------------- */
 
 static long long now_ms(void) {
@@ -506,6 +580,8 @@ int run_finish(Run *r) {
    * command runs: then the script lasts as long as the command. */
   if (st->bench)
     run_benches(st, r->rb);
+  else if (has_iter(st->c))
+    run_iters(st, r->rb);
   else if (st->child_pid > 0 || st->target_pid > 0 || !only_begin_end(st->c))
     event_loop(st, r->rb, r->timeout_ms);
   /* Records queued before the stop are still handled (or dropped if the
