@@ -19,6 +19,7 @@ typedef struct CompileSettings {
   int cpid;          /* the command's pid (0 if none yet) */
   int target_pid;    /* -p PID (0: none) */
   const char *probe_filter;  /* --probe-filter REGEX, or NULL */
+  bool helper_errors;  /* -k: report helpers that fail while probes run */
 } CompileSettings;
 
 /* The front half: parse, config block, attach-point parameters, macros and

@@ -97,6 +97,10 @@ static const char usage_text[] =
     "    --dry-run      compile and check the script, then exit without\n"
     "                   loading or running anything (no BEGIN, no maps)\n"
     "    --no-warnings  do not print warnings (\"WARNING: ...\")\n"
+    "    -k             report each failed read of memory (probe_read\n"
+    "                   helpers) and each read of a map entry that does\n"
+    "                   not exist, as a warning with its place in the\n"
+    "                   script (with -f json, a helper_error record)\n"
     "    --mode MODE    'run' (default), or 'bench': run BEGIN, then each\n"
     "                   bench:NAME probe many times, print the average time\n"
     "                   of one run (with the system call that runs it),\n"
@@ -167,6 +171,7 @@ typedef struct Options {
   bool unsafe;             /* --unsafe: allow system() and signal() */
   const char *command;     /* -c: run this, trace until it exits */
   int pid;                 /* -p: trace only this process; 0: none */
+  bool helper_errors;      /* -k: report helpers failing at run time */
 } Options;
 
 /* -c COMMAND: the command runs in a child that loupe starts before
@@ -271,7 +276,7 @@ static void parse_options(int argc, char **argv, Options *o) {
    * that start with '-' go after "--". The leading ':' reports a missing
    * argument as ':' rather than '?'. */
   int c;
-  while ((c = getopt_long(argc, argv, ":e:o:B:f:c:p:lqdvhV", long_opts, NULL)) !=
+  while ((c = getopt_long(argc, argv, ":e:o:B:f:c:p:lqdvkhV", long_opts, NULL)) !=
          -1) {
     switch (c) {
     case 'e': o->program = optarg; break;
@@ -304,6 +309,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     case 'q': o->quiet = true; break;
     case 'd': o->dry_run = o->show_programs = true; break;
     case 'v': o->show_programs = true; break;
+    case 'k': o->helper_errors = true; break;
     case OPT_DRY_RUN: o->dry_run = true; break;
     case OPT_NO_WARNINGS: o->no_warnings = true; break;
     case OPT_PROBE_FILTER: o->probe_filter = optarg; break;
@@ -435,12 +441,14 @@ static CompileSettings settings_of(const Options *o) {
       .cpid = child.pid > 0 ? child.pid : 0,
       .target_pid = o->pid,
       .probe_filter = o->probe_filter,
+      .helper_errors = o->helper_errors,
   };
 }
 
 static int compile(const Source *src, const Options *o, Compiled *c,
                    Diag *d) {
   CompileSettings cs = settings_of(o);
+  c->no_warnings = o->no_warnings;
   if (compile_script(src, &cs, &script, c, d) < 0) return -1;
   print_set_truncation(c->max_strlen, c->str_trailer);
   return 0;

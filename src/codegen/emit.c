@@ -1,6 +1,7 @@
 /* emit: the instruction stream of the program being generated, and the
  * registers, stack slots and buffers it uses; events through the shared
  * subprograms. */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -85,7 +86,67 @@ void emit_scratch(Gen *g, int reg, int off) {
   if (off) emit(g, I_ALU64_IMM(BPF_ADD, reg, off));
 }
 
-void emit_call(Gen *g, int helper) { emit(g, I_CALL(helper)); }
+/* -k: the helpers whose failures are reported, as bpftrace's -k does:
+ * reads of memory. */
+static bool checked_helper(int helper) {
+  switch (helper) {
+  case BPF_FUNC_probe_read:
+  case BPF_FUNC_probe_read_str:
+  case BPF_FUNC_probe_read_user:
+  case BPF_FUNC_probe_read_user_str:
+  case BPF_FUNC_probe_read_kernel:
+  case BPF_FUNC_probe_read_kernel_str:
+    return true;
+  default:
+    return false;
+  }
+}
+
+/* A new HelperSite for helper at g->span; its index. The source line
+ * and underline are rendered now, by diag, for user space to print. */
+static int helper_site(Gen *g, int helper) {
+  Compiled *c = g->c;
+  HelperSite *grown = realloc(c->helper_sites,
+                              sizeof(HelperSite) * (size_t)(c->nhelper_sites + 1));
+  if (!grown) return -1;
+  c->helper_sites = grown;
+  HelperSite *site = &c->helper_sites[c->nhelper_sites];
+  *site = (HelperSite){.helper = helper, .span = g->span,
+                       .file = g->d->src ? g->d->src->name : "stdin"};
+  site->prefix = diag_prefix(g->d, g->span, "WARNING");
+  char *text = NULL;
+  size_t len = 0;
+  FILE *mem = open_memstream(&text, &len);
+  if (mem) {
+    Diag shown = *g->d;
+    shown.out = mem;
+    shown.no_warnings = false;
+    diag_warning(&shown, g->span, "-");
+    fclose(mem);
+  }
+  const char *nl = text ? strchr(text, '\n') : NULL;
+  site->context = strdup(nl ? nl + 1 : "");
+  free(text);
+  return c->nhelper_sites++;
+}
+
+void emit_helper_error(Gen *g, int helper) {
+  int site = helper_site(g, helper);
+  if (site < 0) return;
+  int rec = emit_header(g, 8, EV_HELPER_ERROR, (uint32_t)site);
+  emit(g, I_STX(BPF_DW, SCRATCH, BPF_REG_0, rec + 8));
+  emit_output(g, rec, 16);
+  emit(g, I_LDX(BPF_DW, BPF_REG_0, SCRATCH, rec + 8));
+}
+
+void emit_call(Gen *g, int helper) {
+  emit(g, I_CALL(helper));
+  if (!g->c->helper_errors || !checked_helper(helper)) return;
+  /* -k: a failed read (r0 < 0) is reported; r0 is kept */
+  int ok = emit_jump(g, I_JMP_IMM(BPF_JSGE, BPF_REG_0, 0, 0));
+  emit_helper_error(g, helper);
+  patch_here(g, ok);
+}
 
 /* A forward jump whose offset is filled in by patch_here. */
 int emit_jump(Gen *g, struct bpf_insn j) { return emit(g, j); }

@@ -61,9 +61,19 @@ void emit_op(Gen *g, int op, int dst, int src, int32_t imm,
   emit(g, I_MOV64_IMM(dst, 1));
 }
 
+static void gen_buf_here(Gen *g, Node *n, int dst, int cap);
+
 /* Generates string expression n into the scratch buffer at dst (capacity
- * cap >= the string's capacity), zero-padded. */
+ * cap >= the string's capacity), zero-padded; its instructions are n's
+ * (line info, -k reports). */
 void gen_buf(Gen *g, Node *n, int dst, int cap) {
+  Span saved = g->span;
+  if (n->span.line) g->span = n->span;
+  gen_buf_here(g, n, dst, cap);
+  g->span = saved;
+}
+
+static void gen_buf_here(Gen *g, Node *n, int dst, int cap) {
   if (n->type.kind == TY_RECORD && in_memory(n)) {
     gen_mem_copy(g, n, dst, cap);   /* a struct or array, copied */
     return;

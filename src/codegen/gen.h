@@ -114,7 +114,11 @@ void emit_count_failure(Gen *g, int slot);
 void emit_lookup_slot0(Gen *g, int map_id);
 void emit_scratch_base(Gen *g);
 void emit_scratch(Gen *g, int reg, int off);
+/* Calls helper; with -k, a memory read that fails is also reported. */
 void emit_call(Gen *g, int helper);
+/* -k: sends a report that helper failed at g->span, with r0 as the
+ * code it returned; r0 is kept, r1-r5 are not. */
+void emit_helper_error(Gen *g, int helper);
 int emit_jump(Gen *g, struct bpf_insn j);
 void patch_here(Gen *g, int at);
 void jumps_add(Jumps *j, int at);

@@ -59,6 +59,13 @@ int gen_map_int(Gen *g, Node *n) {
   MapSym *m = n->map;
   int key = gen_key(g, n);
   emit_lookup(g, m, key);
+  if (g->c->helper_errors) {
+    /* -k: reading an entry that does not exist is reported (code 0) */
+    int found = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 0));
+    emit_helper_error(g, BPF_FUNC_map_lookup_elem);
+    emit(g, I_MOV64_IMM(BPF_REG_0, 0));
+    patch_here(g, found);
+  }
   int r = reg_alloc(g);
   emit(g, I_MOV64_IMM(r, 0));
   int miss = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));

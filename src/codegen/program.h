@@ -146,6 +146,8 @@ typedef enum EventKind {
   EV_WARNF,         /* printed on stderr after PrintfDef.prefix */
   EV_PROCESS_SEEN,  /* ustack met a process for the first time: index is
                        its pid; user space reads its maps while it lives */
+  EV_HELPER_ERROR,  /* -k: a helper failed; index: the HelperSite;
+                       payload: { int64 retcode; } */
 } EventKind;
 
 #define JOIN_MAX_ARGS 16
@@ -166,6 +168,17 @@ typedef struct PrintfDef {
   Span span;
   char *prefix;     /* errorf, warnf: "stdin:1:9-62: ERROR: " */
 } PrintfDef;
+
+/* -k: a place in the script where a helper's failure is reported (a read
+ * of memory that faults, a read of a map entry that does not exist). */
+typedef struct HelperSite {
+  int helper;       /* BPF_FUNC_* */
+  Span span;
+  char *prefix;     /* "stdin:1:9-20: WARNING: " */
+  char *context;    /* the source line and its underline, as diag shows
+                       them (each line ends with a newline) */
+  const char *file; /* the script's name ("stdin" for -e) */
+} HelperSite;
 
 /* One BPF program to load. A probe block whose body does not depend on the
  * attach point (no `args`, no `probe`) gets one program attached to every
@@ -223,6 +236,10 @@ typedef struct Compiled {
   int max_cat_bytes;       /* cat() prints at most this; 0: the default */
   int max_strlen;          /* a string of max_strlen bytes was cut   */
   const char *str_trailer; /* printed after such a string */
+  bool helper_errors;      /* -k: report failing helpers (helper_sites) */
+  bool no_warnings;        /* --no-warnings: run-time warnings too */
+  HelperSite *helper_sites;
+  int nhelper_sites;
 } Compiled;
 
 /* Pseudo map ids used in LD_IMM64 map loads for the internal maps. */

@@ -38,6 +38,7 @@
 #include <unistd.h>
 
 #include "builtins/builtin.h"
+#include "codegen/codegen.h"
 #include "runtime/print.h"
 #include "probes/iter.h"
 #include "probes/provider.h"
@@ -77,11 +78,50 @@ typedef struct RunState {
 int run_handle_record(Compiled *c, FILE *out, int format, int *exit_seen,
                       const void *data, size_t size);
 
+/* -k: a helper failed where site says (as bpftrace reports it: a warning
+ * on stderr with the place in the script, or a helper_error record). */
+static void on_helper_error(const Compiled *c, FILE *out, int format,
+                            uint32_t index, const uint8_t *payload,
+                            size_t size) {
+  int64_t ret;
+  if (index >= (uint32_t)c->nhelper_sites || size < sizeof ret) return;
+  memcpy(&ret, payload, sizeof ret);
+  const HelperSite *site = &c->helper_sites[index];
+  const char *name = helper_name(site->helper);
+  if (name && !strncmp(name, "bpf_", 4)) name += 4;
+  bool missing = site->helper == BPF_FUNC_map_lookup_elem;
+  const char *msg = missing ? "Can't lookup map element because it does "
+                              "not exist."
+                            : strerror((int)-ret);
+  if (format == OUT_JSON) {
+    fprintf(out, "{\"type\": \"helper_error\", \"msg\": ");
+    print_json_string(msg, strlen(msg), out);
+    fprintf(out, ", \"helper\": \"%s\", \"retcode\": %lld, "
+            "\"filename\": ", name ? name : "?", (long long)ret);
+    print_json_string(site->file, strlen(site->file), out);
+    fprintf(out, ", \"line\": %d, \"col\": %d}\n", site->span.line,
+            site->span.col);
+    return;
+  }
+  if (c->no_warnings) return;
+  fflush(out);
+  if (missing)
+    fprintf(stderr, "%s%s\n%s", site->prefix, msg, site->context);
+  else
+    fprintf(stderr, "%sFailed to %s: %s (%lld)\n%s", site->prefix,
+            name ? name : "?", msg, (long long)ret, site->context);
+}
+
 int run_handle_record(Compiled *c, FILE *out, int format, int *exit_seen,
                       const void *data, size_t size) {
   EventHeader h;
   if (size < sizeof h || *exit_seen) return 0;
   memcpy(&h, data, sizeof h);
+  if (h.kind == EV_HELPER_ERROR) {
+    on_helper_error(c, out, format, h.index,
+                    (const uint8_t *)data + sizeof h, size - sizeof h);
+    return 0;
+  }
   /* The builtin that sent the record knows what it means. */
   const Builtin *b = builtin_for_event(h.kind);
   if (!b) return 0;
@@ -193,7 +233,7 @@ static void report_counts(RunState *st) {
     const MapSym *m = c->maps[i];
     if (!m->full_slot) continue;
     n = now[m->full_slot] - st->seen[m->full_slot];
-    if (!n) continue;
+    if (!n || c->no_warnings) continue;
     fflush(st->out);
     fprintf(stderr, "WARNING: Map full; can't update element: %s refused "
             "%llu update%s (max_entries %u)\n", m->name,
