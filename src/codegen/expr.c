@@ -128,10 +128,17 @@ static void gen_buf_here(Gen *g, Node *n, int dst, int cap) {
   case N_TERNARY: {
     Jumps to_else = {0};
     gen_cond(g, n->cond, false, &to_else);
-    gen_buf(g, n->then, dst, cap);
+    /* tuples: each branch in the ternary's layout (check_ternary) */
+    if (n->type.kind == TY_TUPLE)
+      gen_buf_as(g, n->then, dst, n->type);
+    else
+      gen_buf(g, n->then, dst, cap);
     int done = emit_jump(g, I_JA(0));
     jumps_patch_here(g, &to_else);
-    gen_buf(g, n->els, dst, cap);
+    if (n->type.kind == TY_TUPLE)
+      gen_buf_as(g, n->els, dst, n->type);
+    else
+      gen_buf(g, n->els, dst, cap);
     patch_here(g, done);
     vars_forget_assigned(n->then);
     vars_forget_assigned(n->els);

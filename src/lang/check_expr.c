@@ -917,8 +917,11 @@ static void check_ternary(Checker *c, Node *n) {
     /* c ? ONE : TWO stays of their enum */
     if (a.enum_def == b.enum_def) n->type.enum_def = a.enum_def;
   } else if (a.kind == TY_TUPLE && !same_layout(a, b)) {
-    error_at(c, n->span, "Ternary operator must return the same type: have "
-             "'%s' and '%s'", TYPE_NAME(a), TYPE_NAME(b));
+    /* tuples whose strings differ in size: each branch is laid out as
+     * the union of the two (the larger string of each element) */
+    if (!tuple_union(a, b, &n->type))
+      error_at(c, n->span, "Ternary operator must return the same type: "
+               "have '%s' and '%s'", TYPE_NAME(a), TYPE_NAME(b));
   } else {
     n->type = a.size >= b.size ? a : b;   /* strings, buffers: the larger */
   }
