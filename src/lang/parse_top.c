@@ -159,21 +159,29 @@ static StructField *parse_struct_member(Parser *P) {
     }
     next(P);
   }
-  if (is_punct(P, '{') && !len && name.len &&
-      (token_is_word(&name, "struct") || token_is_word(&name, "union"))) {
-    /* struct { ... } name: an anonymous struct defined in place */
+  bool tagged = is_punct(P, '{') && name.len &&
+                ((len == 6 && !memcmp(type, "struct", 6)) ||
+                 (len == 5 && !memcmp(type, "union", 5)));
+  if (is_punct(P, '{') && ((!len && name.len &&
+                            (token_is_word(&name, "struct") ||
+                             token_is_word(&name, "union"))) ||
+                           tagged)) {
+    /* struct [Tag] { ... } name: a struct defined in place, anonymous or
+     * with its tag (known by it inside the member's type) */
     StructDef *def = calloc(1, sizeof *def);
     if (!def) abort();
-    def->is_union = token_is_word(&name, "union");
-    def->name = "<anonymous>";
+    def->is_union = tagged ? len == 5 : token_is_word(&name, "union");
+    def->name = tagged ? dup_text(name.text, name.len) : "<anonymous>";
     def->span = name.span;
     f->type_span = name.span;
     next(P);
     def->fields = parse_struct_body(P);
     next(P);
     f->inline_def = def;
-    memcpy(type, name.text, (size_t)name.len);
-    len = (size_t)name.len;
+    if (!tagged) {   /* the keyword is all the type text keeps */
+      memcpy(type, name.text, (size_t)name.len);
+      len = (size_t)name.len;
+    }
     if (P->tok.kind != TK_IDENT) unexpected(P, "identifier");
     name = P->tok;
     next(P);
