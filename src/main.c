@@ -111,7 +111,7 @@ static const char usage_text[] =
     "                   the extended regex REGEX finds a match in; BEGIN\n"
     "                   and END always run\n"
     "    --unsafe       allow functions that act on the system: system(),\n"
-    "                   signal(); uprobes on symbols of size 0 and at\n"
+    "                   signal(), write_user(); uprobes on symbols of size 0 and at\n"
     "                   offsets that do not start an instruction\n"
     "    --usdt-file-activation\n"
     "                   accepted for bpftrace's sake: usdt semaphores are\n"

@@ -112,6 +112,33 @@ static void check_signal(Checker *c, Node *n) {
   }
 }
 
+/* write_user(dst, src, len): len bytes of the value src (a string,
+ * buffer, struct, tuple, or an integer's 8 bytes) written to the user
+ * address dst; true if the kernel wrote them. Only with --unsafe. */
+static void check_write_user(Checker *c, Node *n) {
+  Node *dst = n->args, *src = dst->next, *len = src->next;
+  check_expr(c, dst);
+  check_expr(c, src);
+  check_expr(c, len);
+  if (!want_unsafe(c, n) || !want_int(c, n, dst)) return;
+  Type st = src->type;
+  if (st.kind == TY_NONE) return;
+  bool is_value = st.kind == TY_INT || st.kind == TY_STR ||
+                  st.kind == TY_BUF || st.kind == TY_TUPLE ||
+                  st.kind == TY_RECORD || st.kind == TY_CVAL;
+  if (!is_value) {
+    error_at(c, src->span, "write_user() writes a value it holds: a string, "
+             "a buffer, a struct, a tuple or an integer, not %s",
+             kind_name(st));
+    return;
+  }
+  int cap = st.kind == TY_INT ? 8 : value_cap(st);
+  int64_t k;
+  if (!want_const(c, len, n->name, "the length", 1, cap, &k)) return;
+  n->ival = k;
+  n->type = ty_bool();
+}
+
 /* bswap(n): n's bytes reversed, an unsigned integer of n's width. */
 static void check_bswap(Checker *c, Node *n) {
   check_expr(c, n->args);
@@ -145,6 +172,35 @@ static int emit_bswap(Gen *g, Node *n) {
   else
     emit(g, I_ALU64_IMM(BPF_AND, r, 0xff));
   return r;
+}
+
+/* bpf_probe_write_user(dst, the value's bytes, len); true when it
+ * returned 0. */
+static int emit_write_user(Gen *g, Node *n) {
+  Node *dst = n->args, *src = dst->next;
+  int at;
+  if (src->type.kind == TY_INT) {
+    at = scratch_alloc(g, 8);
+    int v = gen_int(g, src);
+    emit(g, I_STX(BPF_DW, SCRATCH, v, at));
+    reg_free(g, v);
+  } else {
+    at = buf_ref(g, src);
+  }
+  int r = gen_int(g, dst);
+  emit(g, I_MOV64_REG(BPF_REG_1, r));
+  emit_scratch(g, BPF_REG_2, at);
+  emit(g, I_MOV64_IMM(BPF_REG_3, (int32_t)n->ival));
+  emit_call(g, BPF_FUNC_probe_write_user);
+  emit(g, I_MOV64_IMM(r, 1));
+  emit(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 1));
+  emit(g, I_MOV64_IMM(r, 0));
+  return r;
+}
+
+static bool emit_write_user_stmt(Gen *g, Node *n) {
+  reg_free(g, emit_write_user(g, n));
+  return false;
 }
 
 static bool emit_signal(Gen *g, Node *n) {
@@ -249,6 +305,8 @@ const Builtin builtins_kernel[] = {
      NULL},
     {"signal", BI_CALL, 1, 1, false, check_signal, NULL, NULL, emit_signal,
      NULL, 0, NULL},
+    {"write_user", BI_CALL, 3, 3, true, check_write_user, emit_write_user,
+     NULL, emit_write_user_stmt, NULL, 0, NULL},
     {"bswap", BI_CALL, 1, 1, true, check_bswap, emit_bswap, NULL, NULL, NULL,
      0, NULL},
     {"kptr", BI_CALL, 1, 1, true, check_address_space, emit_first_argument, NULL,

@@ -267,6 +267,10 @@ static const char *explain_reason(const char *reason) {
       {"combined stack size", "the probe uses too much stack"},
       {"invalid mem access", "a read through a pointer the verifier does "
        "not trust"},
+      /* the kernel withholds it when locked down (lockdown=integrity) */
+      {"cannot use helper bpf_probe_write_user", "this kernel does not "
+       "let BPF programs write user memory (write_user()): it is locked "
+       "down, or built without it"},
   };
   for (size_t i = 0; i < sizeof(known) / sizeof(known[0]); i++)
     if (strstr(reason, known[i].says)) return known[i].means;

@@ -18,7 +18,9 @@
 #      (kfunc: alias);
 #   7. loupe -l 'fentry:vfs_*' and -lv 'fexit:vfs_read';
 #   8. errors: a function that does not exist, arg0 in fentry, retval in
-#      fentry, path() where the kernel refuses bpf_d_path: located, exit 1.
+#      fentry, path() where the kernel refuses bpf_d_path: located, exit 1;
+#   9. write_user() (--unsafe): the path a process opens rewritten in its
+#      own memory, which our locked-down kernel does not allow.
 #
 # Prints one PASS or FAIL line per check; exits 0 only if all pass.
 #
@@ -131,6 +133,21 @@ err_check "retval in fentry is an error" \
 status=$?
 err_check "path() where the kernel does not allow bpf_d_path: at the call" \
   '^stdin:1:25-47: ERROR: helper bpf_d_path not allowed in probe$'
+
+# cat opens a file that does not exist; the probe rewrites the path in
+# cat's argv to /etc/hostname, which it then prints
+"$LOUPE" --unsafe -e 'tracepoint:syscalls:sys_enter_openat
+    /str(args.filename) == "/tmp/loupe_no_such_file_x"/ {
+      if (write_user(args.filename, "/etc/hostname", 14)) { printf("written\n"); } }' \
+  -c 'cat /tmp/loupe_no_such_file_x' >"$WORK/out" 2>"$WORK/err"
+status=$?
+if [ "$status" = 0 ] && grep -qx written "$WORK/out" &&
+   grep -qxF "$(cat /etc/hostname)" "$WORK/out"; then
+  pass "write_user() rewrites the path cat opens"
+else
+  fail "write_user() rewrites the path cat opens" "exit $status" \
+    "stdout: $(head -c 600 "$WORK/out")" "stderr: $(head -c 1500 "$WORK/err")"
+fi
 
 rm -rf "$WORK"
 [ $failed = 0 ]
