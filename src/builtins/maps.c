@@ -63,6 +63,11 @@ static void check_clear(Checker *c, Node *n) { whole_map(c, n); }
 static void check_len(Checker *c, Node *n) {
   if (stack_check_len(c, n)) return;
   MapSym *m = whole_map(c, n);
+  if (m && m->nkeys == 0) {
+    error_at(c, n->span, "call to len() expects a map with explicit keys "
+             "(non-scalar map); %s holds one value", m->name);
+    return;
+  }
   if (m && m->value_type.kind != TY_NONE) n->type = ty_int(8, false);
 }
 
@@ -85,6 +90,13 @@ static void key_into_map(Node *n) {
 static bool want_entry(Checker *c, Node *n) {
   key_into_map(n);
   if (!want_map(c, n, n->args, true)) return false;
+  MapSym *known = map_find(c->out, n->args->name);
+  if (known && known->nkeys == 0 && n->args->args) {
+    error_at(c, n->span, "call to %s() expects a map with explicit keys "
+             "(non-scalar map); %s holds one value", n->name, known->name);
+    n->type = ty_bool();   /* one error is enough */
+    return false;
+  }
   if (n->args->next) {
     error_at(c, n->args->next->span, "%s() takes a map and a key",
              n->name);
