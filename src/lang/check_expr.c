@@ -11,6 +11,7 @@
 #include "lang/checker.h"
 #include "lang/ctype.h"
 #include "probes/provider.h"
+#include "probes/syscalls.h"
 
 /* ---- fields --------------------------------------------------------- */
 
@@ -257,6 +258,17 @@ static void check_builtin(Checker *c, Node *n) {
   }
   /* an enumerator of the script's or the kernel's is a constant */
   if (enum_constant(c, n)) return;
+  /* __NR_name and SYS_name: the system call numbers <syscall.h> defines
+   * for bpftrace's C preprocessor, known to loupe without it */
+  const char *call = !strncmp(n->name, "__NR_", 5) ? n->name + 5
+                     : !strncmp(n->name, "SYS_", 4) ? n->name + 4 : NULL;
+  int nr = call ? syscall_number(call) : -1;
+  if (nr >= 0) {
+    n->kind = N_INT;
+    n->ival = nr;
+    n->type = ty_int(8, true);
+    return;
+  }
   error_at(c, n->span, "Unknown identifier: '%s'", n->name);
 }
 

@@ -53,6 +53,8 @@ static int number_of(const char *nr_name) {
   return s ? s->nr : -1;
 }
 
+int syscall_number(const char *name) { return number_of(name); }
+
 /* The number of the system call whose events are sys_enter_EVENT and
  * sys_exit_EVENT, or -1 when it is not known for certain. */
 static int event_number(const char *event) {

@@ -52,6 +52,10 @@ const SyscallLayout *syscall_layout(void);
  * know for certain: those keep their perf events). */
 int syscall_group_of(const Target *t, int *nr);
 
+/* The x86-64 number of system call `name` ("nanosleep", as __NR_nanosleep
+ * names it), or -1 if loupe does not know it. */
+int syscall_number(const char *name);
+
 /* Numbers loupe may know are below SYSCALL_NR_WORDS * 64. */
 #define SYSCALL_NR_WORDS 16
 
