@@ -404,6 +404,17 @@ static void run_benches(RunState *st, struct ring_buffer *rb) {
   for (int i = 0; results && i < st->c->nprogs && !st->exit_seen; i++)
     if (prog_is(&st->c->progs[i], "bench") && st->c->progs[i].fd >= 0)
       results[n++] = bench_one(st, rb, &st->c->progs[i]);
+  if (st->format == OUT_JSON) {   /* a record per bench, as bpftrace */
+    for (int i = 0; i < n; i++) {
+      fprintf(st->out, "{\"type\": \"benchmark_result\", \"data\": {");
+      print_json_string(results[i].name, strlen(results[i].name), st->out);
+      fprintf(st->out, ": {\"average\": %lld, \"iters\": %ld}}}\n",
+              results[i].ns_per_run, results[i].runs);
+    }
+    flush_output(st);
+    free(results);
+    return;
+  }
   fprintf(st->out, "%-41s%-15s%s\n", "Benchmark", "Time(ns)", "Iterations");
   fprintf(st->out, "%.66s\n", "----------------------------------------"
           "------------------------------------------");
