@@ -29,14 +29,26 @@ void options_split(Script *s) {
   s->nparams = kept;
 }
 
-void script_add_getopt_name(Script *s, const char *name) {
+void script_add_getopt_name(Script *s, const char *name,
+                            const char *description, const char *dflt) {
   for (int i = 0; i < s->ngetopt_names; i++)
     if (!strcmp(s->getopt_names[i], name)) return;
-  const char **names = realloc(s->getopt_names,
-                               sizeof(char *) * (size_t)(s->ngetopt_names + 1));
+  size_t n = (size_t)s->ngetopt_names + 1;
+  const char **names = realloc(s->getopt_names, sizeof(char *) * n);
   if (!names) abort();
   s->getopt_names = names;
-  s->getopt_names[s->ngetopt_names++] = name;
+  char **help = realloc(s->getopt_help, sizeof(char *) * n);
+  if (!help) abort();
+  s->getopt_help = help;
+  s->getopt_names[s->ngetopt_names] = name;
+  char *line = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&line, &len);
+  if (!f) abort();
+  fprintf(f, "--%s%s%s (default: %s)", name, description ? ": " : "",
+          description ? description : "", dflt);
+  fclose(f);
+  s->getopt_help[s->ngetopt_names++] = line;
 }
 
 int options_report_unused(const Script *s, Diag *d) {
@@ -66,9 +78,9 @@ int options_report_unused(const Script *s, Diag *d) {
   f = open_memstream(&list, &len);
   if (!f) return unused;
   for (int i = 0; i < s->ngetopt_names; i++)
-    fprintf(f, "%s--%s", i ? ", " : "", s->getopt_names[i]);
+    fprintf(f, "\n    %s", s->getopt_help[i]);
   fclose(f);
-  diag_hint(d, "expected program options: %s", list);
+  diag_hint(d, "expected program options:%s", list);
   free(list);
   return unused;
 }
