@@ -582,12 +582,12 @@ static int emit_register(Gen *g, Node *n) {
 /* Kernels before 6.2 or so copy comm with strscpy, which leaves the bytes
  * after its NUL as they were: zero them all first, or string compares and
  * map keys see stale bytes. */
-/* bpf_get_current_comm writes all of its 16 bytes, the name padded with
- * zeros (strscpy_pad; strncpy before 5.x): only a larger buffer's rest
- * needs zeroing. */
+/* The buffer is zeroed first: bpf_get_current_comm pads the name with
+ * zeros only on newer kernels (strscpy_pad); 6.1's strscpy leaves the
+ * bytes after the NUL as they were, which would make comm map keys and
+ * comparisons differ by stack garbage. */
 static void emit_comm(Gen *g, Node *n, int dst, int cap) {
-  (void)n;
-  if (cap > COMM_SIZE) emit_zero(g, dst + COMM_SIZE, cap - COMM_SIZE);
+  emit_zero_padding(g, n, dst, COMM_SIZE, cap);
   emit_scratch(g, BPF_REG_1, dst);
   emit(g, I_MOV64_IMM(BPF_REG_2, COMM_SIZE));
   emit_call(g, BPF_FUNC_get_current_comm);
