@@ -113,6 +113,10 @@ static const char usage_text[] =
     "    --unsafe       allow functions that act on the system: system(),\n"
     "                   signal(), write_user(); uprobes on symbols of size 0 and at\n"
     "                   offsets that do not start an instruction\n"
+    "    --include HEADER\n"
+    "                   accepted for bpftrace's sake, as #include <HEADER>\n"
+    "                   lines are: types come from the kernel's BTF (a\n"
+    "                   file of one's own is refused)\n"
     "    --usdt-file-activation\n"
     "                   accepted for bpftrace's sake: usdt semaphores are\n"
     "                   always set in every process running the file\n"
@@ -249,7 +253,7 @@ static int parse_pid(const char *arg) {
 
 /* Long options without a short form, beyond every char value. */
 enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_PROBE_FILTER, OPT_MODE, OPT_INFO,
-       OPT_USDT_FILE_ACTIVATION, OPT_FLAMEGRAPH };
+       OPT_USDT_FILE_ACTIVATION, OPT_FLAMEGRAPH, OPT_INCLUDE };
 
 /* Fills o from argv. Exits for --help, --version and bad usage. */
 static void parse_options(int argc, char **argv, Options *o) {
@@ -267,6 +271,7 @@ static void parse_options(int argc, char **argv, Options *o) {
       {"info", no_argument, NULL, OPT_INFO},
       {"usdt-file-activation", no_argument, NULL, OPT_USDT_FILE_ACTIVATION},
       {"flamegraph", required_argument, NULL, OPT_FLAMEGRAPH},
+      {"include", required_argument, NULL, OPT_INCLUDE},
       {NULL, 0, NULL, 0},
   };
   memset(o, 0, sizeof(*o));
@@ -314,6 +319,18 @@ static void parse_options(int argc, char **argv, Options *o) {
     case OPT_NO_WARNINGS: o->no_warnings = true; break;
     case OPT_PROBE_FILTER: o->probe_filter = optarg; break;
     case OPT_FLAMEGRAPH: o->flamegraph = optarg; break;
+    /* bpftrace hands it to clang as #include <FILE>: a system header,
+     * which loupe does not need (types come from BTF), as it ignores
+     * #include lines; a file of the user's own would hold definitions
+     * loupe cannot read from C, which is said rather than ignored */
+    case OPT_INCLUDE:
+      if (access(optarg, F_OK) == 0) {
+        fprintf(stderr, "ERROR: --include %s: loupe does not read C "
+                "headers; put the struct definitions it holds in the "
+                "script\n", optarg);
+        exit(1);
+      }
+      break;
     case OPT_MODE:
       if (strcmp(optarg, "run") && strcmp(optarg, "bench")) {
         fprintf(stderr, "loupe: --mode must be 'run' or 'bench', not "
