@@ -227,9 +227,17 @@ static void parse_declarator_rest(Parser *P, StructField *f) {
     if (f->ndims == 4)
       parse_error(P, P->tok.span, "an array can have at most 4 dimensions");
     next(P);
+    /* a last member's [] or [0]: a flexible array, of no size, whose
+     * elements follow the struct in memory */
+    if (is_punct(P, ']') && f->ndims == 0) {
+      f->dims[f->ndims++] = 0;
+      next(P);
+      continue;
+    }
     if (P->tok.kind != TK_INT) unexpected(P, "integer");
-    if (P->tok.ival < 1 || P->tok.ival > (1 << 20))
-      parse_error(P, P->tok.span, "array length must be 1 to %d", 1 << 20);
+    if (P->tok.ival < (f->ndims ? 1 : 0) || P->tok.ival > (1 << 20))
+      parse_error(P, P->tok.span, "array length must be %d to %d",
+                  f->ndims ? 1 : 0, 1 << 20);
     f->dims[f->ndims++] = (int)P->tok.ival;
     next(P);
     expect(P, ']', "]");
@@ -246,6 +254,9 @@ static StructField *parse_struct_body(Parser *P) {
       continue;
     }
     if (P->tok.kind == TK_EOF) unexpected(P, "}");
+    if (cur != &head && cur->ndims && cur->dims[0] == 0)
+      parse_error(P, cur->span, "a flexible array member (%s[]) must be "
+                  "the struct's last", cur->name);
     cur->next = parse_struct_member(P);
     while (cur->next) cur = cur->next;
   }
