@@ -4,7 +4,9 @@
 #include <linux/bpf.h>
 #include <string.h>
 
+#include "builtins/builtin.h"
 #include "lang/checker.h"
+#include "lang/ctype.h"
 
 static const struct {
   const char *name;
@@ -88,6 +90,16 @@ void check_let(Checker *c, Node *n) {
   v->let = n;
   var->var = v;
   Type t;
+  Node *of = n->cond ? n->cond->lhs : NULL;
+  if (of && of->kind == N_BUILTIN && !builtin_find(of->name, BI_WORD) &&
+      !enum_constant(c, of)) {
+    /* typeof(size_t): a lone word that is a type, not a value */
+    char err[160];
+    if (ctype_parse(of->name, err, sizeof err)) {
+      n->cond->name = of->name;
+      n->cond->lhs = NULL;
+    }
+  }
   if (n->cond && n->cond->lhs) {   /* let $x: typeof(expr) */
     check_expr(c, n->cond->lhs);
     t = n->cond->lhs->type;

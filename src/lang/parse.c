@@ -709,7 +709,17 @@ static Node *parse_let(Parser *P) {
     if (is_word(P, "typeof")) {   /* the type of an expression */
       next(P);
       expect(P, '(', "(");
-      t->lhs = parse_expr(P);
+      /* or a type itself: typeof(struct S), typeof(size_t *); a lone
+       * word (typeof(size_t), or a macro's parameter) is left to the
+       * checker */
+      Token after = peek(P);
+      if (is_type_word(&P->tok) ||
+          (starts_type(P) && after.kind == TK_PUNCT && after.op == '*')) {
+        Span type_span;
+        t->name = parse_type_text(P, &type_span);
+      } else {
+        t->lhs = parse_expr(P);
+      }
       at = span_join(t->span, expect(P, ')', ")"));
     } else {
       t->name = parse_type_text(P, &at);
