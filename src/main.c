@@ -29,6 +29,7 @@
 #include "probes/provider.h"
 #include "runtime/print.h"
 #include "runtime/run.h"
+#include "lang/lex.h"
 
 #ifndef LOUPE_VERSION
 #define LOUPE_VERSION "0.0.0"
@@ -114,9 +115,10 @@ static const char usage_text[] =
     "                   signal(), write_user(); uprobes on symbols of size 0 and at\n"
     "                   offsets that do not start an instruction\n"
     "    --include HEADER\n"
-    "                   accepted for bpftrace's sake, as #include <HEADER>\n"
-    "                   lines are: types come from the kernel's BTF (a\n"
-    "                   file of one's own is refused)\n"
+    "                   as if the script began with #include \"HEADER\"\n"
+    "                   when HEADER is a file here (its struct, union and\n"
+    "                   enum definitions and #defines); a system header is\n"
+    "                   ignored, as #include <HEADER> is\n"
     "    --usdt-file-activation\n"
     "                   accepted for bpftrace's sake: usdt semaphores are\n"
     "                   always set in every process running the file\n"
@@ -321,14 +323,14 @@ static void parse_options(int argc, char **argv, Options *o) {
     case OPT_FLAMEGRAPH: o->flamegraph = optarg; break;
     /* bpftrace hands it to clang as #include <FILE>: a system header,
      * which loupe does not need (types come from BTF), as it ignores
-     * #include lines; a file of the user's own would hold definitions
-     * loupe cannot read from C, which is said rather than ignored */
+     * #include <...> lines; a file of the user's own is read as
+     * #include "FILE" would read it */
     case OPT_INCLUDE:
-      if (access(optarg, F_OK) == 0) {
-        fprintf(stderr, "ERROR: --include %s: loupe does not read C "
-                "headers; put the struct definitions it holds in the "
-                "script\n", optarg);
-        exit(1);
+      if (access(optarg, F_OK) == 0) {   /* read as #include "FILE" */
+        lex_pre_includes = realloc(lex_pre_includes,
+                                   sizeof(char *) * (size_t)(lex_npre_includes + 1));
+        if (!lex_pre_includes) abort();
+        lex_pre_includes[lex_npre_includes++] = optarg;
       }
       break;
     case OPT_MODE:

@@ -11,6 +11,22 @@ void diag_init(Diag *d, const Source *src) {
   d->no_warnings = false;
   d->calls = NULL;
   d->ncalls = 0;
+  d->nincluded = 0;
+}
+
+int diag_include(Diag *d, const Source *src) {
+  if (d->nincluded == DIAG_MAX_INCLUDES) return 0;
+  d->included[d->nincluded++] = src;
+  return d->nincluded;
+}
+
+/* The source a span is in (the script, or an included file) and its line
+ * there; NULL when there is none. */
+static const Source *source_of(const Diag *d, Span at, int *line) {
+  int k = at.line / DIAG_INCLUDE_LINES;
+  *line = at.line % DIAG_INCLUDE_LINES;
+  if (k == 0) return d->src;
+  return k <= d->nincluded ? d->included[k - 1] : NULL;
 }
 
 int diag_expansion(Diag *d, Span call) {
@@ -24,8 +40,10 @@ int diag_expansion(Diag *d, Span call) {
 /* Prints line `line` of the source and marks columns [col, end_col). Tabs
  * in the source line are echoed in the marker line so carets stay aligned. */
 static void show_source_line(Diag *d, Span at) {
-  const char *p = d->src->text;
-  for (int l = 1; l < at.line && p; l++) {
+  int line;
+  const Source *src = source_of(d, at, &line);
+  const char *p = src ? src->text : NULL;
+  for (int l = 1; l < line && p; l++) {
     p = strchr(p, '\n');
     if (p) p++;
   }
@@ -43,9 +61,11 @@ static void show_source_line(Diag *d, Span at) {
 
 /* "stdin:1:5-9: ERROR: " or, without a location, "ERROR: ". */
 static void print_location(Diag *d, const char *kind, Span at) {
-  if (at.line > 0 && d->src) {
+  int line;
+  const Source *src = source_of(d, at, &line);
+  if (at.line > 0 && src) {
     int end = at.end_col > at.col ? at.end_col : at.col + 1;
-    fprintf(d->out, "%s:%d:%d-%d: %s: ", d->src->name, at.line, at.col, end,
+    fprintf(d->out, "%s:%d:%d-%d: %s: ", src->name, line, at.col, end,
             kind);
   } else {
     fprintf(d->out, "%s: ", kind);
@@ -57,7 +77,7 @@ static void report(Diag *d, const char *kind, Span at, const char *fmt,
   print_location(d, kind, at);
   vfprintf(d->out, fmt, ap);
   fputc('\n', d->out);
-  if (at.line > 0 && d->src && d->src->text) show_source_line(d, at);
+  if (at.line > 0) show_source_line(d, at);
   /* text copied from a macro's body: where each expansion was called,
    * out to the script's own text (a call site comes from an older
    * expansion, so the chain ends) */
@@ -65,7 +85,7 @@ static void report(Diag *d, const char *kind, Span at, const char *fmt,
     Span call = d->calls[e - 1];
     print_location(d, kind, call);
     fputs("expanded from\n", d->out);
-    if (call.line > 0 && d->src && d->src->text) show_source_line(d, call);
+    if (call.line > 0) show_source_line(d, call);
     e = call.exp < e ? call.exp : 0;
   }
 }
@@ -75,9 +95,11 @@ char *diag_prefix(const Diag *d, Span at, const char *kind) {
   size_t len = 0;
   FILE *f = open_memstream(&s, &len);
   if (!f) return NULL;
-  if (at.line > 0 && d->src) {
+  int line;
+  const Source *src = source_of(d, at, &line);
+  if (at.line > 0 && src) {
     int end = at.end_col > at.col ? at.end_col : at.col + 1;
-    fprintf(f, "%s:%d:%d-%d: ", d->src->name, at.line, at.col, end);
+    fprintf(f, "%s:%d:%d-%d: ", src->name, line, at.col, end);
   }
   fprintf(f, "%s: ", kind);
   fclose(f);

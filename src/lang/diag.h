@@ -33,8 +33,16 @@ typedef struct Span {
                    call that expanded it, and that call's own expansion */
 } Span;
 
+/* Files read by #include "file" get line numbers of their own range:
+ * line L of the k-th (from 1) is k * DIAG_INCLUDE_LINES + L, so that a
+ * Span says which file it is in without a field of its own. */
+#define DIAG_INCLUDE_LINES 1000000
+#define DIAG_MAX_INCLUDES 64
+
 typedef struct Diag {
   const Source *src;
+  const Source *included[DIAG_MAX_INCLUDES];  /* by k - 1 */
+  int nincluded;
   FILE *out;    /* stderr unless a test redirects it */
   int errors;   /* number of errors reported so far */
   int warnings;
@@ -60,6 +68,10 @@ void diag_verror(Diag *d, Span at, const char *fmt, va_list ap);
 
 /* "stdin:1:9-62: KIND: ", the prefix of a located message, malloc'd. */
 char *diag_prefix(const Diag *d, Span at, const char *kind);
+
+/* Records a file read by #include; returns its k (see DIAG_INCLUDE_LINES),
+ * or 0 when there are too many. */
+int diag_include(Diag *d, const Source *src);
 
 /* Records a macro expansion called at `call` and returns its id, for the
  * Span.exp of the text copied into it. */

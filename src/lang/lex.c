@@ -9,6 +9,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "lang/ast.h"
@@ -50,6 +52,8 @@ static void lex_error(Lexer *lx, Span at, const char *fmt, ...) {
   longjmp(*lx->on_error, 1);
 }
 
+static bool push_file(Lexer *lx, const char *path, Span at);
+
 void lex_init(Lexer *lx, const Source *src, Diag *d, jmp_buf *on_error) {
   lx->src = src;
   lx->d = d;
@@ -60,6 +64,15 @@ void lex_init(Lexer *lx, const Source *src, Diag *d, jmp_buf *on_error) {
   lx->defines = calloc(1, sizeof *lx->defines);
   if (!lx->defines) abort();
   lx->depth = 0;
+  lx->ninclude = 0;
+  /* a script file's #include "x" is looked for beside it; -e's in the
+   * current directory */
+  const char *slash = src->name ? strrchr(src->name, '/') : NULL;
+  lx->dir = slash ? strndup(src->name, (size_t)(slash - src->name)) : ".";
+  if (!lx->dir) abort();
+  Span none = {0};
+  for (int i = lex_npre_includes - 1; i >= 0; i--)
+    push_file(lx, lex_pre_includes[i], none);
 }
 
 static void newline_at(Lexer *lx, const char *nl) {
@@ -177,15 +190,97 @@ static void define_or_undef(Lexer *lx, bool define, const char *line,
   ds->v[at].text = strndup(text, (size_t)(end - text));
 }
 
+bool lex_includes_allowed = true;
+
+/* The largest file #include reads: definitions, not data. */
+#define INCLUDE_MAX_BYTES (1 << 20)
+
+/* #include "file": lexing goes on in the file (found beside the file
+ * that includes it), then after the directive (skip_space). The file's
+ * lines get the line numbers diag knows it by (DIAG_INCLUDE_LINES), so
+ * messages about it name it. #include <file> names a system header, for
+ * bpftrace's clang: loupe takes types from BTF and reads nothing. */
+/* Goes on lexing in file `path` (until skip_space reaches its end);
+ * false after reporting at `at` if it cannot be read. */
+static bool push_file(Lexer *lx, const char *path, Span at) {
+  if (lx->ninclude == LEX_MAX_INCLUDE) {
+    diag_error(lx->d, at, "#include nests more than %d files deep",
+               LEX_MAX_INCLUDE);
+    return false;
+  }
+  FILE *f = fopen(path, "r");
+  struct stat st;
+  if (!f || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) ||
+      st.st_size > INCLUDE_MAX_BYTES) {
+    int err = f && S_ISREG(st.st_mode) ? EFBIG : f ? EINVAL : errno;
+    if (f) fclose(f);
+    diag_error(lx->d, at, "#include \"%s\": %s", path,
+               err == EINVAL ? "not a regular file" : strerror(err));
+    return false;
+  }
+  char *text = malloc((size_t)st.st_size + 1);
+  if (!text) abort();
+  size_t got = fread(text, 1, (size_t)st.st_size, f);
+  fclose(f);
+  text[got] = '\0';
+  Source *src = calloc(1, sizeof *src);
+  if (!src) abort();
+  src->name = strdup(path);
+  src->text = text;
+  int k = diag_include(lx->d, src);
+  if (!k) {
+    diag_error(lx->d, at, "#include: more than %d files", DIAG_MAX_INCLUDES);
+    return false;
+  }
+  lx->including[lx->ninclude].resume = lx->pos;
+  lx->including[lx->ninclude].line_start = lx->line_start;
+  lx->including[lx->ninclude].line = lx->line;
+  lx->including[lx->ninclude].dir = lx->dir;
+  lx->ninclude++;
+  const char *slash = strrchr(path, '/');
+  lx->dir = slash ? strndup(path, (size_t)(slash - path)) : ".";
+  if (!lx->dir) abort();
+  lx->pos = lx->line_start = text;
+  lx->line = k * DIAG_INCLUDE_LINES + 1;
+  return true;
+}
+
+static void include_file(Lexer *lx, const char *directive, const char *p,
+                         const char *eol) {
+  while (*p == ' ' || *p == '\t') p++;
+  if (*p != '"') return;
+  Span at = span_from(lx, directive, eol);
+  const char *close = memchr(p + 1, '"', (size_t)(eol - p - 1));
+  if (!close || close == p + 1)
+    lex_error(lx, at, "#include expects a file name in quotes");
+  if (!lex_includes_allowed)
+    lex_error(lx, at, "#include of a file is not allowed here");
+  int nlen = (int)(close - p - 1);
+  char path[4096];
+  if (p[1] == '/' || !strcmp(lx->dir, "."))
+    snprintf(path, sizeof path, "%.*s", nlen, p + 1);
+  else
+    snprintf(path, sizeof path, "%s/%.*s", lx->dir, nlen, p + 1);
+  if (!push_file(lx, path, at)) longjmp(*lx->on_error, 1);
+}
+
+const char **lex_pre_includes;
+int lex_npre_includes;
+
 /* A '#' line at top level: #define and #undef; #ifdef/#ifndef/#if 0 skip
- * the branch not taken; #include and other directives are for bpftrace's
- * clang front end and are ignored (loupe takes types from BTF). */
+ * the branch not taken; #include "file" reads the file (include_file);
+ * other directives are for bpftrace's clang front end and are ignored
+ * (loupe takes types from BTF). */
 static void skip_directive(Lexer *lx) {
   const char *p = lx->pos;
   int len;
   const char *after, *w = directive_word(p, &len, &after);
   const char *eol = end_of_line(p);
   lx->pos = eol;
+  if (word_is(w, len, "include")) {
+    include_file(lx, p, after, eol);
+    return;
+  }
   bool taken = true;
   if (word_is(w, len, "ifdef") || word_is(w, len, "ifndef")) {
     const char *name = after;
@@ -223,6 +318,12 @@ static void skip_space(Lexer *lx, bool skip_directives) {
       lx->depth--;
       lx->pos = lx->expanding[lx->depth].resume;
       lx->line_start = lx->expanding[lx->depth].line_start;
+    } else if (*p == 0 && lx->ninclude > 0) {   /* an #include'd file's */
+      lx->ninclude--;
+      lx->pos = lx->including[lx->ninclude].resume;
+      lx->line_start = lx->including[lx->ninclude].line_start;
+      lx->line = lx->including[lx->ninclude].line;
+      lx->dir = lx->including[lx->ninclude].dir;
     } else if (*p == '\n') {
       newline_at(lx, p);
       lx->pos = p + 1;

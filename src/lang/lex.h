@@ -7,6 +7,7 @@
 #define LOUPE_LEX_H
 
 #include <setjmp.h>
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "lang/diag.h"
@@ -50,6 +51,15 @@ typedef struct Defines {
 } Defines;
 
 #define LEX_MAX_EXPANSION 8
+#define LEX_MAX_INCLUDE 16
+
+/* Whether #include "file" reads files (the fuzzing harness turns it off:
+ * its inputs must not read what lies around). True by default. */
+extern bool lex_includes_allowed;
+/* Files read as if the script began with #include "file" for each, in
+ * order (--include of a file of one's own). */
+extern const char **lex_pre_includes;
+extern int lex_npre_includes;
 
 typedef struct Lexer {
   const Source *src;
@@ -68,6 +78,15 @@ typedef struct Lexer {
     const char *resume, *line_start;
     Span at;
   } expanding[LEX_MAX_EXPANSION];
+  /* #include "file": the files being read, one inside another, and where
+   * the text that included each goes on. `dir` is where the file being
+   * read now is, for the names it includes in turn. */
+  const char *dir;
+  int ninclude;
+  struct {
+    const char *resume, *line_start, *dir;
+    int line;
+  } including[LEX_MAX_INCLUDE];
 } Lexer;
 
 /* on_error is where the lexer jumps (with value 1) after reporting. */
