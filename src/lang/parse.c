@@ -225,13 +225,8 @@ static Node *parse_sizeof(Parser *P) {
 }
 
 /* offsetof(TYPE, member[.member...]), after the keyword. */
-static Node *parse_offsetof(Parser *P) {
-  Node *n = node_new(N_OFFSETOF, P->tok.span);
-  next(P);
-  expect(P, '(', "(");
-  Span type_span;
-  n->name = parse_type_text(P, &type_span);
-  expect(P, ',', "\",\"");
+/* A member path "a" or "a.b.c" into n->sval. */
+static void parse_member_path(Parser *P, Node *n) {
   char path[256] = "";
   size_t len = 0;
   for (;;) {
@@ -247,7 +242,58 @@ static Node *parse_offsetof(Parser *P) {
   }
   n->sval = dup_text(path, (int)len);
   n->slen = (int)len;
+}
+
+static Node *parse_offsetof(Parser *P) {
+  Node *n = node_new(N_OFFSETOF, P->tok.span);
+  next(P);
+  expect(P, '(', "(");
+  Span type_span;
+  n->name = parse_type_text(P, &type_span);
+  expect(P, ',', "\",\"");
+  parse_member_path(P, n);
   n->span = span_join(n->span, expect(P, ')', ")"));
+  return n;
+}
+
+/* container_of(ptr, TYPE, member[.member]), TYPE also as typeof(TYPE):
+ * the TYPE that holds at `member` what ptr points to, written as
+ * (TYPE *)((uint64)ptr - offsetof(TYPE, member)). */
+static Node *parse_container_of(Parser *P) {
+  Span at = P->tok.span;
+  next(P);
+  expect(P, '(', "(");
+  Node *ptr = parse_expr(P);
+  expect(P, ',', "\",\"");
+  Span type_span;
+  bool of = is_word(P, "typeof");
+  if (of) {
+    next(P);
+    expect(P, '(', "(");
+  }
+  char *type = parse_type_text(P, &type_span);
+  if (of) type_span = span_join(type_span, expect(P, ')', ")"));
+  expect(P, ',', "\",\"");
+  Node *off = node_new(N_OFFSETOF, type_span);
+  off->name = type;
+  parse_member_path(P, off);
+  Span close = expect(P, ')', ")");
+  Node *addr = node_new(N_CAST, ptr->span);
+  addr->name = "uint64";
+  addr->part_span = ptr->span;
+  addr->lhs = ptr;
+  Node *sub = node_new(N_BINOP, span_join(at, close));
+  sub->op = '-';
+  sub->lhs = addr;
+  sub->rhs = off;
+  Node *n = node_new(N_CAST, span_join(at, close));
+  size_t len = strlen(type) + 3;
+  char *ptype = malloc(len);
+  if (!ptype) abort();
+  snprintf(ptype, len, "%s *", type);
+  n->name = ptype;
+  n->part_span = type_span;
+  n->lhs = sub;
   return n;
 }
 
@@ -344,6 +390,9 @@ static Node *parse_identifier(Parser *P) {
     if (is_word(P, reserved[i])) unexpected(P, NULL);
   if (is_word(P, "sizeof")) return parse_sizeof(P);
   if (is_word(P, "offsetof")) return parse_offsetof(P);
+  if (is_word(P, "container_of") && peek(P).kind == TK_PUNCT &&
+      peek(P).op == '(')
+    return parse_container_of(P);
   Token id = P->tok;
   next(P);
   if (!is_punct(P, '(')) {
