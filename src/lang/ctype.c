@@ -176,6 +176,13 @@ static const CType *builtin_named(const char *name) {
       return int_type(int_names[i].size, int_names[i].is_signed);
   if (!strcmp(name, "bool") || !strcmp(name, "_Bool")) return bool_type();
   if (!strcmp(name, "void")) return void_type();
+  /* floating point members: sized for layouts, never computed with */
+  static CType *fp[2];
+  bool dbl = !strcmp(name, "double");
+  if (dbl || !strcmp(name, "float")) {
+    if (!fp[dbl]) fp[dbl] = new_type(C_FLOAT, name, dbl ? 8 : 4, dbl ? 8 : 4);
+    return fp[dbl];
+  }
   return NULL;
 }
 
