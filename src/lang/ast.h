@@ -82,6 +82,9 @@ typedef struct Type {
                                       the name of its enumerator (ONE) */
   const char *name_filter;  /* NAMED_CGROUP: the hierarchies to name it
                                in (a glob), NULL for all */
+  const struct Type *pointee;  /* &$x of an integer that prints in a way
+                                  of its own (username, an enum, a bool):
+                                  $x's type, which *p reads back */
 } Type;
 
 /* A tuple's elements, each at an 8-byte aligned offset: integers take 8

@@ -703,6 +703,11 @@ static void check_deref(Checker *c, Node *n) {
              "pointer", TYPE_NAME(t));
     return;
   }
+  if (t.pointee) {   /* *p of p = &$x: $x's type, as it prints */
+    n->type = *t.pointee;
+    n->type.size = 8;   /* the variable's home holds 8 bytes */
+    return;
+  }
   if (!t.ctype || t.ctype->kind == C_VOID) {
     error_at(c, n->span, "Can not dereference '%s': what it points to is "
              "unknown; cast it first, e.g. *(uint8 *)p", TYPE_NAME(t));
@@ -868,6 +873,13 @@ static void check_address_of(Checker *c, Node *n) {
   n->type.is_pointer = true;
   n->type.as = AS_KERNEL;
   n->type.ctype = ct;   /* NULL: only *&$x reads it */
+  if (t.kind == TY_INT && !t.is_pointer &&
+      (t.named || t.time_fmt || t.enum_def || t.is_bool)) {
+    Type *keep = malloc(sizeof *keep);
+    if (!keep) abort();
+    *keep = t;
+    n->type.pointee = keep;
+  }
 }
 
 static void check_unop(Checker *c, Node *n) {

@@ -41,6 +41,7 @@ Type ty_widened(Type t) {
   w.as = t.as;
   w.ctype = t.ctype;
   w.enum_def = t.enum_def;
+  w.pointee = t.pointee;
   w.name_filter = t.name_filter;
   return w;
 }
