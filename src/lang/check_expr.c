@@ -1,6 +1,7 @@
 /* check_expr: the types of expressions — fields of tracepoint records and
  * C structs, tuples, casts, positional parameters, operators — and the
  * dispatch of builtin words and calls to their records (builtins/). */
+#define _GNU_SOURCE   /* strerrorname_np, sigabbrev_np */
 #include <ctype.h>
 #include <errno.h>
 #include <stdio.h>
@@ -233,6 +234,41 @@ void check_target_field(Checker *c, Node *n, bool want_return) {
   }
 }
 
+/* The number of an errno name (ENOENT) or a signal name (SIGKILL), or -1.
+ * Only upper-case words are asked about, so no identifier of the script
+ * can be taken for one by accident of spelling. */
+static int errno_or_signal_number(const char *name) {
+  if (name[0] != 'E' && strncmp(name, "SIG", 3)) return -1;
+  for (const char *p = name; *p; p++)
+    if (!isupper((unsigned char)*p) && !isdigit((unsigned char)*p) &&
+        *p != '_')
+      return -1;
+  if (name[0] == 'E') {
+    for (int e = 1; e < 4096; e++) {
+      const char *known = strerrorname_np(e);
+      if (known && !strcmp(known, name)) return e;
+    }
+    /* the kernel's own, which functions return but no C library names
+     * (include/linux/errno.h) */
+    static const struct { const char *name; int nr; } kernel[] = {
+        {"ERESTARTSYS", 512}, {"ERESTARTNOINTR", 513},
+        {"ERESTARTNOHAND", 514}, {"ENOIOCTLCMD", 515},
+        {"ERESTART_RESTARTBLOCK", 516}, {"EPROBE_DEFER", 517},
+        {"EOPENSTALE", 518}, {"ENOPARAM", 519}, {"EBADHANDLE", 521},
+        {"ENOTSYNC", 522}, {"EBADCOOKIE", 523}, {"ENOTSUPP", 524},
+        {"ETOOSMALL", 525}, {"ESERVERFAULT", 526}, {"EBADTYPE", 527},
+        {"EJUKEBOX", 528}, {"EIOCBQUEUED", 529}, {"ERECALLCONFLICT", 530}};
+    for (size_t i = 0; i < sizeof kernel / sizeof kernel[0]; i++)
+      if (!strcmp(kernel[i].name, name)) return kernel[i].nr;
+    return -1;
+  }
+  for (int s = 1; s < 65; s++) {
+    const char *abbrev = sigabbrev_np(s);
+    if (abbrev && !strcmp(abbrev, name + 3)) return s;
+  }
+  return -1;
+}
+
 /* ---- builtins --------------------------------------------------------
  * Each builtin's rules are in its record (builtins/); here a word or a
  * call is matched to its record, or reported. */
@@ -263,6 +299,9 @@ static void check_builtin(Checker *c, Node *n) {
   const char *call = !strncmp(n->name, "__NR_", 5) ? n->name + 5
                      : !strncmp(n->name, "SYS_", 4) ? n->name + 4 : NULL;
   int nr = call ? syscall_number(call) : -1;
+  /* ENOENT, SIGKILL...: the numbers <errno.h> and <signal.h> define, as
+   * the C library knows them */
+  if (nr < 0) nr = errno_or_signal_number(n->name);
   if (nr >= 0) {
     n->kind = N_INT;
     n->ival = nr;
