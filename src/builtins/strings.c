@@ -133,14 +133,16 @@ static void check_strlen(Checker *c, Node *n) {
            "provided)", kind_name(a->type));
 }
 
-/* strerror(e), signal_name(s): the number, printed by user space as the
- * error's text or the signal's name wherever it goes. */
+/* strerror(e), signal_name(s), syscall_name(nr): the number, printed by
+ * user space as the error's text, the signal's or the system call's name
+ * wherever it goes. */
 static void check_named(Checker *c, Node *n) {
   check_expr(c, n->args);
   if (!want_int(c, n, n->args)) return;
   n->type = ty_int(8, true);
-  n->type.named = n->name[0] == 's' && n->name[1] == 't' ? NAMED_ERRNO
-                                                          : NAMED_SIGNAL;
+  n->type.named = !strcmp(n->name, "strerror")      ? NAMED_ERRNO
+                  : !strcmp(n->name, "signal_name") ? NAMED_SIGNAL
+                                                    : NAMED_SYSCALL;
 }
 
 /* str_concat(a, b): a string of both sizes, which holds all of each. */
@@ -518,6 +520,8 @@ const Builtin builtins_strings[] = {
      NULL, 0, NULL},
     {"signal_name", BI_CALL, 1, 1, true, check_named, emit_first_argument, NULL, NULL,
      NULL, 0, NULL},
+    {"syscall_name", BI_CALL, 1, 1, true, check_named, emit_first_argument,
+     NULL, NULL, NULL, 0, NULL},
     {"strlen", BI_CALL, 1, 1, true, check_strlen, gen_strlen, NULL, NULL,
      NULL, 0, NULL},
     {"str_concat", BI_CALL, 2, 2, true, check_str_concat, NULL,

@@ -49,7 +49,8 @@ enum { NAMED_NONE, NAMED_ERRNO, NAMED_SIGNAL,
        NAMED_KSTACK,   /* kstack: a stack id (builtins/stack.c) */
        NAMED_USTACK,   /* ustack: a stack id and the process's pid */
        NAMED_KSYM,     /* ksym(addr): a kernel address, printed as name */
-       NAMED_USYM };   /* usym(addr): a user address and its pid */
+       NAMED_USYM,     /* usym(addr): a user address and its pid */
+       NAMED_SYSCALL };  /* syscall_name(nr): an x86-64 syscall number */
 
 /* How kstack and ustack values print (Type.stack_mode). */
 typedef enum StackMode {

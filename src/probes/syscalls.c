@@ -55,6 +55,12 @@ static int number_of(const char *nr_name) {
 
 int syscall_number(const char *name) { return number_of(name); }
 
+const char *syscall_name_of(int nr) {
+  for (size_t i = 0; syscall_numbers[i].name; i++)
+    if (syscall_numbers[i].nr == nr) return syscall_numbers[i].name;
+  return NULL;
+}
+
 /* The number of the system call whose events are sys_enter_EVENT and
  * sys_exit_EVENT, or -1 when it is not known for certain. */
 static int event_number(const char *event) {

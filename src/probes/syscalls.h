@@ -56,6 +56,10 @@ int syscall_group_of(const Target *t, int *nr);
  * names it), or -1 if loupe does not know it. */
 int syscall_number(const char *name);
 
+/* The name of x86-64 system call nr ("read"), or NULL if loupe does not
+ * know it. */
+const char *syscall_name_of(int nr);
+
 /* Numbers loupe may know are below SYSCALL_NR_WORDS * 64. */
 #define SYSCALL_NR_WORDS 16
 

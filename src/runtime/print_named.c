@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 
+#include "probes/syscalls.h"
 #include "runtime/print.h"
 
 /* ---- cgroup_path ------------------------------------------------------ */
@@ -105,6 +106,15 @@ const char *named_int_text(const Type *t, uint64_t v, char *buf,
   case NAMED_ERRNO:
     snprintf(buf, len, "%s", strerror((int)v));
     return buf;
+  case NAMED_SYSCALL: {
+    const char *name = (int64_t)v >= 0 && v < 1u << 16
+                           ? syscall_name_of((int)v) : NULL;
+    if (name)
+      snprintf(buf, len, "%s", name);
+    else
+      snprintf(buf, len, "%" PRId64, (int64_t)v);
+    return buf;
+  }
   case NAMED_SIGNAL:
     /* as strsignal() words it, for the numbers signals have */
     if ((int64_t)v >= 0 && (int64_t)v < NSIG)
