@@ -2,6 +2,9 @@
  * signal() to the current task, path() of a struct path, is_err() of a
  * returned pointer — and those loupe does not have yet,
  * which the user is told about. */
+#define _GNU_SOURCE   /* name_to_handle_at */
+#include <errno.h>
+#include <fcntl.h>
 #include <string.h>
 
 #include "builtins/builtin.h"
@@ -137,6 +140,39 @@ static void check_write_user(Checker *c, Node *n) {
   if (!want_const(c, len, n->name, "the length", 1, cap, &k)) return;
   n->ival = k;
   n->type = ty_bool();
+}
+
+/* cgroupid("/sys/fs/cgroup/PATH"): the id of that cgroup (v2), as the
+ * builtin `cgroup` gives it, found now: the 64-bit handle the kernel
+ * gives the directory (name_to_handle_at), which is its kernfs id. */
+static void check_cgroupid(Checker *c, Node *n) {
+  Node *a = n->args;
+  if (a->kind != N_STR) {
+    check_expr(c, a);
+    error_at(c, a->span, "cgroupid() expects a string literal path (it is "
+             "looked up when the script is compiled)");
+    return;
+  }
+  struct {
+    struct file_handle fh;
+    uint64_t id;
+  } h = {.fh.handle_bytes = sizeof(uint64_t)};
+  int mount_id;
+  errno = 0;
+  if (name_to_handle_at(AT_FDCWD, a->sval, &h.fh, &mount_id, 0) != 0 ||
+      h.fh.handle_bytes != sizeof(uint64_t)) {
+    /* another file system's handles are not 8 bytes (EOVERFLOW) */
+    error_at(c, a->span, "cgroupid(): cannot find the cgroup %s: %s",
+             a->sval, errno && errno != EOVERFLOW
+                          ? strerror(errno)
+                          : "not a directory of a cgroup2 file system");
+    return;
+  }
+  uint64_t id;
+  memcpy(&id, h.fh.f_handle, sizeof id);
+  n->kind = N_INT;
+  n->ival = (int64_t)id;
+  n->type = ty_int(8, false);
 }
 
 /* bswap(n): n's bytes reversed, an unsigned integer of n's width. */
@@ -315,7 +351,8 @@ const Builtin builtins_kernel[] = {
      NULL, NULL, 0, NULL},
     {"percpu_kaddr", BI_CALL, 1, 2, true, check_percpu_kaddr,
      emit_percpu_kaddr, NULL, NULL, NULL, 0, NULL},
-    NOT_YET("cgroupid", BI_CALL),
+    {"cgroupid", BI_CALL, 1, 1, true, check_cgroupid, NULL, NULL, NULL, NULL,
+     0, NULL},
     NOT_YET("override", BI_CALL),
     {"is_err", BI_CALL, 1, 1, true, check_is_err, emit_is_err, NULL, NULL,
      NULL, 0, NULL},
