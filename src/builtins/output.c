@@ -121,6 +121,82 @@ static void check_errorf(Checker *c, Node *n) {
         diag_prefix(c->d, n->span, n->name[0] == 'e' ? "ERROR" : "WARNING");
 }
 
+/* fail(fmt, literals...): a compile-time assertion, bpftrace's static
+ * assert: the script does not compile if the code holding the call is
+ * generated (a branch that constant folding does not remove). The
+ * message is formatted now, printf-style, from the literals. */
+static void check_fail(Checker *c, Node *n) {
+  Node *fmt = n->args;
+  if (!fmt || fmt->kind != N_STR) {
+    error_at(c, n->span, "fail() expects a string literal as format");
+    return;
+  }
+  char *text = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&text, &len);
+  if (!f) abort();
+  Node *arg = fmt->next;
+  for (const char *p = fmt->sval; *p; p++) {
+    if (*p != '%') {
+      fputc(*p, f);
+      continue;
+    }
+    if (p[1] == '%') {
+      fputc('%', f);
+      p++;
+      continue;
+    }
+    /* one conversion: flags, width, precision, length, then its letter */
+    const char *start = p++;
+    while (*p && strchr("-+ #0123456789.lhjzt", *p)) p++;
+    if (!*p) break;
+    char spec[32];
+    int speclen = (int)(p - start) + 1;
+    if (speclen >= (int)sizeof spec) speclen = (int)sizeof spec - 1;
+    memcpy(spec, start, (size_t)speclen);
+    spec[speclen] = '\0';
+    if (!arg) {
+      error_at(c, n->span, "fail(): the format has more conversions than "
+               "arguments");
+      fclose(f);
+      free(text);
+      return;
+    }
+    check_expr(c, arg);
+    int64_t v;
+    if (*p == 's' && arg->kind == N_STR) {
+      fprintf(f, spec, arg->sval);
+    } else if (*p != 's' && const_int(arg, &v)) {
+      /* the value as C's long long, the conversion's letter kept */
+      char ll[40];
+      size_t at = 0;
+      for (const char *q = spec; *q && at + 3 < sizeof ll; q++)
+        if (!strchr("lhjzt", *q) && q[1]) ll[at++] = *q;
+      ll[at++] = 'l';
+      ll[at++] = 'l';
+      ll[at++] = *p;
+      ll[at] = '\0';
+      fprintf(f, ll, (long long)v);
+    } else {
+      error_at(c, arg->span, "fail(): its arguments must be literals that "
+               "%s takes (they are formatted when the script is compiled)",
+               spec);
+      fclose(f);
+      free(text);
+      return;
+    }
+    arg = arg->next;
+  }
+  fclose(f);
+  n->sval = text;
+  n->type = ty_void();
+}
+
+static bool emit_fail(Gen *g, Node *n) {
+  fail(g, n->span, "%s", n->sval ? n->sval : "fail()");
+  return true;
+}
+
 /* strftime(fmt, ns): ns, a time since boot, printed as fmt says wherever
  * it goes (printf %s, print, maps, tuples); formatted in user space. */
 static void check_strftime(Checker *c, Node *n) {
@@ -469,6 +545,8 @@ const Builtin builtins_output[] = {
     {"strftime", BI_CALL, 2, 2, true, check_strftime, emit_strftime, NULL,
      NULL, NULL, 0, NULL},
     OUTPUT("errorf", 0, -1, check_errorf, emit_errorf, EV_ERRORF, on_errorf),
+    {"fail", BI_CALL, 1, -1, false, check_fail, NULL, NULL, emit_fail, NULL,
+     0, NULL},
     OUTPUT("warnf", 0, -1, check_errorf, emit_errorf, EV_WARNF, on_errorf),
     {0},
 };
