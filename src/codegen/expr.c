@@ -221,12 +221,14 @@ void gen_tuple(Gen *g, Node *n, int dst, int cap) {
 void convert_tuple(Gen *g, int src, Type from, int dst, Type to) {
   TupleType *f = from.tuple, *t = to.tuple;
   for (int i = 0; i < f->n; i++) {
+    int j = tuple_slot(t, f, i);   /* a record's fields go by name */
+    if (j < 0) continue;
     if (f->elems[i].kind == TY_TUPLE)
-      convert_tuple(g, src + f->offs[i], f->elems[i], dst + t->offs[i],
-                    t->elems[i]);
+      convert_tuple(g, src + f->offs[i], f->elems[i], dst + t->offs[j],
+                    t->elems[j]);
     else
-      emit_copy(g, src + f->offs[i], dst + t->offs[i],
-                value_cap(f->elems[i]), value_cap(t->elems[i]));
+      emit_copy(g, src + f->offs[i], dst + t->offs[j],
+                value_cap(f->elems[i]), value_cap(t->elems[j]));
   }
 }
 
@@ -243,10 +245,12 @@ void gen_buf_as(Gen *g, Node *n, int dst, Type want) {
     TupleType *t = want.tuple;
     int i = 0;
     for (Node *e = n->args; e; e = e->next, i++) {
+      int j = tuple_slot(t, n->type.tuple, i);   /* records: by name */
+      if (j < 0) continue;
       if (e->type.kind == TY_INT)
-        gen_store_int(g, e, SCRATCH, dst + t->offs[i]);
+        gen_store_int(g, e, SCRATCH, dst + t->offs[j]);
       else
-        gen_buf_as(g, e, dst + t->offs[i], t->elems[i]);
+        gen_buf_as(g, e, dst + t->offs[j], t->elems[j]);
     }
     return;
   }

@@ -106,6 +106,10 @@ typedef struct TupleType {
  * their length, tuples their packed size (lang/types.c). */
 int value_cap(Type t);
 
+/* Where element i of tuple type `from` goes in `to`: the field of the same
+ * name in a record, the same position in a tuple; -1 if there is none. */
+int tuple_slot(const TupleType *to, const TupleType *from, int i);
+
 /* ---- expressions and statements ------------------------------------- */
 
 typedef enum NodeKind {

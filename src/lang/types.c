@@ -230,30 +230,52 @@ bool same_layout(Type a, Type b) {
  * same shape: each string as large as the larger of the two, nested
  * tuples likewise, so that assigning either widens to it (as bpftrace
  * does). False when the shapes differ. */
+int tuple_slot(const TupleType *to, const TupleType *from, int i) {
+  if (!to->names || !from->names) return i < to->n ? i : -1;
+  for (int j = 0; j < to->n; j++)
+    if (!strcmp(to->names[j], from->names[i])) return j;
+  return -1;
+}
+
 bool tuple_union(Type a, Type b, Type *out) {
   if (a.kind != TY_TUPLE || b.kind != TY_TUPLE) return false;
   TupleType *ta = a.tuple, *tb = b.tuple;
   if (ta->n != tb->n || !ta->names != !tb->names) return false;
+  /* records: fields match by name (in a's order), tuples by position */
+  int *from_b = calloc((size_t)ta->n, sizeof(int));
+  if (!from_b) abort();
+  for (int i = 0; i < tb->n; i++) {
+    int j = tuple_slot(ta, tb, i);
+    if (j < 0) {
+      free(from_b);
+      return false;
+    }
+    from_b[j] = i;
+  }
   TupleType *u = calloc(1, sizeof(*u));
   u->n = ta->n;
   u->names = ta->names;
   u->elems = calloc(u->n, sizeof(Type));
   u->offs = calloc(u->n, sizeof(int));
   for (int i = 0; i < u->n; i++) {
-    Type ea = ta->elems[i], eb = tb->elems[i];
-    if (ta->names && strcmp(ta->names[i], tb->names[i])) return false;
+    Type ea = ta->elems[i], eb = tb->elems[from_b[i]];
     if (ea.kind == TY_STR && eb.kind == TY_STR) {
       if (eb.size > ea.size) ea.size = eb.size;
     } else if (ea.kind == TY_TUPLE && eb.kind == TY_TUPLE) {
-      if (!tuple_union(ea, eb, &ea)) return false;
+      if (!tuple_union(ea, eb, &ea)) {
+        free(from_b);
+        return false;
+      }
     } else if (ea.kind != eb.kind || !same_stack(ea, eb) ||
                (ea.kind != TY_INT && !same_layout(ea, eb))) {
+      free(from_b);
       return false;
     }
     u->elems[i] = ea;
     u->offs[i] = u->size;
     u->size += value_cap(ea);
   }
+  free(from_b);
   *out = a;
   out->tuple = u;
   out->size = u->size;
