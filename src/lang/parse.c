@@ -395,6 +395,9 @@ static Node *parse_identifier(Parser *P) {
     return parse_container_of(P);
   Token id = P->tok;
   next(P);
+  /* name!(args): a macro's call, written as bpftrace's docs write it */
+  if (is_punct(P, '!') && peek(P).kind == TK_PUNCT && peek(P).op == '(')
+    next(P);
   if (!is_punct(P, '(')) {
     Node *n = node_new(N_BUILTIN, id.span);
     n->name = dup_text(id.text, id.len);
