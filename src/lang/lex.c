@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <errno.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -720,9 +721,100 @@ static const char *attach_point_end(const char *p) {
   return p;
 }
 
+static int compare_names(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static bool has_suffix(const char *s, const char *suffix) {
+  size_t n = strlen(s), m = strlen(suffix);
+  return n >= m && !strcmp(s + n - m, suffix);
+}
+
+/* import "file.bt"; or "file.h" or "dir": the files' text is read in
+ * place, as #include "file" reads it (probes, macros and map declarations
+ * of a .bt file join the script; a header's definitions too); a
+ * directory's .bt and .h files are read in name order. As bpftrace does,
+ * nothing is imported from a world-writable directory. True if an import
+ * statement was here (lexing goes on in what it read). */
+static bool import_statement(Lexer *lx) {
+  const char *p = lx->pos;
+  if (strncmp(p, "import", 6) || !isspace((unsigned char)p[6])) return false;
+  const char *q = p + 6;
+  while (*q == ' ' || *q == '\t') q++;
+  if (*q != '"') return false;
+  const char *close = strchr(q + 1, '"');
+  const char *eol = end_of_line(p);
+  Span at = span_from(lx, p, close && close < eol ? close + 1 : eol);
+  if (!close || close > eol || close == q + 1)
+    lex_error(lx, at, "import expects a file name in quotes");
+  if (!lex_includes_allowed)
+    lex_error(lx, at, "import of a file is not allowed here");
+  const char *after = close + 1;
+  while (*after == ' ' || *after == '\t') after++;
+  if (*after == ';') after++;
+  char path[4096];
+  int nlen = (int)(close - q - 1);
+  if (q[1] == '/' || !strcmp(lx->dir, "."))
+    snprintf(path, sizeof path, "%.*s", nlen, q + 1);
+  else
+    snprintf(path, sizeof path, "%s/%.*s", lx->dir, nlen, q + 1);
+  struct stat st;
+  if (stat(path, &st) != 0)
+    lex_error(lx, at, "import \"%s\": %s", path, strerror(errno));
+  /* the files: the one named, or a directory's */
+  char **files = NULL;
+  int nfiles = 0;
+  char dir[4096];
+  if (S_ISDIR(st.st_mode)) {
+    snprintf(dir, sizeof dir, "%s", path);
+    DIR *d = opendir(path);
+    if (!d) lex_error(lx, at, "import \"%s\": %s", path, strerror(errno));
+    for (struct dirent *e; (e = readdir(d));) {
+      if (has_suffix(e->d_name, ".bpf.c")) {
+        closedir(d);
+        lex_error(lx, at, "import \"%s\": loupe cannot import BPF C "
+                  "sources (%s)", path, e->d_name);
+      }
+      if (!has_suffix(e->d_name, ".bt") && !has_suffix(e->d_name, ".h"))
+        continue;
+      files = realloc(files, sizeof(char *) * (size_t)(nfiles + 1));
+      if (!files) abort();
+      size_t len = strlen(path) + strlen(e->d_name) + 2;
+      files[nfiles] = malloc(len);
+      if (!files[nfiles]) abort();
+      snprintf(files[nfiles++], len, "%s/%s", path, e->d_name);
+    }
+    closedir(d);
+    if (nfiles) qsort(files, (size_t)nfiles, sizeof *files, compare_names);
+  } else {
+    if (has_suffix(path, ".bpf.c"))
+      lex_error(lx, at, "import \"%s\": loupe cannot import BPF C sources",
+                path);
+    if (!has_suffix(path, ".bt") && !has_suffix(path, ".h"))
+      lex_error(lx, at, "import \"%s\": only .bt scripts, .h headers and "
+                "directories of them can be imported", path);
+    const char *slash = strrchr(path, '/');
+    snprintf(dir, sizeof dir, "%.*s", slash ? (int)(slash - path) : 1,
+             slash ? path : ".");
+    files = malloc(sizeof(char *));
+    if (!files) abort();
+    files[nfiles++] = strdup(path);
+  }
+  struct stat dst;
+  if (stat(dir, &dst) == 0 && (dst.st_mode & S_IWOTH))
+    lex_error(lx, at, "import \"%s\": %s is world-writable; loupe does "
+              "not import from it", path, dir);
+  lx->pos = after;
+  /* read last first: the files are a stack, the first read first */
+  for (int i = nfiles - 1; i >= 0; i--)
+    if (!push_file(lx, files[i], at)) longjmp(*lx->on_error, 1);
+  return true;
+}
+
 void lex_top(Lexer *lx, Token *t) {
   memset(t, 0, sizeof *t);
   skip_space(lx, true);
+  while (import_statement(lx)) skip_space(lx, true);
   int c = (unsigned char)*lx->pos;
   /* '$': a positional parameter ("$1 { }"), replaced after parsing */
   if (!(isalnum(c) || c == '_' || c == '*' || c == '.' || c == '$')) {
