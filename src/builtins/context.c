@@ -97,6 +97,92 @@ static void check_leader_comm(Checker *c, Node *n) {
   check_task_link_field(c, n, "group_leader", "comm");
 }
 
+/* leader_tid [(task)]: task->group_leader->pid */
+static void check_leader_tid(Checker *c, Node *n) {
+  check_task_link_field(c, n, "group_leader", "pid");
+  if (n->type.kind == TY_INT) n->type = ty_int(4, false);
+}
+
+/* is_integer(e), is_unsigned_integer, is_ptr, is_str, is_array,
+ * is_literal: what the type of e is, a constant; e is not evaluated. */
+static void check_type_predicate(Checker *c, Node *n) {
+  Node *a = n->args;
+  bool literal = a->kind == N_INT || a->kind == N_STR ||
+                 (a->kind == N_BUILTIN && (!strcmp(a->name, "true") ||
+                                           !strcmp(a->name, "false")));
+  check_expr(c, a);
+  Type t = a->type;
+  if (t.kind == TY_NONE) return;
+  bool integer = t.kind == TY_INT && !t.is_pointer && !t.is_bool;
+  bool array = (t.kind == TY_CVAL || t.kind == TY_RECORD) && t.ctype &&
+               t.ctype->kind == C_ARRAY;
+  bool v = !strcmp(n->name, "is_integer")            ? integer
+           : !strcmp(n->name, "is_unsigned_integer") ? integer && !t.is_signed
+           : !strcmp(n->name, "is_ptr")  ? t.kind == TY_INT && t.is_pointer
+           : !strcmp(n->name, "is_str")  ? t.kind == TY_STR
+           : !strcmp(n->name, "is_array") ? array
+                                          : literal;
+  n->kind = N_INT;
+  n->ival = v;
+  n->args = NULL;
+  n->type = ty_bool();
+}
+
+/* static_assert(cond, "message"): cond, a constant, must hold, or the
+ * script does not compile (the code generator folds it: emit_static_
+ * assert). */
+static void check_static_assert(Checker *c, Node *n) {
+  Node *cond = n->args, *msg = cond->next;
+  check_expr(c, cond);
+  if (!msg || msg->kind != N_STR) {
+    error_at(c, n->span, "static_assert() expects a condition and a string "
+             "literal message");
+    return;
+  }
+  if (cond->type.kind != TY_NONE && !want_int(c, n, cond)) return;
+  n->type = ty_void();
+}
+
+static bool emit_static_assert(Gen *g, Node *n) {
+  int64_t v;
+  if (!fold(g, n->args, &v))
+    fail(g, n->args->span, "%s", "static_assert(): the condition must be "
+         "known when the script is compiled");
+  else if (!v)
+    fail(g, n->span, "%s", n->args->next->sval);
+  return false;
+}
+
+/* strcap(s): the capacity of a string or array value, a constant. */
+static void check_strcap(Checker *c, Node *n) {
+  Node *a = n->args;
+  check_expr(c, a);
+  Type t = a->type;
+  if (t.kind == TY_NONE) return;
+  int64_t cap;
+  if (t.kind == TY_STR)
+    cap = t.size;
+  else if ((t.kind == TY_CVAL || t.kind == TY_RECORD) && t.ctype &&
+           t.ctype->kind == C_ARRAY)
+    cap = t.ctype->nelems;
+  else {
+    error_at(c, a->span, "strcap() expects a string or an array (%s "
+             "provided)", kind_name(t));
+    return;
+  }
+  n->kind = N_INT;
+  n->ival = cap;
+  n->args = NULL;
+  n->type = ty_int(8, true);
+}
+
+/* has_cpid: whether cpid has a value (a -c command runs): a constant. */
+static void check_has_cpid(Checker *c, Node *n) {
+  n->kind = N_INT;
+  n->ival = c->script->has_command;
+  n->type = ty_bool();
+}
+
 /* getopt("name"[, default[, "description"]]): the value of --name or
  * --name=value after "--" on the command line, typed by the default (a
  * bool without one), folded into a constant. */
@@ -697,6 +783,28 @@ const Builtin builtins_context[] = {
     {"leader_comm", BI_CALL, 0, 1, true, check_leader_comm, NULL, NULL, NULL,
      NULL, 0, NULL},
     STRING_WORD("leader_comm", check_leader_comm, NULL),
+    {"leader_tid", BI_CALL, 0, 1, true, check_leader_tid, NULL, NULL, NULL,
+     NULL, 0, NULL},
+    WORD("leader_tid", check_leader_tid, NULL),
+    {"has_cpid", BI_CALL, 0, 0, true, check_has_cpid, NULL, NULL, NULL, NULL,
+     0, NULL},
+    WORD("has_cpid", check_has_cpid, NULL),
+    {"is_integer", BI_CALL, 1, 1, true, check_type_predicate, NULL, NULL,
+     NULL, NULL, 0, NULL},
+    {"is_unsigned_integer", BI_CALL, 1, 1, true, check_type_predicate, NULL,
+     NULL, NULL, NULL, 0, NULL},
+    {"is_ptr", BI_CALL, 1, 1, true, check_type_predicate, NULL, NULL, NULL,
+     NULL, 0, NULL},
+    {"is_str", BI_CALL, 1, 1, true, check_type_predicate, NULL, NULL, NULL,
+     NULL, 0, NULL},
+    {"is_array", BI_CALL, 1, 1, true, check_type_predicate, NULL, NULL, NULL,
+     NULL, 0, NULL},
+    {"is_literal", BI_CALL, 1, 1, true, check_type_predicate, NULL, NULL,
+     NULL, NULL, 0, NULL},
+    {"static_assert", BI_CALL, 2, 2, false, check_static_assert, NULL, NULL,
+     emit_static_assert, NULL, 0, NULL},
+    {"strcap", BI_CALL, 1, 1, true, check_strcap, NULL, NULL, NULL, NULL, 0,
+     NULL},
     {"reg", BI_CALL, 1, 1, true, check_reg, emit_reg, NULL, NULL, NULL, 0,
      NULL},
     {"getopt", BI_CALL, 1, 3, true, check_getopt, NULL, NULL, NULL, NULL, 0,

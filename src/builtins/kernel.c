@@ -239,9 +239,12 @@ static bool emit_write_user_stmt(Gen *g, Node *n) {
   return false;
 }
 
+/* signal(): to the current process; signal_thread(): to the current
+ * thread alone. */
 static bool emit_signal(Gen *g, Node *n) {
   emit(g, I_MOV64_IMM(BPF_REG_1, (int32_t)n->ival));
-  emit_call(g, BPF_FUNC_send_signal);
+  emit_call(g, strcmp(n->name, "signal_thread") ? BPF_FUNC_send_signal
+                                                 : BPF_FUNC_send_signal_thread);
   return false;
 }
 
@@ -341,6 +344,8 @@ const Builtin builtins_kernel[] = {
      NULL},
     {"signal", BI_CALL, 1, 1, false, check_signal, NULL, NULL, emit_signal,
      NULL, 0, NULL},
+    {"signal_thread", BI_CALL, 1, 1, false, check_signal, NULL, NULL,
+     emit_signal, NULL, 0, NULL},
     {"write_user", BI_CALL, 3, 3, true, check_write_user, emit_write_user,
      NULL, emit_write_user_stmt, NULL, 0, NULL},
     {"bswap", BI_CALL, 1, 1, true, check_bswap, emit_bswap, NULL, NULL, NULL,
