@@ -380,6 +380,42 @@ static Node *parse_paren(Parser *P) {
   return t;
 }
 
+/* find(@m, k, $v): true, with $v given @m[k], if @m has key k; else
+ * false, $v untouched. Written as has_key(@m, k) ? { $v = @m[k]; true }
+ * : false, so the checker's rules for each part apply (k is evaluated
+ * for each). Other argument lists stay a call, which the checker
+ * reports. */
+static Node *find_call(Node *n) {
+  Node *m = n->args, *k = m ? m->next : NULL, *v = k ? k->next : NULL;
+  if (!v || v->next || m->kind != N_MAP || m->args || v->kind != N_VAR)
+    return n;
+  k->next = NULL;
+  Node *has = node_new(N_CALL, n->span);
+  has->name = "has_key";
+  Node *hm = node_new(N_MAP, m->span);
+  hm->name = m->name;
+  hm->next = k;
+  has->args = hm;
+  Node *entry = node_new(N_MAP, span_join(m->span, k->span));
+  entry->name = m->name;
+  entry->args = k->kind == N_TUPLE ? k->args : k;
+  Node *assign = node_new(N_ASSIGN, n->span);
+  assign->op = '=';
+  assign->part_span = v->span;
+  assign->lhs = v;
+  assign->rhs = entry;
+  Node *yes = node_new(N_BLOCK, n->span);
+  yes->body = assign;
+  yes->lhs = node_new(N_BUILTIN, n->span);
+  yes->lhs->name = "true";
+  Node *t = node_new(N_TERNARY, n->span);
+  t->cond = has;
+  t->then = yes;
+  t->els = node_new(N_BUILTIN, n->span);
+  t->els->name = "false";
+  return t;
+}
+
 static Node *parse_identifier(Parser *P) {
   static const char *const reserved[] = {
       "if", "else", "while", "unroll", "for", "return", "break", "continue",
@@ -409,6 +445,7 @@ static Node *parse_identifier(Parser *P) {
   Span close;
   n->args = parse_list(P, ')', ") or \",\"", &close);
   n->span = span_join(id.span, close);
+  if (!strcmp(n->name, "find")) return find_call(n);
   return n;
 }
 
