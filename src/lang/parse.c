@@ -416,6 +416,44 @@ static Node *find_call(Node *n) {
   return t;
 }
 
+/* assert(cond, msg): if cond does not hold, the error "assert failed:
+ * msg" at the call and the run ends with exit code 1. Written as
+ * if (!(cond)) { errorf("assert failed: %s", msg); exit(1); } as a
+ * block whose value is nothing, so it stands as a statement. */
+static Node *assert_call(Node *n) {
+  Node *cond = n->args, *msg = cond ? cond->next : NULL;
+  if (!msg || msg->next) return n;
+  cond->next = NULL;
+  Node *fmt = node_new(N_STR, n->span);
+  fmt->sval = "assert failed: %s";
+  fmt->slen = (int)strlen(fmt->sval);
+  fmt->next = msg;
+  Node *err = node_new(N_CALL, n->span);
+  err->name = "errorf";
+  err->args = fmt;
+  Node *err_stmt = node_new(N_EXPR_STMT, n->span);
+  err_stmt->lhs = err;
+  Node *code = node_new(N_INT, n->span);
+  code->ival = 1;
+  Node *ex = node_new(N_CALL, n->span);
+  ex->name = "exit";
+  ex->args = code;
+  Node *ex_stmt = node_new(N_EXPR_STMT, n->span);
+  ex_stmt->lhs = ex;
+  err_stmt->next = ex_stmt;
+  Node *then = node_new(N_BLOCK, n->span);
+  then->body = err_stmt;
+  Node *not = node_new(N_UNOP, cond->span);
+  not->op = '!';
+  not->lhs = cond;
+  Node *iff = node_new(N_IF, n->span);
+  iff->cond = not;
+  iff->then = then;
+  Node *block = node_new(N_BLOCK, n->span);
+  block->body = iff;
+  return block;
+}
+
 static Node *parse_identifier(Parser *P) {
   static const char *const reserved[] = {
       "if", "else", "while", "unroll", "for", "return", "break", "continue",
@@ -446,6 +484,7 @@ static Node *parse_identifier(Parser *P) {
   n->args = parse_list(P, ')', ") or \",\"", &close);
   n->span = span_join(id.span, close);
   if (!strcmp(n->name, "find")) return find_call(n);
+  if (!strcmp(n->name, "assert")) return assert_call(n);
   return n;
 }
 
