@@ -89,11 +89,13 @@ static bool want_strings(Checker *c, Node *n, Node *a, Node *end) {
   return true;
 }
 
+/* strcontains(h, s): whether s is in h; strstr(h, s): where, or -1. */
 static void check_strcontains(Checker *c, Node *n) {
   Node *a = n->args;
   check_expr(c, a);
   check_expr(c, a->next);
-  if (want_strings(c, n, a, NULL)) n->type = ty_bool();
+  if (want_strings(c, n, a, NULL))
+    n->type = strcmp(n->name, "strstr") ? ty_bool() : ty_int(8, true);
 }
 
 static void check_strncmp(Checker *c, Node *n) {
@@ -276,6 +278,22 @@ static void emit_next_or_stop(Gen *g, Jumps *stop) {
   emit(g, I_EXIT());
 }
 
+/* Where s is found: strcontains sets its result to 1; strstr to one
+ * more than the position i (in register i_reg, or at ctx + i_off when
+ * i_reg < 0), so that 0 still means not found. r2 = the context. */
+static void emit_found(Gen *g, Node *n, int i_reg, int i_off) {
+  if (strcmp(n->name, "strstr")) {
+    emit(g, I_ST(BPF_DW, BPF_REG_2, 8, 1));
+    return;
+  }
+  if (i_reg >= 0)
+    emit(g, I_MOV64_REG(BPF_REG_0, i_reg));
+  else
+    emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_2, i_off));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_0, 1));
+  emit(g, I_STX(BPF_DW, BPF_REG_2, BPF_REG_0, 8));
+}
+
 /* strcontains' bpf_loop callback, one per call: r1 = i, a position in h,
  * r2 = the context (h's address, the result, s's address). Whether s
  * starts at h[i], byte by byte without a loop or a helper, so that the
@@ -313,7 +331,7 @@ static void strcontains_callback(Gen *g, Node *n) {
     jumps_add(&next, emit_jump(g, I_JA(0)));
   }
   jumps_patch_here(g, &found);
-  emit(g, I_ST(BPF_DW, BPF_REG_2, 8, 1));
+  emit_found(g, n, BPF_REG_1, 0);
   emit(g, I_MOV64_IMM(BPF_REG_0, 1));
   emit(g, I_EXIT());
   jumps_patch_here(g, &next);   /* every path here has i < hcap */
@@ -349,7 +367,7 @@ static void strcontains_inner(Gen *g, Node *n) {
   emit(g, I_ST(BPF_DW, BPF_REG_2, 32, 1));
   jumps_add(&stop, emit_jump(g, I_JA(0)));
   jumps_patch_here(g, &found);
-  emit(g, I_ST(BPF_DW, BPF_REG_2, 8, 1));
+  emit_found(g, n, -1, 24);
   jumps_patch_here(g, &stop);
   emit(g, I_MOV64_IMM(BPF_REG_0, 1));
   emit(g, I_EXIT());
@@ -386,11 +404,17 @@ static void strcontains_outer(Gen *g, Node *n) {
 static int gen_strcontains(Gen *g, Node *n) {
   Node *hay = n->args, *needle = hay->next;
   int r;
+  bool index = !strcmp(n->name, "strstr");
   if ((hay->kind == N_STR && needle->kind == N_STR) ||
-      needle_literal_len(needle) == 0) {   /* "" is in every string */
+      needle_literal_len(needle) == 0) {   /* "" is in every string, at 0 */
     r = reg_alloc(g);
-    emit(g, I_MOV64_IMM(r, needle_literal_len(needle) == 0 ||
-                               strstr(hay->sval, needle->sval) != NULL));
+    const char *at = needle_literal_len(needle) == 0
+                         ? (hay->kind == N_STR ? hay->sval : "")
+                         : strstr(hay->sval, needle->sval);
+    emit(g, I_MOV64_IMM(r, index ? (at ? (int32_t)(at - (hay->kind == N_STR
+                                                           ? hay->sval : at))
+                                       : -1)
+                                 : at != NULL));
     return r;
   }
   bool unrolled = compared_unrolled(needle);
@@ -415,6 +439,7 @@ static int gen_strcontains(Gen *g, Node *n) {
   emit_call(g, BPF_FUNC_loop);
   r = reg_alloc(g);   /* only now: the strings' code may need them all */
   emit(g, I_LDX(BPF_DW, r, BPF_REG_10, ctx + 8));
+  if (index) emit(g, I_ALU64_IMM(BPF_SUB, r, 1));   /* -1: not found */
   return r;
 }
 
@@ -515,6 +540,8 @@ const Builtin builtins_strings[] = {
     {"strncmp", BI_CALL, 3, 3, true, check_strncmp, gen_strncmp, NULL, NULL,
      NULL, 0, NULL},
     {"strcontains", BI_CALL, 2, 2, true, check_strcontains, gen_strcontains,
+     NULL, NULL, NULL, 0, NULL},
+    {"strstr", BI_CALL, 2, 2, true, check_strcontains, gen_strcontains,
      NULL, NULL, NULL, 0, NULL},
     {"strerror", BI_CALL, 1, 1, true, check_named, emit_first_argument, NULL, NULL,
      NULL, 0, NULL},
