@@ -70,6 +70,9 @@ typedef struct RunState {
   int target_fd;     /* its pidfd (readable once it exits), else -1 */
   bool bench;        /* --mode bench */
   uint64_t *seen;    /* each loupe_counts slot as last reported */
+  long long drain_until;  /* after Ctrl-C: queued records are handled
+                             until this time (ms), then dropped */
+  unsigned long long dropped;  /* records dropped so */
 } RunState;
 
 /* Handles one ring buffer record: an EventHeader and its payload. Drops
@@ -180,15 +183,24 @@ static void flush_output(RunState *st) {
   output_ok(st);
 }
 
+static long long now_ms(void);
+
 static int on_record(void *ctx, void *data, size_t size) {
   RunState *st = ctx;
   /* nobody reads what it prints, or it cannot be written */
   if (loupe_output_closed || st->write_error) return -EPIPE;
+  if (st->drain_until && now_ms() >= st->drain_until) {
+    st->dropped++;
+    return --st->budget > 0 ? 0 : -EAGAIN;
+  }
   st->handled++;
   run_handle_record(st->c, st->out, st->format, &st->exit_seen, data, size);
   if (!output_ok(st)) return -EPIPE;
   /* A negative return makes libbpf stop consuming and return it; libbpf
-   * has moved past this record by then, so it is handled first. */
+   * has moved past this record by then, so it is handled first. A stop
+   * (Ctrl-C) ends the poll at once, however slow the records are to
+   * handle (system() for each): the run ends promptly. */
+  if (loupe_stop_requested && !st->drain_until) return -EAGAIN;
   return --st->budget > 0 ? 0 : -EAGAIN;
 }
 
@@ -636,8 +648,15 @@ int run_finish(Run *r) {
   else if (st->child_pid > 0 || st->target_pid > 0 || !only_begin_end(st->c))
     event_loop(st, r->rb, r->timeout_ms);
   /* Records queued before the stop are still handled (or dropped if the
-   * stop was exit()); END's own records always are. */
+   * stop was exit()); END's own records always are. After Ctrl-C, for a
+   * second at most: what is still queued then is dropped, and said. */
+  if (loupe_stop_requested) st->drain_until = now_ms() + 1000;
   drain(st, r->rb);
+  if (st->dropped)
+    fprintf(stderr, "loupe: %llu event%s queued when loupe was stopped "
+            "were not handled (handling them took more than a second)\n",
+            st->dropped, st->dropped == 1 ? "" : "s");
+  st->drain_until = 0;
   report_counts(st);
   int status = st->exit_seen ? st->exit_seen - 1 : 0;
   st->exit_seen = 0;
