@@ -192,8 +192,10 @@ class Gen:
             m = self.some_map(lambda m: m.key in ("int", "str"))
             if m:
                 return "has_key(%s, %s)" % (m.name, self.key_expr(m, d + 1))
-        if k == 11 and self.maps:
-            return "len(%s)" % self.pick(self.maps).name
+        if k == 11:   # len() wants a map with keys
+            m = self.some_map(lambda m: m.key is not None)
+            if m:
+                return "len(%s)" % m.name
         return self.int_leaf()
 
     def cond(self, d=0):
