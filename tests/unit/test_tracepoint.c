@@ -263,9 +263,15 @@ static void test_expand_errors(void) {
         strstr(c.text, "usdt probes are not available on this kernel"));
   free(c.text);
 
-  ap = make_ap("iter", 1, "task");
+  /* an iterator that does not exist; a pinned one, which loupe refuses */
+  ap = make_ap("iter", 1, "loupe_no_such_iter");
   CHECK(expand_one(ap, &c) == -1);
-  CHECK(strstr(c.text, "loupe does not support iter probes yet"));
+  CHECK(strstr(c.text, "No matches for iter loupe_no_such_iter") ||
+        strstr(c.text, "iter probes need the kernel's BTF"));
+  free(c.text);
+  ap = make_ap("iter", 2, "task", "mypin");
+  CHECK(expand_one(ap, &c) == -1);
+  CHECK(strstr(c.text, "loupe does not pin iterators (iter:task:mypin)"));
   free(c.text);
 
   ap = make_ap("BEGIN", 1, "x");
