@@ -72,7 +72,7 @@ typedef struct RunState {
   uint64_t *seen;    /* each loupe_counts slot as last reported */
   long long drain_until;  /* after Ctrl-C: queued records are handled
                              until this time (ms), then dropped */
-  unsigned long long dropped;  /* records dropped so */
+  unsigned long long dropped;  /* records dropped once drain_until passed */
 } RunState;
 
 /* Handles one ring buffer record: an EventHeader and its payload. Drops
