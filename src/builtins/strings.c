@@ -121,6 +121,33 @@ static void check_strncmp(Checker *c, Node *n) {
   n->type = ty_int(8, false);
 }
 
+/* memcmp(a, b, n): the first n bytes of two values (strings, buffers,
+ * structs, arrays, tuples) compared as C's memcmp does, n a constant no
+ * larger than either. */
+static void check_memcmp(Checker *c, Node *n) {
+  Node *a = n->args, *b = a->next, *len = b->next;
+  check_expr(c, a);
+  check_expr(c, b);
+  check_expr(c, len);
+  for (Node *x = a; x != len; x = x->next) {
+    TypeKind k = x->type.kind;
+    if (k == TY_NONE) return;
+    if (k != TY_STR && k != TY_BUF && k != TY_TUPLE && k != TY_RECORD &&
+        k != TY_CVAL) {
+      error_at(c, x->span, "memcmp() compares values loupe holds: strings, "
+               "buffers, structs, arrays or tuples (%s provided)",
+               kind_name(x->type));
+      return;
+    }
+  }
+  int max = value_cap(a->type) < value_cap(b->type) ? value_cap(a->type)
+                                                    : value_cap(b->type);
+  int64_t v;
+  if (!want_const(c, len, n->name, "the length", 0, max, &v)) return;
+  n->ival = v;
+  n->type = ty_int(8, true);
+}
+
 /* strlen(s) of a string, or of a char pointer (read as str() would). */
 static void check_strlen(Checker *c, Node *n) {
   Node *a = n->args;
@@ -241,6 +268,29 @@ static int gen_strncmp(Gen *g, Node *n) {
   patch_here(g, done);
   free(differ);
   free(same);
+  return r;
+}
+
+/* memcmp: byte by byte, unrolled; at the first difference, the two bytes
+ * (unsigned) subtracted. */
+static int gen_memcmp(Gen *g, Node *n) {
+  Node *a = n->args, *b = a->next;
+  int pa = buf_ref(g, a), pb = buf_ref(g, b);
+  int len = (int)n->ival;
+  int r = reg_alloc(g);
+  int *differ = calloc((size_t)len + 1, sizeof(int));
+  for (int i = 0; i < len; i++) {
+    emit(g, I_LDX(BPF_B, BPF_REG_2, SCRATCH, pa + i));
+    emit(g, I_LDX(BPF_B, BPF_REG_3, SCRATCH, pb + i));
+    differ[i] = emit_jump(g, I_JMP_REG(BPF_JNE, BPF_REG_2, BPF_REG_3, 0));
+  }
+  emit(g, I_MOV64_IMM(r, 0));
+  int done = emit_jump(g, I_JA(0));
+  for (int i = 0; i < len; i++) patch_here(g, differ[i]);
+  emit(g, I_MOV64_REG(r, BPF_REG_2));
+  emit(g, I_ALU64_REG(BPF_SUB, r, BPF_REG_3));
+  patch_here(g, done);
+  free(differ);
   return r;
 }
 
@@ -543,6 +593,8 @@ const Builtin builtins_strings[] = {
      NULL, NULL, NULL, 0, NULL},
     {"strstr", BI_CALL, 2, 2, true, check_strcontains, gen_strcontains,
      NULL, NULL, NULL, 0, NULL},
+    {"memcmp", BI_CALL, 3, 3, true, check_memcmp, gen_memcmp, NULL, NULL,
+     NULL, 0, NULL},
     {"strerror", BI_CALL, 1, 1, true, check_named, emit_first_argument, NULL, NULL,
      NULL, 0, NULL},
     {"signal_name", BI_CALL, 1, 1, true, check_named, emit_first_argument, NULL, NULL,
