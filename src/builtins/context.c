@@ -212,12 +212,8 @@ static void check_getopt(Checker *c, Node *n) {
     if (!strcmp(c->script->options[i].name, name->sval))
       o = &c->script->options[i];
   if (o) o->used = true;
-  char dtext[32];
-  snprintf(dtext, sizeof dtext, "%lld", (long long)dv);
   script_add_getopt_name(c->script, name->sval,
-                         dflt && dflt->next ? dflt->next->sval : NULL,
-                         is_str ? dflt->sval
-                         : is_bool ? (dv ? "true" : "false") : dtext);
+                         dflt && dflt->next ? dflt->next->sval : NULL);
   const char *v = o ? o->value : NULL;
   if (is_str) {
     const char *text = o ? (v ? v : "") : dflt->sval;

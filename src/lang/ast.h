@@ -359,8 +359,8 @@ typedef struct Script {
                                      getopt(); split from params by check */
   int noptions;
   const char **getopt_names;      /* the names getopt() asks for, once each */
-  char **getopt_help;             /* for each: "--name: description
-                                     (default: value)", as a hint shows it */
+  char **getopt_help;             /* for each: "--name: description", as
+                                     the hint for --help shows it */
   int ngetopt_names;
   StructDef *structs;  /* struct/union definitions, in script order */
   EnumDef *enums;      /* enum definitions, in script order */

@@ -163,10 +163,10 @@ typedef struct ProgramOption {
 /* Moves the --name[=value] words out of the script's parameters (the
  * others stay positional parameters, numbered without them). */
 void options_split(Script *s);
-/* Records a name getopt() asks for, with its description (or NULL) and
- * its default value as text, for the hint below. */
+/* Records a name getopt() asks for, with its description (or NULL), for
+ * the hint below. */
 void script_add_getopt_name(Script *s, const char *name,
-                            const char *description, const char *dflt);
+                            const char *description);
 /* Reports --name words no getopt() asked for, with a hint naming the
  * options the script takes; the number reported. */
 int options_report_unused(const Script *s, Diag *d);

@@ -30,7 +30,7 @@ void options_split(Script *s) {
 }
 
 void script_add_getopt_name(Script *s, const char *name,
-                            const char *description, const char *dflt) {
+                            const char *description) {
   for (int i = 0; i < s->ngetopt_names; i++)
     if (!strcmp(s->getopt_names[i], name)) return;
   size_t n = (size_t)s->ngetopt_names + 1;
@@ -45,8 +45,8 @@ void script_add_getopt_name(Script *s, const char *name,
   size_t len = 0;
   FILE *f = open_memstream(&line, &len);
   if (!f) abort();
-  fprintf(f, "--%s%s%s (default: %s)", name, description ? ": " : "",
-          description ? description : "", dflt);
+  fprintf(f, "--%s%s%s", name, description ? ": " : "",
+          description ? description : "");
   fclose(f);
   s->getopt_help[s->ngetopt_names++] = line;
 }
@@ -74,11 +74,20 @@ int options_report_unused(const Script *s, Diag *d) {
     diag_hint(d, "the script takes no program options (getopt)");
     return unused;
   }
+  /* --help: one option a line, with its description; otherwise the
+   * names on one line */
+  bool help = false;
+  for (int i = 0; i < s->noptions; i++)
+    if (!s->options[i].used && !strcmp(s->options[i].name, "help"))
+      help = true;
   list = NULL;
   f = open_memstream(&list, &len);
   if (!f) return unused;
   for (int i = 0; i < s->ngetopt_names; i++)
-    fprintf(f, "\n    %s", s->getopt_help[i]);
+    if (help)
+      fprintf(f, "\n%s", s->getopt_help[i]);
+    else
+      fprintf(f, "%s--%s", i ? ", " : " ", s->getopt_names[i]);
   fclose(f);
   diag_hint(d, "expected program options:%s", list);
   free(list);
