@@ -380,6 +380,18 @@ static Node *parse_paren(Parser *P) {
   return t;
 }
 
+/* A call of `name` with args, at `at`, for the calls find() and assert()
+ * are written with; as a statement when `stmt`. */
+static Node *call_node(const char *name, Node *args, Span at, bool stmt) {
+  Node *call = node_new(N_CALL, at);
+  call->name = (char *)name;
+  call->args = args;
+  if (!stmt) return call;
+  Node *s = node_new(N_EXPR_STMT, at);
+  s->lhs = call;
+  return s;
+}
+
 /* find(@m, k, $v): true, with $v given @m[k], if @m has key k; else
  * false, $v untouched. Written as has_key(@m, k) ? { $v = @m[k]; true }
  * : false, so the checker's rules for each part apply (k is evaluated
@@ -390,12 +402,10 @@ static Node *find_call(Node *n) {
   if (!v || v->next || m->kind != N_MAP || m->args || v->kind != N_VAR)
     return n;
   k->next = NULL;
-  Node *has = node_new(N_CALL, n->span);
-  has->name = "has_key";
   Node *hm = node_new(N_MAP, m->span);
   hm->name = m->name;
   hm->next = k;
-  has->args = hm;
+  Node *has = call_node("has_key", hm, n->span, false);
   Node *entry = node_new(N_MAP, span_join(m->span, k->span));
   entry->name = m->name;
   entry->args = k->kind == N_TUPLE ? k->args : k;
@@ -428,19 +438,10 @@ static Node *assert_call(Node *n) {
   fmt->sval = "assert failed: %s";
   fmt->slen = (int)strlen(fmt->sval);
   fmt->next = msg;
-  Node *err = node_new(N_CALL, n->span);
-  err->name = "errorf";
-  err->args = fmt;
-  Node *err_stmt = node_new(N_EXPR_STMT, n->span);
-  err_stmt->lhs = err;
+  Node *err_stmt = call_node("errorf", fmt, n->span, true);
   Node *code = node_new(N_INT, n->span);
   code->ival = 1;
-  Node *ex = node_new(N_CALL, n->span);
-  ex->name = "exit";
-  ex->args = code;
-  Node *ex_stmt = node_new(N_EXPR_STMT, n->span);
-  ex_stmt->lhs = ex;
-  err_stmt->next = ex_stmt;
+  err_stmt->next = call_node("exit", code, n->span, true);
   Node *then = node_new(N_BLOCK, n->span);
   then->body = err_stmt;
   Node *not = node_new(N_UNOP, cond->span);
