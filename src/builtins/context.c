@@ -661,15 +661,17 @@ static int emit_register(Gen *g, Node *n) {
   return r;
 }
 
-/* Kernels before 6.2 or so copy comm with strscpy, which leaves the bytes
- * after its NUL as they were: zero them all first, or string compares and
- * map keys see stale bytes. */
-/* The buffer is zeroed first: bpf_get_current_comm pads the name with
- * zeros only on newer kernels (strscpy_pad); 6.1's strscpy leaves the
- * bytes after the NUL as they were, which would make comm map keys and
- * comparisons differ by stack garbage. */
+/* bpf_get_current_comm pads the name with zeros only on newer kernels
+ * (strscpy_pad); 6.1's strscpy leaves the bytes after the NUL as they
+ * were, which would make comm map keys and comparisons differ by stack
+ * garbage. Where the kernel was found to pad (kernel_pads_comm), only what
+ * lies beyond the helper's 16 bytes is zeroed. */
 static void emit_comm(Gen *g, Node *n, int dst, int cap) {
-  emit_zero_padding(g, n, dst, COMM_SIZE, cap);
+  if (g->c->comm_padded) {
+    if (cap > COMM_SIZE) emit_zero(g, dst + COMM_SIZE, cap - COMM_SIZE);
+  } else {
+    emit_zero_padding(g, n, dst, COMM_SIZE, cap);
+  }
   emit_scratch(g, BPF_REG_1, dst);
   emit(g, I_MOV64_IMM(BPF_REG_2, COMM_SIZE));
   emit_call(g, BPF_FUNC_get_current_comm);

@@ -2,6 +2,7 @@
  * build, and the kernel's BPF features, each found by asking the kernel
  * (loading a tiny program, creating a map) rather than by its version. */
 #include "runtime/info.h"
+#include "runtime/load.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -83,6 +84,8 @@ static void print_features(FILE *out) {
           yes_no(loads(BPF_PROG_TYPE_KPROBE, ATTACH_UPROBE_MULTI)));
   fprintf(out, "  raw_tracepoint: %s\n",
           yes_no(loads(BPF_PROG_TYPE_RAW_TRACEPOINT, 0)));
+  fprintf(out, "  get_current_comm zero-pads: %s\n",
+          yes_no(kernel_pads_comm()));
 }
 
 static void print_maps(FILE *out) {

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include <bpf/libbpf.h>
 
 #include "codegen/codegen.h"
+#include "codegen/insn.h"
 #include "probes/kernel_btf.h"
 #include "probes/syscalls.h"
 #include "runtime/prog_btf.h"
@@ -29,6 +31,39 @@
 #define VERIFIER_TAIL_LINES 10
 
 static const Span no_span;
+
+/* Newer kernels copy comm with strscpy_pad; older ones (6.1) with strscpy,
+ * which leaves the bytes after the name's NUL word as they were. A program
+ * run once through BPF_PROG_TEST_RUN (in this thread, so it sees loupe's
+ * own name) fills a 16-byte buffer with 0xff, lets the helper write the
+ * name and returns bytes 8..11. With a name shorter than 8 bytes strscpy
+ * never writes the second word, so zeros there mean padding. A longer name
+ * gives no answer, and so does a kernel that refuses the run: false, and
+ * codegen zeroes the buffer itself. */
+bool kernel_pads_comm(void) {
+  static int known = -1;
+  if (known >= 0) return known;
+  known = 0;
+  char name[17] = "";
+  if (prctl(PR_GET_NAME, name) != 0 || strlen(name) >= 8) return false;
+  const struct bpf_insn insns[] = {
+      I_ST(BPF_DW, BPF_REG_10, -16, -1),
+      I_ST(BPF_DW, BPF_REG_10, -8, -1),
+      I_MOV64_REG(BPF_REG_1, BPF_REG_10),
+      I_ALU64_IMM(BPF_ADD, BPF_REG_1, -16),
+      I_MOV64_IMM(BPF_REG_2, 16),
+      I_CALL(BPF_FUNC_get_current_comm),
+      I_LDX(BPF_W, BPF_REG_0, BPF_REG_10, -8),
+      I_EXIT(),
+  };
+  int fd = bpf_prog_load(BPF_PROG_TYPE_RAW_TRACEPOINT, "loupe_comm", "GPL",
+                         insns, sizeof(insns) / sizeof(insns[0]), NULL);
+  if (fd < 0) return false;
+  LIBBPF_OPTS(bpf_test_run_opts, run);
+  if (bpf_prog_test_run_opts(fd, &run) == 0 && run.retval == 0) known = 1;
+  close(fd);
+  return known;
+}
 
 /* The kernel accepts [A-Za-z0-9_.] in object names, at most 15 bytes;
  * "@" becomes "AT_" so "@bytes" shows as "AT_bytes" in bpftool. */

@@ -19,6 +19,11 @@ int attach_all(Compiled *c, LinkSet *links, Diag *d);
 /* The BEGIN and END probes, which loupe runs itself (nothing to attach). */
 int special_probe_count(const Compiled *c);
 
+/* Whether this kernel's bpf_get_current_comm fills the rest of its buffer
+ * with zeros (asked once, by running a small program; false when it cannot
+ * tell). */
+bool kernel_pads_comm(void);
+
 /* Closes every program and map fd. */
 void unload_all(Compiled *c);
 
