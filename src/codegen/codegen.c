@@ -192,6 +192,7 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
     prune_unreachable(p);
     drop_redundant_loads(p);
     drop_unread_ctx_save(p);
+    hoist_frame_address(p);
   }
   if ((uint32_t)g->scratch_max > g->c->scratch_size)
     g->c->scratch_size = (uint32_t)g->scratch_max;

@@ -249,5 +249,7 @@ bool mirror_step(int *m, const struct bpf_insn *in);
 void drop_redundant_loads(BpfProg *p);
 /* Removes the prologue's store of the context if nothing reads it. */
 void drop_unread_ctx_save(BpfProg *p);
+/* Forms the stack address used most (three times or more) once, at entry. */
+void hoist_frame_address(BpfProg *p);
 
 #endif

@@ -199,3 +199,92 @@ void drop_redundant_loads(BpfProg *p) {
   free(has_in);
   free(in_state);
 }
+
+/* Is insns[i], insns[i+1] the pair `rX = r10; rX += K` (with nothing
+ * jumping to the add)? */
+static bool forms_frame_address(const BpfProg *p, const bool *target, int i) {
+  const struct bpf_insn *a = &p->insns[i], *b = &p->insns[i + 1];
+  return a->code == (BPF_ALU64 | BPF_MOV | BPF_X) &&
+         a->src_reg == BPF_REG_10 && !target[i + 1] &&
+         b->code == (BPF_ALU64 | BPF_ADD | BPF_K) && b->dst_reg == a->dst_reg;
+}
+
+static int cmp_int(const void *a, const void *b) {
+  int x = *(const int *)a, y = *(const int *)b;
+  return (x > y) - (x < y);
+}
+
+/* The stack address a program forms most often, when it forms it three
+ * times or more (a map key filled by a helper, then passed to lookup and
+ * update: `rX = r10; rX += K` each time), is formed once at entry in a
+ * callee-saved register the program never touches, and each use becomes
+ * one move: 2 + c instructions for 2c. Only the main function's own code
+ * counts (a bpf_loop callback or subprogram has a frame of its own). */
+void hoist_frame_address(BpfProg *p) {
+  int n = p->ninsns, end = p->nmain ? p->nmain : n;
+  bool *target = calloc(n + 3, sizeof(bool));
+  bool used[NREGS] = {false};
+  for (int i = 0; i < n; i++) {
+    const struct bpf_insn *in = &p->insns[i];
+    bool call = is_pseudo_call(in) || is_pseudo_func(in);
+    int to = is_jump(in) ? i + in->off + 1 : call ? i + in->imm + 1 : -1;
+    if (to >= 0 && to <= n) target[to] = true;
+    if (call && to >= 0 && to < end) end = to;   /* a function in main */
+    if (is_ld_imm64(in)) i++;
+  }
+  /* registers anywhere before the shared subprograms (callbacks too) */
+  for (int i = 0; i < (p->nmain ? p->nmain : n); i++) {
+    const struct bpf_insn *in = &p->insns[i];
+    used[in->dst_reg % NREGS] = used[in->src_reg % NREGS] = true;
+  }
+  int reg = -1;
+  for (int r = BPF_REG_6; r <= BPF_REG_9 && reg < 0; r++)
+    if (!used[r]) reg = r;
+  /* the offset formed most often */
+  int *offs = malloc(sizeof(int) * (n + 1)), noffs = 0;
+  for (int i = 0; reg >= 0 && i + 1 < end; i++) {
+    if (forms_frame_address(p, target, i)) offs[noffs++] = p->insns[i + 1].imm;
+    if (is_ld_imm64(&p->insns[i])) i++;
+  }
+  qsort(offs, noffs, sizeof(int), cmp_int);
+  int best = 0, best_uses = 0;
+  for (int i = 0, j; i < noffs; i = j) {
+    for (j = i; j < noffs && offs[j] == offs[i]; j++) {}
+    if (j - i > best_uses) best = offs[i], best_uses = j - i;
+  }
+  free(offs);
+  if (best_uses < 3) {
+    free(target);
+    return;
+  }
+  /* room at entry: everything moves by two, so relative jumps and calls
+   * stay as they are */
+  if (p->cap < n + 2) {
+    p->cap = n + 2;
+    p->insns = realloc(p->insns, sizeof(*p->insns) * p->cap);
+    p->insn_span = realloc(p->insn_span, sizeof(*p->insn_span) * p->cap);
+  }
+  memmove(p->insns + 2, p->insns, sizeof(*p->insns) * n);
+  memmove(p->insn_span + 2, p->insn_span, sizeof(*p->insn_span) * n);
+  memmove(target + 2, target, sizeof(bool) * (n + 1));
+  target[0] = target[1] = false;
+  p->insns[0] = I_MOV64_REG(reg, BPF_REG_10);
+  p->insns[1] = I_ALU64_IMM(BPF_ADD, reg, best);
+  p->insn_span[1] = p->insn_span[0] = p->insn_span[2];
+  p->ninsns = n += 2;
+  end += 2;
+  if (p->nmain) p->nmain += 2;
+  bool *keep = malloc(sizeof(bool) * (n + 1));
+  for (int i = 0; i < n; i++) keep[i] = true;
+  for (int i = 2; i + 1 < end; i++) {
+    if (forms_frame_address(p, target, i) && p->insns[i + 1].imm == best) {
+      p->insns[i].src_reg = (uint8_t)reg;
+      keep[++i] = false;
+    } else if (is_ld_imm64(&p->insns[i])) {
+      i++;
+    }
+  }
+  compact(p, keep);
+  free(keep);
+  free(target);
+}
