@@ -37,7 +37,8 @@ static void gen_aggregate(Gen *g, Node *mapnode, Node *call) {
   Held v = {-1, 0};
   if (agg != AGG_COUNT) v = hold(g, gen_int(g, call->args));
   int key = gen_key(g, mapnode);
-  int val = scratch_alloc(g, m->value_size);
+  int val = agg == AGG_COUNT ? UPDATE_VALUE_ONE
+                             : scratch_alloc(g, m->value_size);
   emit_lookup(g, m, key);
   int miss = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
   int vr = agg == AGG_COUNT ? -1 : held_reg(g, v, BPF_REG_2);
@@ -81,10 +82,8 @@ static void gen_aggregate(Gen *g, Node *mapnode, Node *call) {
   if (skip >= 0) patch_here(g, skip);
   int done = emit_jump(g, I_JA(0));
   patch_here(g, miss);
-  /* first value on this CPU */
-  if (agg == AGG_COUNT) {
-    emit(g, I_ST(BPF_DW, SCRATCH, val, 1));
-  } else {
+  /* first value on this CPU (a count's is 1, see emit_update) */
+  if (agg != AGG_COUNT) {
     vr = held_reg(g, v, BPF_REG_2);
     emit(g, I_STX(BPF_DW, SCRATCH, vr, val));
     if (m->value_size > 8) emit(g, I_ST(BPF_DW, SCRATCH, val + 8, 1));

@@ -42,13 +42,18 @@ void emit_map(Gen *g, int reg, int id) {
   emit(g, I_LD_IMM64_HI(0));
 }
 
-/* One more in counter `slot` of loupe_counts, addressed directly (no
- * lookup) and added to atomically: four instructions, for failure paths. */
-void emit_count_failure(Gen *g, int slot) {
+/* Register reg added to counter `slot` of loupe_counts, addressed directly
+ * (no lookup) and atomically: three instructions, for failure paths. */
+void emit_count_slot(Gen *g, int slot, int reg) {
   emit(g, I_LD_IMM64_LO(BPF_REG_1, BPF_PSEUDO_MAP_VALUE, MAP_ID_COUNTS));
   emit(g, I_LD_IMM64_HI((int32_t)(slot * (int)sizeof(uint64_t))));
+  emit(g, I_ATOMIC_ADD(BPF_DW, BPF_REG_1, reg, 0));
+}
+
+/* One more in counter `slot`: four instructions. */
+void emit_count_failure(Gen *g, int slot) {
   emit(g, I_MOV64_IMM(BPF_REG_2, 1));
-  emit(g, I_ATOMIC_ADD(BPF_DW, BPF_REG_1, BPF_REG_2, 0));
+  emit_count_slot(g, slot, BPF_REG_2);
 }
 
 /* r0 = the value of key 0 of a one-slot array map (NULL if none). */

@@ -4,6 +4,7 @@
 #ifndef LOUPE_CODEGEN_GEN_H
 #define LOUPE_CODEGEN_GEN_H
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdint.h>
 
@@ -111,6 +112,8 @@ int emit(Gen *g, struct bpf_insn i);
 void emit_imm64(Gen *g, int reg, int64_t v);
 void emit_map(Gen *g, int reg, int id);
 void emit_count_failure(Gen *g, int slot);
+/* Adds register reg to slot `slot` of loupe_counts, atomically (loses r1). */
+void emit_count_slot(Gen *g, int slot, int reg);
 void emit_lookup_slot0(Gen *g, int map_id);
 void emit_scratch_base(Gen *g);
 void emit_scratch(Gen *g, int reg, int off);
@@ -173,6 +176,7 @@ void syscall_raw_probe_name(Gen *g, int dst, int cap);
 /* ---- maps.c ---- */
 int gen_key(Gen *g, Node *mapnode);
 void emit_lookup(Gen *g, MapSym *m, int key);
+#define UPDATE_VALUE_ONE INT_MIN   /* emit_update's val: the constant 1 */
 void emit_update(Gen *g, MapSym *m, int key, int val);
 int gen_map_int(Gen *g, Node *n);
 void gen_map_str(Gen *g, Node *n, int dst, int cap);

@@ -39,16 +39,24 @@ void emit_lookup(Gen *g, MapSym *m, int key) {
   emit_call(g, BPF_FUNC_map_lookup_elem);
 }
 
-/* bpf_map_update_elem(m, scratch + key, scratch + val, BPF_ANY) */
+/* bpf_map_update_elem(m, scratch + key, scratch + val, BPF_ANY); with val
+ * UPDATE_VALUE_ONE, the value is the 8-byte 1 that loupe_counts holds. */
 void emit_update(Gen *g, MapSym *m, int key, int val) {
   emit_map(g, BPF_REG_1, m->id);
   emit_scratch(g, BPF_REG_2, key);
-  emit_scratch(g, BPF_REG_3, val);
+  if (val == UPDATE_VALUE_ONE) {
+    emit(g, I_LD_IMM64_LO(BPF_REG_3, BPF_PSEUDO_MAP_VALUE, MAP_ID_COUNTS));
+    emit(g, I_LD_IMM64_HI(COUNT_SLOT_ONE * (int)sizeof(uint64_t)));
+  } else {
+    emit_scratch(g, BPF_REG_3, val);
+  }
   emit(g, I_MOV64_IMM(BPF_REG_4, BPF_ANY));
   emit_call(g, BPF_FUNC_map_update_elem);
   if (m->full_slot) {
+    /* the full map's counter adds the update's own result, -E2BIG, so no
+     * register need hold a 1: user space divides (report_counts) */
     int stored = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, -E2BIG, 0));
-    emit_count_failure(g, m->full_slot);
+    emit_count_slot(g, m->full_slot, BPF_REG_0);
     patch_here(g, stored);
   }
 }

@@ -249,6 +249,10 @@ typedef struct Compiled {
 #define MAP_ID_BIG_SCRATCH (-3)
 #define MAP_ID_COUNTS   (-4)
 #define COUNT_SLOT_LOST 0
+/* Not a counter: holds 1, written by user space before programs load,
+ * never by a program. An 8-byte value of 1 for map updates (a count's
+ * first event on a CPU) is addressed there rather than stored first. */
+#define COUNT_SLOT_ONE 1
 
 /* The scratch area: a per-CPU array slot holds up to SCRATCH_SLOT bytes;
  * beyond, a program takes its CPU's slot of a plain array, addressed from

@@ -895,9 +895,9 @@ static void read_settings(Checker *c) {
 /* A hash map that is full refuses new keys (an LRU one evicts): each
  * gets a counter of the updates it refused, which user space turns into
  * a warning, as bpftrace warns. A keyless map, with its one key, is
- * never full. Slot 0 counts lost events. */
+ * never full. Slot 0 counts lost events; slot 1 holds the constant 1. */
 static void add_map_full_counters(Checker *c) {
-  c->out->ncounts = COUNT_SLOT_LOST + 1;
+  c->out->ncounts = COUNT_SLOT_ONE + 1;
   if (c->d->no_warnings) return;
   for (int i = 0; i < c->out->nmaps; i++) {
     MapSym *m = c->out->maps[i];

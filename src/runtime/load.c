@@ -153,12 +153,17 @@ static int create_internal_maps(Compiled *c, Diag *d) {
    * and add to atomically, only on a failure path: no per-CPU copies for
    * user space to size, which a container's
    * /sys/devices/system/cpu/possible may misstate. */
-  if (c->ncounts < COUNT_SLOT_LOST + 1) c->ncounts = COUNT_SLOT_LOST + 1;
+  if (c->ncounts < COUNT_SLOT_ONE + 1) c->ncounts = COUNT_SLOT_ONE + 1;
   c->counts_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "loupe_counts",
                                 sizeof(uint32_t),
                                 (uint32_t)(c->ncounts * sizeof(uint64_t)), 1,
                                 NULL);
-  if (c->counts_fd < 0) {
+  uint64_t counts[c->ncounts];
+  memset(counts, 0, sizeof counts);
+  counts[COUNT_SLOT_ONE] = 1;
+  uint32_t zero = 0;
+  if (c->counts_fd < 0 ||
+      bpf_map_update_elem(c->counts_fd, &zero, counts, BPF_ANY) < 0) {
     report_bpf_failure(d, no_span, errno, "the failure counters",
                        "loupe_counts");
     return -1;

@@ -244,7 +244,9 @@ static void report_counts(RunState *st) {
   for (int i = 0; i < c->nmaps; i++) {
     const MapSym *m = c->maps[i];
     if (!m->full_slot) continue;
-    n = now[m->full_slot] - st->seen[m->full_slot];
+    /* the slot sums -E2BIG, once for each refused update */
+    n = (uint64_t)-(int64_t)(now[m->full_slot] - st->seen[m->full_slot]) /
+        E2BIG;
     if (!n || c->no_warnings) continue;
     fflush(st->out);
     fprintf(stderr, "WARNING: Map full; can't update element: %s refused "
