@@ -101,16 +101,32 @@ static void emit_hist_index(Gen *g, int idx, int v, int bits) {
   int done1 = emit_jump(g, I_JMP_IMM(BPF_JSLT, v, 0, 0));
   emit(g, I_MOV64_IMM(idx, 1));
   int done2 = emit_jump(g, I_JMP_IMM(BPF_JEQ, v, 0, 0));
-  /* r3 = floor(log2 v) by halving the search range */
+  /* r3 = floor(log2 v) by halving the search range, without a branch:
+   * with a branch per step the verifier walks all 64 paths (r3 differs
+   * on each). While r1 < 2^(2 sh), t = r1 >> sh is below 2^sh, so
+   * (t + 2^sh - 1) >> sh is 1 exactly when t is not 0; shifted left by
+   * log2(sh) it is the step, sh or 0, that r1 moves down by and r3 up. */
   emit(g, I_MOV64_REG(BPF_REG_1, v));
-  emit(g, I_MOV64_IMM(BPF_REG_3, 0));
-  for (int sh = 32; sh >= 1; sh /= 2) {
+  for (int sh = 32, lg = 5; sh >= 2; sh /= 2, lg--) {
     emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_1));
     emit(g, I_ALU64_IMM(BPF_RSH, BPF_REG_2, sh));
-    emit(g, I_JMP_IMM(BPF_JEQ, BPF_REG_2, 0, 2));
-    emit(g, I_MOV64_REG(BPF_REG_1, BPF_REG_2));
-    emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, sh));
+    if (sh == 32) {   /* 2^32 - 1 is no sign-extended immediate */
+      emit(g, I_ALU32_IMM(BPF_MOV, BPF_REG_4, -1));
+      emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_2, BPF_REG_4));
+    } else {
+      emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, (1 << sh) - 1));
+    }
+    emit(g, I_ALU64_IMM(BPF_RSH, BPF_REG_2, sh));
+    emit(g, I_ALU64_IMM(BPF_LSH, BPF_REG_2, lg));
+    emit(g, I_ALU64_REG(BPF_RSH, BPF_REG_1, BPF_REG_2));
+    if (sh == 32)
+      emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_2));
+    else
+      emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_3, BPF_REG_2));
   }
+  /* r1 < 4 now: its bit 1 is the last step */
+  emit(g, I_ALU64_IMM(BPF_RSH, BPF_REG_1, 1));
+  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_3, BPF_REG_1));
   if (bits == 0) {
     emit(g, I_MOV64_REG(idx, BPF_REG_3));
   } else {
