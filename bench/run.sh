@@ -38,13 +38,16 @@ if ! [ -x /usr/bin/time ] || ! command -v pgrep >/dev/null; then
   apt-get install -y time procps >/dev/null 2>&1 || echo "(no GNU time: memory not measured)" >&2
 fi
 
-NAMES=(begin syscount execsnoop opensnoop readbytes)
+NAMES=(begin syscount execsnoop opensnoop readbytes writehist countid printf3)
 SCRIPTS=(
   'BEGIN { printf("go\n"); exit(); }'
   'tracepoint:raw_syscalls:sys_enter { @[comm] = count(); }'
   'tracepoint:sched:sched_process_exec { printf("exec by %s\n", comm); }'
   'tracepoint:syscalls:sys_enter_openat { printf("%s %s\n", comm, str(args->filename)); }'
   'tracepoint:syscalls:sys_exit_read /args->ret > 0/ { @bytes[comm] = sum(args->ret); @max = max(args->ret); @avg = avg(args->ret); }'
+  'tracepoint:syscalls:sys_enter_write { @bytes = hist(args->count); }'
+  'tracepoint:raw_syscalls:sys_enter { @[args->id] = count(); }'
+  'tracepoint:syscalls:sys_enter_openat { printf("%d %s %d\n", pid, comm, args->flags); }'
 )
 
 WORK=$(mktemp -d /tmp/loupe-bench.XXXXXX)
