@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -34,18 +35,14 @@ static const Span no_span;
 
 /* Newer kernels copy comm with strscpy_pad; older ones (6.1) with strscpy,
  * which leaves the bytes after the name's NUL word as they were. A program
- * run once through BPF_PROG_TEST_RUN (in this thread, so it sees loupe's
- * own name) fills a 16-byte buffer with 0xff, lets the helper write the
- * name and returns bytes 8..11. With a name shorter than 8 bytes strscpy
- * never writes the second word, so zeros there mean padding. A longer name
- * gives no answer, and so does a kernel that refuses the run: false, and
- * codegen zeroes the buffer itself. */
-bool kernel_pads_comm(void) {
-  static int known = -1;
-  if (known >= 0) return known;
-  known = 0;
-  char name[17] = "";
-  if (prctl(PR_GET_NAME, name) != 0 || strlen(name) >= 8) return false;
+ * run once through BPF_PROG_TEST_RUN fills a 16-byte buffer with 0xff,
+ * lets the helper write the name and returns bytes 8..11. It runs in a
+ * thread of its own named "loupe": with a name shorter than 8 bytes
+ * strscpy never writes the second word, so zeros there mean padding. A
+ * kernel that refuses the run gives false, and codegen zeroes the buffer
+ * itself. */
+static void *comm_padding_probe(void *result) {
+  prctl(PR_SET_NAME, "loupe");
   const struct bpf_insn insns[] = {
       I_ST(BPF_DW, BPF_REG_10, -16, -1),
       I_ST(BPF_DW, BPF_REG_10, -8, -1),
@@ -58,11 +55,23 @@ bool kernel_pads_comm(void) {
   };
   int fd = bpf_prog_load(BPF_PROG_TYPE_RAW_TRACEPOINT, "loupe_comm", "GPL",
                          insns, sizeof(insns) / sizeof(insns[0]), NULL);
-  if (fd < 0) return false;
+  if (fd < 0) return NULL;
   LIBBPF_OPTS(bpf_test_run_opts, run);
-  if (bpf_prog_test_run_opts(fd, &run) == 0 && run.retval == 0) known = 1;
+  if (bpf_prog_test_run_opts(fd, &run) == 0 && run.retval == 0)
+    *(bool *)result = true;
   close(fd);
-  return known;
+  return NULL;
+}
+
+bool kernel_pads_comm(void) {
+  static int known = -1;
+  if (known >= 0) return known;
+  bool pads = false;
+  pthread_t t;
+  if (pthread_create(&t, NULL, comm_padding_probe, &pads) == 0)
+    pthread_join(t, NULL);
+  known = pads;
+  return pads;
 }
 
 /* The kernel accepts [A-Za-z0-9_.] in object names, at most 15 bytes;
