@@ -20,7 +20,9 @@
 #   8. errors: a function that does not exist, arg0 in fentry, retval in
 #      fentry, path() where the kernel refuses bpf_d_path: located, exit 1;
 #   9. write_user() (--unsafe): the path a process opens rewritten in its
-#      own memory, which our locked-down kernel does not allow.
+#      own memory, which our locked-down kernel does not allow;
+#  10. comm where bpf_get_current_comm does not zero-pad (6.1): --info
+#      says so, and comm map keys are still exactly the names.
 #
 # Prints one PASS or FAIL line per check; exits 0 only if all pass.
 #
@@ -147,6 +149,26 @@ if [ "$status" = 0 ] && grep -qx written "$WORK/out" &&
 else
   fail "write_user() rewrites the path cat opens" "exit $status" \
     "stdout: $(head -c 600 "$WORK/out")" "stderr: $(head -c 1500 "$WORK/err")"
+fi
+
+# 6.1 copies comm with strscpy (no padding): loupe must find that out and
+# zero the key itself, or names would count under keys with stale bytes
+cp /bin/true "$WORK/a"; cp /bin/true "$WORK/abcdefghijklmno"
+"$LOUPE" -e 'tracepoint:sched:sched_process_exit
+    /comm == "a" || comm == "abcdefghijklmno"/ { @[comm] = count(); }' \
+  -c "sh -c 'for i in 1 2 3 4; do $WORK/abcdefghijklmno; $WORK/a; done'" \
+  >"$WORK/out" 2>"$WORK/err"
+status=$?
+pads=$("$LOUPE" --info 2>&1 | sed -n 's/^  get_current_comm zero-pads: //p')
+if [ "$status" = 0 ] && [ "$pads" = no ] &&
+   [ "$(grep -c '^@\[' "$WORK/out")" = 2 ] &&
+   grep -qx '@\[a\]: 4' "$WORK/out" &&
+   grep -qx '@\[abcdefghijklmno\]: 4' "$WORK/out"; then
+  pass "comm keys exact where the kernel does not zero-pad comm"
+else
+  fail "comm keys exact where the kernel does not zero-pad comm" \
+    "exit $status, zero-pads: $pads" "stdout: $(head -c 600 "$WORK/out")" \
+    "stderr: $(head -c 1500 "$WORK/err")"
 fi
 
 rm -rf "$WORK"
