@@ -191,6 +191,7 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
   if (!g->failed) {
     prune_unreachable(p);
     drop_redundant_loads(p);
+    drop_dead_writes(p);
     drop_unread_ctx_save(p);
     hoist_frame_address(p);
   }

@@ -247,10 +247,14 @@ bool is_pseudo_func(const struct bpf_insn *in);
 void mark_reachable(const BpfProg *p, bool *seen, int *stack, int start);
 void compact(BpfProg *p, const bool *seen);
 void prune_unreachable(BpfProg *p);
+/* drop_redundant_loads' knowledge of the registers (peephole.c) */
+#define MIRROR_SIZE 33
 void mirror_forget(int *m);
 void mirror_meet(int *into, const int *from);
 bool mirror_step(int *m, const struct bpf_insn *in);
 void drop_redundant_loads(BpfProg *p);
+/* Removes moves and stack reloads nothing reads before they are overwritten. */
+void drop_dead_writes(BpfProg *p);
 /* Removes the prologue's store of the context if nothing reads it. */
 void drop_unread_ctx_save(BpfProg *p);
 /* Forms the stack address used most (three times or more) once, at entry. */

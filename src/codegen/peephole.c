@@ -93,13 +93,40 @@ void prune_unreachable(BpfProg *p) {
   free(stack);
 }
 
+/* What each register is known to hold, as drop_redundant_loads follows
+ * the code: m[r], the stack slot whose 8 bytes it mirrors (NO_SLOT: none);
+ * m[FIELD + r], a field of the context it holds, as (offset << 3 | size)
+ * (NO_FIELD: none); m[CTX + r], 1 if it holds the context pointer. The
+ * context of every program loupe makes is read-only (tracepoint records,
+ * raw and fentry argument arrays, pt_regs, perf and iterator contexts),
+ * so a field read once reads the same again; only bpf_override_return
+ * changes pt_regs. */
+enum { FIELD = NREGS, CTX = 2 * NREGS, NO_FIELD = -1 };
+
+static int unknown(int i) {
+  return i < FIELD ? NO_SLOT : i < CTX ? NO_FIELD : 0;
+}
+
 void mirror_forget(int *m) {
-  for (int r = 0; r < NREGS; r++) m[r] = NO_SLOT;
+  for (int i = 0; i < MIRROR_SIZE; i++) m[i] = unknown(i);
 }
 
 void mirror_meet(int *into, const int *from) {
-  for (int r = 0; r < NREGS; r++)
-    if (into[r] != from[r]) into[r] = NO_SLOT;
+  for (int i = 0; i < MIRROR_SIZE; i++)
+    if (into[i] != from[i]) into[i] = unknown(i);
+}
+
+/* Register r gets a new value: it mirrors nothing. */
+static void mirror_write(int *m, int r) {
+  m[r] = NO_SLOT;
+  m[FIELD + r] = NO_FIELD;
+  m[CTX + r] = 0;
+}
+
+/* The program starts with the context in r1. */
+void mirror_entry(int *m) {
+  mirror_forget(m);
+  m[CTX + BPF_REG_1] = 1;
 }
 
 /* What instruction `in` does to the mirrors; returns true if it is a load
@@ -109,7 +136,16 @@ bool mirror_step(int *m, const struct bpf_insn *in) {
   bool mem = BPF_MODE(in->code) == BPF_MEM;
   if (cls == BPF_LDX && mem && in->src_reg == BPF_REG_10 && size == BPF_DW) {
     if (m[in->dst_reg] == in->off) return true;
+    mirror_write(m, in->dst_reg);
     m[in->dst_reg] = in->off;
+    if (in->off == SLOT_CTX) m[CTX + in->dst_reg] = 1;
+    return false;
+  }
+  if (cls == BPF_LDX && mem && m[CTX + in->src_reg] && in->off >= 0) {
+    int field = in->off << 3 | size >> 3;
+    if (m[FIELD + in->dst_reg] == field) return true;
+    mirror_write(m, in->dst_reg);
+    m[FIELD + in->dst_reg] = field;
     return false;
   }
   if ((cls == BPF_STX || cls == BPF_ST) && in->dst_reg == BPF_REG_10) {
@@ -121,12 +157,91 @@ bool mirror_step(int *m, const struct bpf_insn *in) {
     return false;
   }
   if (in->code == (BPF_JMP | BPF_CALL)) {
-    mirror_forget(m);
+    /* the helper may write any stack slot; r0..r5 are lost, r6..r9 keep
+     * their values (and their fields, unless pt_regs change) */
+    bool regs_change = in->src_reg == 0 && in->imm == BPF_FUNC_override_return;
+    for (int r = 0; r < NREGS; r++) {
+      m[r] = NO_SLOT;
+      if (r <= BPF_REG_5 || regs_change) {
+        m[FIELD + r] = NO_FIELD;
+        if (r <= BPF_REG_5) m[CTX + r] = 0;
+      }
+    }
     return false;
   }
   if (cls == BPF_ALU || cls == BPF_ALU64 || cls == BPF_LDX || is_ld_imm64(in))
-    m[in->dst_reg] = NO_SLOT;
+    mirror_write(m, in->dst_reg);
   return false;
+}
+
+_Static_assert(MIRROR_SIZE == 3 * NREGS, "MIRROR_SIZE in gen.h");
+
+/* Does `in` read register r? (Calls read their arguments, r1..r5.) */
+static bool reads_reg(const struct bpf_insn *in, int r) {
+  int cls = BPF_CLASS(in->code);
+  if (is_ld_imm64(in)) return false;
+  if (in->code == (BPF_JMP | BPF_CALL)) return r >= BPF_REG_1 && r <= BPF_REG_5;
+  if (in->code == (BPF_JMP | BPF_EXIT)) return r == BPF_REG_0;
+  if (cls == BPF_ALU || cls == BPF_ALU64) {
+    bool x = BPF_SRC(in->code) == BPF_X && BPF_OP(in->code) != BPF_END &&
+             BPF_OP(in->code) != BPF_NEG;
+    return (BPF_OP(in->code) != BPF_MOV && in->dst_reg == r) ||
+           (x && in->src_reg == r);
+  }
+  if (cls == BPF_LDX) return in->src_reg == r;
+  if (cls == BPF_ST) return in->dst_reg == r;
+  return in->dst_reg == r || in->src_reg == r;   /* stores, jumps */
+}
+
+/* Does `in` give register r a new value (without reading it first)? */
+static bool writes_reg(const struct bpf_insn *in, int r) {
+  int cls = BPF_CLASS(in->code);
+  if (in->code == (BPF_JMP | BPF_CALL)) return r <= BPF_REG_5;
+  if (is_ld_imm64(in) || cls == BPF_LDX || cls == BPF_ALU ||
+      cls == BPF_ALU64)
+    return in->dst_reg == r && !reads_reg(in, r);
+  return false;
+}
+
+/* Removes a move or a reload of a stack slot whose register is written
+ * again, or the program leaves, before anything reads it (what the
+ * dropped loads of drop_redundant_loads leave behind: the context
+ * fetched from its slot for a field already at hand). Looks along
+ * straight code only: a branch, or a call that takes the register as an
+ * argument, keeps the instruction. */
+void drop_dead_writes(BpfProg *p) {
+  int n = p->ninsns;
+  bool *keep = malloc(sizeof(bool) * (n + 1));
+  bool dropped = false;
+  for (int i = 0; i < n; i++) keep[i] = true;
+  for (int i = 0; i < n; i++) {
+    const struct bpf_insn *in = &p->insns[i];
+    if (is_ld_imm64(in)) {
+      i++;
+      continue;
+    }
+    bool pure = (in->code == (BPF_LDX | BPF_MEM | BPF_DW) &&
+                 in->src_reg == BPF_REG_10) ||
+                in->code == (BPF_ALU64 | BPF_MOV | BPF_X) ||
+                in->code == (BPF_ALU64 | BPF_MOV | BPF_K);
+    int d = in->dst_reg;
+    if (!pure || d == BPF_REG_10) continue;
+    for (int j = i + 1; j < n; j++) {
+      const struct bpf_insn *next = &p->insns[j];
+      if (!keep[j]) continue;
+      if (reads_reg(next, d)) break;
+      if (writes_reg(next, d) ||
+          (next->code == (BPF_JMP | BPF_EXIT))) {
+        keep[i] = false;
+        dropped = true;
+        break;
+      }
+      if (is_jump(next) || BPF_MODE(next->code) == BPF_ATOMIC) break;
+      if (is_ld_imm64(next)) j++;
+    }
+  }
+  if (dropped) compact(p, keep);
+  free(keep);
 }
 
 /* The prologue keeps the context in its stack slot for whatever reads it
@@ -155,7 +270,7 @@ void drop_redundant_loads(BpfProg *p) {
   bool *keep = malloc(sizeof(bool) * (n + 1));
   bool *fresh = calloc(n + 1, sizeof(bool));   /* starts knowing nothing */
   bool *has_in = calloc(n + 1, sizeof(bool));  /* a forward jump arrives */
-  int (*in_state)[NREGS] = malloc(sizeof(*in_state) * (n + 1));
+  int (*in_state)[MIRROR_SIZE] = malloc(sizeof(*in_state) * (n + 1));
   for (int i = 0; i < n; i++) {
     const struct bpf_insn *in = &p->insns[i];
     keep[i] = true;
@@ -163,8 +278,8 @@ void drop_redundant_loads(BpfProg *p) {
     if (is_pseudo_call(in) || is_pseudo_func(in)) fresh[i + in->imm + 1] = true;
     if (is_ld_imm64(in)) keep[++i] = true;
   }
-  int m[NREGS];
-  mirror_forget(m);
+  int m[MIRROR_SIZE];
+  mirror_entry(m);
   bool falls_in = true;   /* the previous instruction continues here */
   for (int i = 0; i < n; i++) {
     const struct bpf_insn *in = &p->insns[i];
