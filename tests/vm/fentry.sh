@@ -154,9 +154,11 @@ fi
 # 6.1 copies comm with strscpy (no padding): loupe must find that out and
 # zero the key itself, or names would count under keys with stale bytes
 cp /bin/true "$WORK/a"; cp /bin/true "$WORK/abcdefghijklmno"
+printf 'for i in 1 2 3 4; do %s/abcdefghijklmno; %s/a; done\n' "$WORK" "$WORK" \
+  >"$WORK/names.sh"
 "$LOUPE" -e 'tracepoint:sched:sched_process_exit
     /comm == "a" || comm == "abcdefghijklmno"/ { @[comm] = count(); }' \
-  -c "sh -c 'for i in 1 2 3 4; do $WORK/abcdefghijklmno; $WORK/a; done'" \
+  -c "sh $WORK/names.sh" \
   >"$WORK/out" 2>"$WORK/err"
 status=$?
 pads=$("$LOUPE" --info 2>&1 | sed -n 's/^  get_current_comm zero-pads: //p')
