@@ -88,7 +88,7 @@ static bool type_of_ctype(const CType *ct, AddrSpace as, Type *out) {
     t.as = as;
     break;
   case C_ARRAY:
-    if (ct->target && ct->target->kind == C_INT && ct->target->size == 1) {
+    if (ct->target && ct->target->kind == C_INT && ct->target->is_char) {
       t = ty_str(ct->nelems > 0 ? ct->nelems : 1);   /* char name[N] */
       t.as = as;
     } else {
@@ -556,11 +556,12 @@ static bool check_array_cast(Checker *c, Node *n) {
   return true;
 }
 
-/* (uint32)$a of an integer array: its bytes as one integer of the same
- * size. */
+/* (uint32)$a of an integer array, a copy or one in memory (a struct's
+ * uint8_t b[4]): its bytes as one integer of the same size. */
 static bool cast_from_int_array(Checker *c, Node *n, Type to) {
   const Type from = n->lhs->type;
-  if (from.kind != TY_CVAL || !from.ctype || from.ctype->kind != C_ARRAY ||
+  if ((from.kind != TY_CVAL && from.kind != TY_RECORD) || !from.ctype ||
+      from.ctype->kind != C_ARRAY ||
       !from.ctype->target || from.ctype->target->kind != C_INT)
     return false;
   if (to.is_pointer || to.size != from.size)
