@@ -377,5 +377,8 @@ typedef struct Script {
 /* Allocation helpers used by parser and later stages; memory is never
  * freed individually (the process is short-lived and the AST small). */
 Node *node_new(NodeKind kind, Span span);
+/* Whether n is a positional parameter ($1, $#), before or after the
+ * checker made it its value (which keeps the name). */
+bool node_is_positional(const Node *n);
 
 #endif

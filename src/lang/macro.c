@@ -107,12 +107,6 @@ static int count_list(const Node *n) {
   return k;
 }
 
-static bool is_positional(const Node *var) {
-  if (var->kind != N_VAR) return false;
-  char c = var->name[1];
-  return (c >= '0' && c <= '9') || c == '#';
-}
-
 /* "1 argument", "2 arguments". */
 static const char *arguments(int k) {
   static char buf[32];
@@ -157,11 +151,11 @@ static bool args_fit(Expander *x, const MacroDef *m, Node **args) {
                                                          : "a map")
                        : a->kind == N_VAR ? "a variable"
                                           : "an expression";
-    if ((p->kind == N_VAR && (a->kind != N_VAR || is_positional(a))) ||
+    if ((p->kind == N_VAR && (a->kind != N_VAR || node_is_positional(a))) ||
         (p->kind == N_MAP && (a->kind != N_MAP || a->args))) {
       diag_error(x->d, a->span, "macro %s takes %s for %s, not %s", m->name,
                  p->kind == N_VAR ? "a $variable" : "a whole map", p->name,
-                 is_positional(a) ? "a positional parameter" : what);
+                 node_is_positional(a) ? "a positional parameter" : what);
       ok = false;
     }
   }
