@@ -857,6 +857,13 @@ static void check_index(Checker *c, Node *n) {
 static void check_sizeof(Checker *c, Node *n) {
   int64_t value = 0;
   char err[200];
+  if (n->kind == N_SIZEOF && n->name && !ctype_parse(n->name, err, sizeof err)) {
+    /* sizeof(NAME) of a word that names no type but an enumerator
+     * (sizeof(BTF_VAR_STATIC)): the size of that constant */
+    Node *word = node_new(N_BUILTIN, n->span);
+    word->name = n->name;
+    if (enum_constant(c, word)) n->lhs = word, n->name = NULL;
+  }
   if (n->kind == N_SIZEOF && !n->name) {
     check_expr(c, n->lhs);
     Type t = n->lhs->type;
