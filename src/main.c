@@ -599,10 +599,14 @@ static void notify_attached(FILE *out) {
 static int attach_and_run(Compiled *c, const Options *o, FILE *out, Diag *d) {
   LinkSet links = {0};
   /* With -f json, bpftrace's attached_probes record goes to the output,
-   * before BEGIN's, as bpftrace announces its probes before attaching. */
-  if (!o->quiet && o->format == OUT_JSON)
-    fprintf(out, "{\"type\": \"attached_probes\", \"data\": "
-            "{\"probes\": %d}}\n", attach_all(c, NULL, d));
+   * before BEGIN's, as bpftrace announces its probes before attaching.
+   * The count is in "data" for bpftrace 0.17's readers and at the top,
+   * where current bpftrace puts it, for today's. */
+  if (!o->quiet && o->format == OUT_JSON) {
+    int probes = attach_all(c, NULL, d);
+    fprintf(out, "{\"type\": \"attached_probes\", \"count\": %d, "
+            "\"data\": {\"probes\": %d}}\n", probes, probes);
+  }
   RunOptions run_opts = {.out = out, .out_name = o->out_path,
                          .timeout_ms = 0, .format = o->format,
                          .child_pid = child.pid, .child_go_fd = child.go_fd,
