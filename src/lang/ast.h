@@ -156,6 +156,8 @@ typedef enum NodeKind {
                    (an N_CAST without operand: name the type text, span
                    where it is written) or NULL, rhs the value or NULL;
                    part_span the '=' */
+  N_TYPEOF,     /* typeof(TYPE): name the type text; typeof(expr): lhs.
+                   A type given to a macro, sizeof() or a let, no value */
 } NodeKind;
 
 /* Operators: single characters stand for themselves ('+', '<', '!', ...);
