@@ -11,7 +11,6 @@
 #include <getopt.h>
 #include <fcntl.h>
 #include <sys/wait.h>
-#include <wordexp.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -69,9 +68,10 @@ static const char usage_text[] =
     "    -o, --output FILE\n"
     "                   write printf and map output to FILE, not stdout\n"
     "    -c, --cmd 'COMMAND'\n"
-    "                   run COMMAND once the probes are attached, and stop\n"
-    "                   when it exits; the builtin cpid is its pid; usdt\n"
-    "                   probes attach to it alone\n"
+    "                   run COMMAND (split at blanks, no shell) once the\n"
+    "                   probes are attached, and stop when it exits; the\n"
+    "                   builtin cpid is its pid; usdt probes attach to it\n"
+    "                   alone\n"
     "    -p, --pid PID  trace only process PID: every probe but BEGIN and\n"
     "                   END acts only in it, uprobes attach to it alone\n"
     "                   (a bare library name is looked up in its maps),\n"
@@ -600,10 +600,14 @@ static void notify_attached(FILE *out) {
 static int attach_and_run(Compiled *c, const Options *o, FILE *out, Diag *d) {
   LinkSet links = {0};
   /* With -f json, bpftrace's attached_probes record goes to the output,
-   * before BEGIN's, as bpftrace announces its probes before attaching. */
-  if (!o->quiet && o->format == OUT_JSON)
-    fprintf(out, "{\"type\": \"attached_probes\", \"data\": "
-            "{\"probes\": %d}}\n", attach_all(c, NULL, d));
+   * before BEGIN's, as bpftrace announces its probes before attaching.
+   * The count is in "data" for bpftrace 0.17's readers and at the top,
+   * where current bpftrace puts it, for today's. */
+  if (!o->quiet && o->format == OUT_JSON) {
+    int probes = attach_all(c, NULL, d);
+    fprintf(out, "{\"type\": \"attached_probes\", \"count\": %d, "
+            "\"data\": {\"probes\": %d}}\n", probes, probes);
+  }
   RunOptions run_opts = {.out = out, .out_name = o->out_path,
                          .timeout_ms = 0, .format = o->format,
                          .child_pid = child.pid, .child_go_fd = child.go_fd,
@@ -649,41 +653,63 @@ static bool can_execute(const char *name) {
   return false;
 }
 
+/* COMMAND's words, split at runs of blanks and nothing else, as bpftrace
+ * splits it: quotes, backslashes and $ reach the program as they are
+ * (-c "echo 'A'" passes 'A'). One allocation: the pointers, then the
+ * words. NULL if there is no word. */
+static char **command_words(const char *command) {
+  size_t len = strlen(command), nptrs = len / 2 + 2;
+  char **argv = malloc(nptrs * sizeof *argv + len + 1);
+  if (!argv) return NULL;
+  char *text = memcpy((char *)(argv + nptrs), command, len + 1);
+  size_t n = 0;
+  for (char *p = text; *p;) {
+    while (*p == ' ' || *p == '\t' || *p == '\n') *p++ = 0;
+    if (!*p) break;
+    argv[n++] = p;
+    while (*p && *p != ' ' && *p != '\t' && *p != '\n') p++;
+  }
+  argv[n] = NULL;
+  if (n == 0) {
+    free(argv);
+    return NULL;
+  }
+  return argv;
+}
+
 static int child_spawn(const char *command, Child *ch) {
-  wordexp_t words;
-  if (wordexp(command, &words, WRDE_NOCMD) != 0 || words.we_wordc == 0) {
-    fprintf(stderr, "loupe: cannot parse the command '%s'\n", command);
+  char **argv = command_words(command);
+  if (!argv) {
+    fprintf(stderr, "loupe: the -c command '%s' is empty\n", command);
     return -1;
   }
-  if (!can_execute(words.we_wordv[0])) {
-    fprintf(stderr, "loupe: cannot run '%s': no such program\n",
-            words.we_wordv[0]);
-    wordfree(&words);
+  if (!can_execute(argv[0])) {
+    fprintf(stderr, "loupe: cannot run '%s': no such program\n", argv[0]);
+    free(argv);
     return -1;
   }
   int go[2];
   if (pipe(go) < 0 || fcntl(go[1], F_SETFD, FD_CLOEXEC) < 0 ||
       fcntl(go[0], F_SETFD, FD_CLOEXEC) < 0) {
     perror("loupe: pipe");
-    wordfree(&words);
+    free(argv);
     return -1;
   }
   pid_t pid = fork();
   if (pid < 0) {
     perror("loupe: fork");
-    wordfree(&words);
+    free(argv);
     return -1;
   }
   if (pid == 0) {
     close(go[1]);
     char byte;
     if (read(go[0], &byte, 1) != 1) _exit(126);   /* loupe gave up */
-    execvp(words.we_wordv[0], words.we_wordv);
-    fprintf(stderr, "loupe: cannot run '%s': %s\n", words.we_wordv[0],
-            strerror(errno));
+    execvp(argv[0], argv);
+    fprintf(stderr, "loupe: cannot run '%s': %s\n", argv[0], strerror(errno));
     _exit(127);
   }
-  wordfree(&words);
+  free(argv);
   close(go[0]);
   ch->pid = pid;
   ch->go_fd = go[1];

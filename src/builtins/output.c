@@ -434,7 +434,8 @@ static void handle_cat(const PrintfDef *p, const uint8_t *payload,
   len = 0;
   int fd = open(path, O_RDONLY | O_CLOEXEC);
   if (fd < 0) {
-    fprintf(stderr, "ERROR: failed to open file '%s': %s\n", path,
+    /* current bpftrace's words (0.17 put ": " before the reason) */
+    fprintf(stderr, "ERROR: failed to open file '%s' (%s)\n", path,
             strerror(errno));
   } else {
     text = read_fd(fd, max_bytes > 0 ? max_bytes : CAT_BYTES_MAX, &len);

@@ -9,6 +9,34 @@
 
 /* ---- checks ---------------------------------------------------------- */
 
+/* str($1 + k): bpftrace reads a positional parameter inside str() as the
+ * address of its text, so a constant k from 0 to the text's length skips
+ * that many bytes of it. Turns p into that string; false if p is not a
+ * parameter plus something. */
+static bool check_positional_offset(Checker *c, Node *p) {
+  if (p->kind != N_BINOP || p->op != '+') return false;
+  Node *param = p->lhs, *off = p->rhs;
+  if (node_is_positional(off)) param = p->rhs, off = p->lhs;
+  if (!node_is_positional(param) || param->name[1] == '#') return false;
+  check_expr(c, param);   /* as a string: positional_as_string is set */
+  check_expr(c, off);
+  int64_t k;
+  if (param->kind != N_STR) return false;
+  if (!const_int(off, &k) || k < 0 || k > param->slen) {
+    error_at(c, off->span, "str(%s + N): N must be a constant from 0 to "
+             "the length of %s (%d)", param->name, param->name,
+             param->slen);
+    return true;
+  }
+  p->kind = N_STR;
+  p->name = param->name;   /* a parameter's text: cut to size, not refused */
+  p->sval = param->sval + k;
+  p->slen = param->slen - (int)k;
+  p->type = ty_str(p->slen + 1);
+  p->lhs = p->rhs = NULL;
+  return true;
+}
+
 /* str(p[, n]): a string of at most n - 1 bytes and its NUL; without n (or
  * with a larger one) of max_strlen bytes and the NUL, as bpftrace reads
  * it. A constant n sizes the string; any other n is checked when the
@@ -16,7 +44,7 @@
 static void check_str(Checker *c, Node *n) {
   Node *p = n->args;
   c->positional_as_string = true;   /* str($1) is the word as given */
-  check_expr(c, p);
+  if (!check_positional_offset(c, p)) check_expr(c, p);
   c->positional_as_string = false;
   int size = c->strlen + 1;
   if (p->next) {

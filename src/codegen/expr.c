@@ -541,9 +541,10 @@ void emit_truncate(Gen *g, int r, Type t) {
 }
 
 /* (uint8)x ... (int64)x, (bool)x: truncate, then extend by the new type;
- * (uint32)a of an integer array: its bytes, loaded at the type's width. */
+ * (uint32)a of an integer array: its bytes (read from memory first when
+ * the array is a field there), loaded at the type's width. */
 int gen_cast(Gen *g, Node *n) {
-  if (n->lhs->type.kind == TY_CVAL) {
+  if (n->lhs->type.kind == TY_CVAL || n->lhs->type.kind == TY_RECORD) {
     static const int widths[] = {[1] = BPF_B, [2] = BPF_H, [4] = BPF_W,
                                  [8] = BPF_DW};
     int at = buf_ref(g, n->lhs);

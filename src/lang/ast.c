@@ -16,6 +16,14 @@ Node *node_new(NodeKind kind, Span span) {
   return n;
 }
 
+bool node_is_positional(const Node *n) {
+  if ((n->kind != N_VAR && n->kind != N_INT && n->kind != N_STR) ||
+      !n->name || n->name[0] != '$')
+    return false;
+  char c = n->name[1];
+  return (c >= '0' && c <= '9') || c == '#';
+}
+
 const char *enum_value_name(const EnumDef *e, int64_t v) {
   for (const Enumerator *it = e ? e->items : NULL; it; it = it->next)
     if (it->value == v) return it->name;

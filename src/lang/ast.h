@@ -156,6 +156,8 @@ typedef enum NodeKind {
                    (an N_CAST without operand: name the type text, span
                    where it is written) or NULL, rhs the value or NULL;
                    part_span the '=' */
+  N_TYPEOF,     /* typeof(TYPE): name the type text; typeof(expr): lhs.
+                   A type given to a macro, sizeof() or a let, no value */
 } NodeKind;
 
 /* Operators: single characters stand for themselves ('+', '<', '!', ...);
@@ -377,5 +379,8 @@ typedef struct Script {
 /* Allocation helpers used by parser and later stages; memory is never
  * freed individually (the process is short-lived and the AST small). */
 Node *node_new(NodeKind kind, Span span);
+/* Whether n is a positional parameter ($1, $#), before or after the
+ * checker made it its value (which keeps the name). */
+bool node_is_positional(const Node *n);
 
 #endif

@@ -90,24 +90,9 @@ void check_let(Checker *c, Node *n) {
   v->let = n;
   var->var = v;
   Type t;
-  Node *of = n->cond ? n->cond->lhs : NULL;
-  if (of && of->kind == N_BUILTIN && !builtin_find(of->name, BI_WORD) &&
-      !enum_constant(c, of)) {
-    /* typeof(size_t): a lone word that is a type, not a value */
-    char err[160];
-    if (ctype_parse(of->name, err, sizeof err)) {
-      n->cond->name = of->name;
-      n->cond->lhs = NULL;
-    }
-  }
-  if (n->cond && n->cond->lhs) {   /* let $x: typeof(expr) */
-    check_expr(c, n->cond->lhs);
-    t = n->cond->lhs->type;
-    if (t.kind == TY_NONE || t.kind == TY_VOID) return;
-    v->type = ty_stored(t);
-    if (t.kind == TY_INT && !t.is_pointer) v->decl = t;
-  } else if (n->cond) {
-    if (!type_named(c, n->cond->name, n->cond->span, &t)) return;
+  if (n->cond) {
+    if (!type_given(c, n->cond->name, n->cond->lhs, n->cond->span, &t))
+      return;
     v->type = ty_stored(t);
     if (t.kind == TY_INT && !t.is_pointer) v->decl = t;
   } else {

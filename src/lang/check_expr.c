@@ -88,7 +88,7 @@ static bool type_of_ctype(const CType *ct, AddrSpace as, Type *out) {
     t.as = as;
     break;
   case C_ARRAY:
-    if (ct->target && ct->target->kind == C_INT && ct->target->size == 1) {
+    if (ct->target && ct->target->kind == C_INT && ct->target->is_char) {
       t = ty_str(ct->nelems > 0 ? ct->nelems : 1);   /* char name[N] */
       t.as = as;
     } else {
@@ -520,6 +520,24 @@ bool type_named(Checker *c, const char *name, Span at, Type *out) {
   return scalar_type_named(c, name, at, at, space_of(c, none), out);
 }
 
+/* The type a let's annotation or typeof() gives: the type named (name),
+ * or expr's: typeof(...) again, a lone word that names a type
+ * (typeof(size_t)), or any other expression, checked. False, perhaps
+ * after an error, if there is none. */
+bool type_given(Checker *c, const char *name, Node *expr, Span at,
+                Type *out) {
+  if (name) return type_named(c, name, at, out);
+  if (expr->kind == N_TYPEOF)
+    return type_given(c, expr->name, expr->lhs, expr->span, out);
+  char err[160];
+  if (expr->kind == N_BUILTIN && !builtin_find(expr->name, BI_WORD) &&
+      !enum_constant(c, expr) && ctype_parse(expr->name, err, sizeof err))
+    return type_named(c, expr->name, expr->span, out);
+  check_expr(c, expr);
+  *out = expr->type;
+  return out->kind != TY_NONE && out->kind != TY_VOID;
+}
+
 /* (type)x. Errors about the type point at "(type)", as bpftrace's do. */
 /* (int8[8])x, (uint8[])"abc": the bytes of an integer, a string or an
  * array as an array of integers of the same size in all (the count, when
@@ -556,11 +574,12 @@ static bool check_array_cast(Checker *c, Node *n) {
   return true;
 }
 
-/* (uint32)$a of an integer array: its bytes as one integer of the same
- * size. */
+/* (uint32)$a of an integer array, a copy or one in memory (a struct's
+ * uint8_t b[4]): its bytes as one integer of the same size. */
 static bool cast_from_int_array(Checker *c, Node *n, Type to) {
   const Type from = n->lhs->type;
-  if (from.kind != TY_CVAL || !from.ctype || from.ctype->kind != C_ARRAY ||
+  if ((from.kind != TY_CVAL && from.kind != TY_RECORD) || !from.ctype ||
+      from.ctype->kind != C_ARRAY ||
       !from.ctype->target || from.ctype->target->kind != C_INT)
     return false;
   if (to.is_pointer || to.size != from.size)
@@ -856,9 +875,31 @@ static void check_index(Checker *c, Node *n) {
 static void check_sizeof(Checker *c, Node *n) {
   int64_t value = 0;
   char err[200];
+  Type t;
+  /* sizeof(TYPE[N]) goes through typeof, which knows array types, and
+   * sizeof(typeof(TYPE)) of any other TYPE is sizeof(TYPE) */
+  if (n->kind == N_SIZEOF && n->name && strchr(n->name, '[')) {
+    n->lhs = node_new(N_TYPEOF, n->span);
+    n->lhs->name = n->name;
+    n->name = NULL;
+  }
+  if (n->kind == N_SIZEOF && !n->name && n->lhs->kind == N_TYPEOF &&
+      n->lhs->name && !strchr(n->lhs->name, '['))
+    n->name = n->lhs->name, n->lhs = NULL;
+  if (n->kind == N_SIZEOF && n->name && !ctype_parse(n->name, err, sizeof err)) {
+    /* sizeof(NAME) of a word that names no type but an enumerator
+     * (sizeof(BTF_VAR_STATIC)): the size of that constant */
+    Node *word = node_new(N_BUILTIN, n->span);
+    word->name = n->name;
+    if (enum_constant(c, word)) n->lhs = word, n->name = NULL;
+  }
   if (n->kind == N_SIZEOF && !n->name) {
-    check_expr(c, n->lhs);
-    Type t = n->lhs->type;
+    if (n->lhs->kind == N_TYPEOF) {
+      if (!type_given(c, NULL, n->lhs, n->lhs->span, &t)) return;
+    } else {
+      check_expr(c, n->lhs);
+      t = n->lhs->type;
+    }
     int align;
     value = t.kind == TY_INT ? (t.is_pointer ? 8 : t.size)
             : t.kind == TY_RECORD || t.kind == TY_CVAL ? t.size
@@ -1007,6 +1048,10 @@ void check_expr(Checker *c, Node *n) {
     break;
   case N_BUILTIN:
     check_builtin(c, n);
+    break;
+  case N_TYPEOF:
+    error_at(c, n->span, "typeof() gives a type, not a value: pass it to a "
+             "macro, sizeof() or a let declaration");
     break;
   case N_VAR: {
     if (check_positional(c, n)) break;

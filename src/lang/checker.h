@@ -89,6 +89,10 @@ void var_holds(VarSym *v, Type t);
 Type int_operand_type(Checker *c, const Node *n);
 /* The type a cast or a declaration names; reports at `at` if none. */
 bool type_named(Checker *c, const char *name, Span at, Type *out);
+/* The type a let's annotation or typeof() gives: named by name, else
+ * expr's (typeof(...), a lone type word, or an expression, checked). */
+bool type_given(Checker *c, const char *name, Node *expr, Span at,
+                Type *out);
 /* let $x [: type] [= value] (check_decl.c) */
 void check_let(Checker *c, Node *n);
 /* x = v, also for let with a value; check_assigned once v is checked */

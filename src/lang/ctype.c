@@ -160,14 +160,23 @@ static const CType *bool_type(void) {
   return t;
 }
 
-static const CType *char_type(bool is_signed) {
-  static CType *t[2];
-  if (!t[is_signed]) {
-    t[is_signed] = new_type(C_INT, is_signed ? "char" : "unsigned char", 1, 1);
-    t[is_signed]->is_signed = is_signed;
-    t[is_signed]->is_char = true;
+/* C's three character types. Plain `char` is what bpftrace reads as
+ * text: an array of it is a string (char comm[16]). `signed char` and
+ * `unsigned char` (int8_t, uint8_t) are small integers, and arrays of them
+ * arrays of numbers, as in bpftrace. */
+static const CType *char_type(bool plain, bool is_signed) {
+  static CType *t[2][2];
+  CType **slot = &t[plain][is_signed];
+  if (!*slot) {
+    *slot = new_type(C_INT,
+                     plain       ? "char"
+                     : is_signed ? "signed char"
+                                 : "unsigned char",
+                     1, 1);
+    (*slot)->is_signed = is_signed;
+    (*slot)->is_char = plain;
   }
-  return t[is_signed];
+  return *slot;
 }
 
 static const CType *builtin_named(const char *name) {
@@ -203,7 +212,7 @@ static const CType *c_integer(char **words, int n) {
   if (nsigned + nunsigned > 1 || nchar + nshort + (nlong > 0) > 1 ||
       nint > 1 || nlong > 2 || (nchar && nint))
     return NULL;
-  if (nchar) return nunsigned ? char_type(false) : char_type(true);
+  if (nchar) return char_type(!nsigned && !nunsigned, !nunsigned);
   int size = nshort ? 2 : nlong ? 8 : 4;
   return int_type(size, !nunsigned);
 }
@@ -223,7 +232,7 @@ static CType *btf_int(const struct btf_type *bt) {
   CType *t = new_type(C_INT, name, (int)bt->size, (int)bt->size);
   t->is_signed = (enc & BTF_INT_SIGNED) != 0;
   t->is_bool = (enc & BTF_INT_BOOL) != 0;
-  t->is_char = (enc & BTF_INT_CHAR) || (name && strstr(name, "char"));
+  t->is_char = name && !strcmp(name, "char");   /* not signed/unsigned */
   return t;
 }
 
@@ -679,7 +688,9 @@ const CType *ctype_int(int size, bool is_signed) {
   return size >= 1 && size <= 8 ? int_type(size, is_signed) : NULL;
 }
 
-const CType *ctype_char(bool is_signed) { return char_type(is_signed); }
+const CType *ctype_char(bool plain, bool is_signed) {
+  return char_type(plain, is_signed);
+}
 const CType *ctype_bool(void) { return bool_type(); }
 const CType *ctype_void(void) { return void_type(); }
 

@@ -38,7 +38,8 @@ typedef struct CType {
   int align;          /* bytes */
   bool is_signed;     /* C_INT, C_ENUM */
   bool is_bool;       /* C_INT: _Bool */
-  bool is_char;       /* C_INT: char, signed char, unsigned char */
+  bool is_char;       /* C_INT: plain char (not signed or unsigned char),
+                         whose arrays are strings */
   const struct CType *target;  /* C_PTR: pointee; C_ARRAY: element;
                                   C_FUNC: return type */
   int nelems;         /* C_ARRAY: number of elements (0: flexible) */
@@ -132,10 +133,10 @@ void ctype_set_fields(CType *t, CField *fields, int n);
 /* Sets f's offset, bit_offset and bit_size for a bitfield of `bits` bits
  * `bitoff` bits into its record; f->type must be set. */
 void ctype_place_bitfield(CField *f, int bitoff, int bits);
-/* The shared integer types: size 1, 2, 4 or 8 (else NULL); char; bool;
- * void. */
+/* The shared integer types: size 1, 2, 4 or 8 (else NULL); char (plain
+ * char, or signed or unsigned char); bool; void. */
 const CType *ctype_int(int size, bool is_signed);
-const CType *ctype_char(bool is_signed);
+const CType *ctype_char(bool plain, bool is_signed);
 const CType *ctype_bool(void);
 const CType *ctype_void(void);
 /* The BTF id of the kernel's per-CPU variable `name` (a VAR in the

@@ -25,6 +25,7 @@
  * arity, which wins. */
 #include "lang/macro.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -107,12 +108,6 @@ static int count_list(const Node *n) {
   return k;
 }
 
-static bool is_positional(const Node *var) {
-  if (var->kind != N_VAR) return false;
-  char c = var->name[1];
-  return (c >= '0' && c <= '9') || c == '#';
-}
-
 /* "1 argument", "2 arguments". */
 static const char *arguments(int k) {
   static char buf[32];
@@ -157,11 +152,11 @@ static bool args_fit(Expander *x, const MacroDef *m, Node **args) {
                                                          : "a map")
                        : a->kind == N_VAR ? "a variable"
                                           : "an expression";
-    if ((p->kind == N_VAR && (a->kind != N_VAR || is_positional(a))) ||
+    if ((p->kind == N_VAR && (a->kind != N_VAR || node_is_positional(a))) ||
         (p->kind == N_MAP && (a->kind != N_MAP || a->args))) {
       diag_error(x->d, a->span, "macro %s takes %s for %s, not %s", m->name,
                  p->kind == N_VAR ? "a $variable" : "a whole map", p->name,
-                 is_positional(a) ? "a positional parameter" : what);
+                 node_is_positional(a) ? "a positional parameter" : what);
       ok = false;
     }
   }
@@ -269,6 +264,52 @@ static void walk_map(Expander *x, Expansion *e, Node *n) {
                e->m->name, n->name);
 }
 
+/* A type written with a plain parameter's name, as in sizeof(t), sizeof(t *),
+ * (t *)x, offsetof(t, f) or let $v: t, where t was given typeof(TYPE):
+ * that type. sizeof(t) and let $v: t of any other argument take the
+ * argument itself (its type, or typeof(expr)'s), expanded in the caller
+ * already: true then, and n is not walked further. */
+static bool settle_type_name(Expander *x, Expansion *e, Node *n) {
+  size_t len = strcspn(n->name, " *[");
+  char word[128];
+  if (len >= sizeof word) return false;
+  memcpy(word, n->name, len);
+  word[len] = 0;
+  int i = param_index(e->m, N_BUILTIN, word);
+  if (i < 0) return false;
+  const Node *a = e->args[i];
+  if (a->kind == N_TYPEOF && a->name) {
+    size_t size = strlen(a->name) + strlen(n->name + len) + 1;
+    char *text = malloc(size);
+    if (!text) abort();
+    snprintf(text, size, "%s%s", a->name, n->name + len);
+    n->name = text;
+  } else if (!n->name[len] && (n->kind == N_SIZEOF ||
+                               (n->kind == N_CAST && !n->lhs))) {
+    n->name = NULL;   /* sizeof(t), or a let's annotation: t's value */
+    n->lhs = clone_node(a, 0);
+    return true;
+  } else {
+    diag_error(x->d, n->span, "macro %s uses %s as a type here, so it must "
+               "be given one: typeof(TYPE)", e->m->name, word);
+  }
+  return false;
+}
+
+/* sizeof(t[N]) with t given typeof(TYPE) is the size of TYPE[N]. */
+static void settle_sizeof_array(Node *n) {
+  Node *ix = n->lhs;
+  if (!ix || ix->kind != N_INDEX || ix->lhs->kind != N_TYPEOF ||
+      !ix->lhs->name || ix->rhs->kind != N_INT || ix->rhs->ival <= 0)
+    return;
+  size_t size = strlen(ix->lhs->name) + 24;
+  n->name = malloc(size);
+  if (!n->name) abort();
+  snprintf(n->name, size, "%s[%lld]", ix->lhs->name,
+           (long long)ix->rhs->ival);
+  n->lhs = NULL;
+}
+
 /* An expression statement whose expression is a block (an expanded macro
  * or a block passed for a parameter) becomes that block as a statement:
  * its statements, then its value as a statement of its own. */
@@ -302,6 +343,15 @@ static Node *walk(Expander *x, Expansion *e, Node *n, bool stmt) {
   case N_EXPR_STMT:
     n->lhs = walk(x, e, n->lhs, true);
     return flatten(n);
+  case N_TYPEOF:
+    /* typeof(t) of a parameter given typeof(...) is what t was given */
+    if (n->lhs) n->lhs = walk(x, e, n->lhs, false);
+    return n->lhs && n->lhs->kind == N_TYPEOF ? n->lhs : n;
+  case N_SIZEOF:
+  case N_CAST:
+  case N_OFFSETOF:
+    if (e && n->name && settle_type_name(x, e, n)) return n;
+    break;
   default:
     break;
   }
@@ -310,6 +360,7 @@ static Node *walk(Expander *x, Expansion *e, Node *n, bool stmt) {
     if (*kids[i]) *kids[i] = walk(x, e, *kids[i], false);
   walk_list(x, e, &n->args);
   walk_list(x, e, &n->body);
+  if (n->kind == N_SIZEOF) settle_sizeof_array(n);
   return n;
 }
 

@@ -210,16 +210,41 @@ static bool starts_type(Parser *P) {
   return after.kind == TK_PUNCT && (after.op == ')' || after.op == '*');
 }
 
-/* sizeof(TYPE) or sizeof(expr), after the keyword. */
+static void parse_array_dims(Parser *P, char **text, Span *at);
+
+/* sizeof(TYPE), sizeof(TYPE[N]) or sizeof(expr), after the keyword. */
 static Node *parse_sizeof(Parser *P) {
   Node *n = node_new(N_SIZEOF, P->tok.span);
   next(P);
   expect(P, '(', "(");
   Span type_span;
-  if (starts_type(P))
+  if (starts_type(P)) {
     n->name = parse_type_text(P, &type_span);
-  else
+    parse_array_dims(P, &n->name, &type_span);
+  } else {
     n->lhs = parse_expr(P);
+  }
+  n->span = span_join(n->span, expect(P, ')', ")"));
+  return n;
+}
+
+/* typeof(TYPE) or typeof(expr), after the keyword: a type to give to a
+ * macro, sizeof() or a let. A lone word (typeof(size_t), or a macro's
+ * parameter) is read as an expression; the macro expander and the
+ * checker see which it is. */
+static Node *parse_typeof(Parser *P) {
+  Node *n = node_new(N_TYPEOF, P->tok.span);
+  next(P);
+  expect(P, '(', "(");
+  Token after = peek(P);
+  if (is_type_word(&P->tok) ||
+      (starts_type(P) && after.kind == TK_PUNCT && after.op == '*')) {
+    Span type_span;
+    n->name = parse_type_text(P, &type_span);
+    parse_array_dims(P, &n->name, &type_span);
+  } else {
+    n->lhs = parse_expr(P);
+  }
   n->span = span_join(n->span, expect(P, ')', ")"));
   return n;
 }
@@ -465,6 +490,8 @@ static Node *parse_identifier(Parser *P) {
     if (is_word(P, reserved[i])) unexpected(P, NULL);
   if (is_word(P, "sizeof")) return parse_sizeof(P);
   if (is_word(P, "offsetof")) return parse_offsetof(P);
+  if (is_word(P, "typeof") && peek(P).kind == TK_PUNCT && peek(P).op == '(')
+    return parse_typeof(P);
   if (is_word(P, "container_of") && peek(P).kind == TK_PUNCT &&
       peek(P).op == '(')
     return parse_container_of(P);
@@ -835,21 +862,11 @@ static Node *parse_let(Parser *P) {
     next(P);
     Span at;
     Node *t = node_new(N_CAST, P->tok.span);
-    if (is_word(P, "typeof")) {   /* the type of an expression */
-      next(P);
-      expect(P, '(', "(");
-      /* or a type itself: typeof(struct S), typeof(size_t *); a lone
-       * word (typeof(size_t), or a macro's parameter) is left to the
-       * checker */
-      Token after = peek(P);
-      if (is_type_word(&P->tok) ||
-          (starts_type(P) && after.kind == TK_PUNCT && after.op == '*')) {
-        Span type_span;
-        t->name = parse_type_text(P, &type_span);
-      } else {
-        t->lhs = parse_expr(P);
-      }
-      at = span_join(t->span, expect(P, ')', ")"));
+    if (is_word(P, "typeof")) {   /* a type, or the type of an expression */
+      Node *of = parse_typeof(P);
+      t->name = of->name;
+      t->lhs = of->lhs;
+      at = of->span;
     } else {
       t->name = parse_type_text(P, &at);
       parse_array_dims(P, &t->name, &at);

@@ -616,7 +616,9 @@ static void put_key(const MapSym *m, int i, const uint8_t *key, bool json,
     fputs(stack_text(t, (uint64_t)read_s64(k), 4), out);
   } else if (t->kind == TY_INT && !t->is_bool && !t->is_pointer &&
              !t->time_fmt && !t->named) {
-    if (t->is_signed || t->size >= 8)
+    /* unsigned keys print unsigned at every width: 0.17 showed a uint64
+     * key of 2^63 or more as negative, a value the script never stored */
+    if (t->is_signed)
       fprintf(out, "%" PRId64, read_s64(k));
     else
       fprintf(out, "%" PRIu64, (uint64_t)read_s64(k));

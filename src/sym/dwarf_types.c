@@ -84,7 +84,9 @@ static const CType *base_type(Dwarf_Die *die) {
     break;
   case DW_ATE_signed_char:
   case DW_ATE_unsigned_char:
-    if (size == 1) return ctype_char(enc == DW_ATE_signed_char);
+    if (size == 1)
+      return ctype_char(name && !strcmp(name, "char"),
+                        enc == DW_ATE_signed_char);
     break;
   case DW_ATE_float:
   case DW_ATE_complex_float:
