@@ -410,13 +410,12 @@ static void emit_seq_write(Gen *g) {
 
 /* Ends an output subprogram: if the ring refused the record (r0 < 0),
  * one more in the count user space reports as lost events. Only
- * the failure path does any work. It returns the helper's result, a
- * scalar, which no caller reads: no `r0 = 0` before the exit. */
+ * the failure path does any work. */
 static void emit_count_lost(Gen *g) {
   int sent = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
   emit_count_failure(g, COUNT_SLOT_LOST);
   patch_here(g, sent);
-  emit(g, I_EXIT());
+  emit_return(g);
 }
 
 /* The subprograms the probe called, with their calls patched. */
