@@ -59,11 +59,21 @@ int unknown_space_str_helper(Gen *g) {
 }
 
 /* A string field: a char array in the record, or a __data_loc string
- * somewhere after it. */
+ * somewhere after it; or an array of numbers, copied whole. */
 void gen_field_str(Gen *g, Node *n, int dst, int cap) {
   const TpField *f = target_field(g, n);
   if (!f) {
     fail(g, n->span, "internal error: no field '%s' here", n->name);
+    return;
+  }
+  if (f->is_array && !f->is_string) {
+    int size = f->size < cap ? f->size : cap;
+    if (size < cap) emit_zero(g, dst + (size & ~7), cap - (size & ~7));
+    emit_ctx(g, BPF_REG_3);
+    emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, f->offset));
+    emit_scratch(g, BPF_REG_1, dst);
+    emit(g, I_MOV64_IMM(BPF_REG_2, size));
+    emit_call(g, BPF_FUNC_probe_read_kernel);
     return;
   }
   emit_zero(g, dst, cap);

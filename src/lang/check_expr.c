@@ -19,6 +19,22 @@
 static Type field_type(const TpField *f, const char *category, int strlen) {
   if (f->is_string)
     return ty_str(f->data_loc ? strlen + 1 : f->size);   /* as str() */
+  if (f->is_array) {
+    /* "__u8[4]": a copy of the array, as a struct member's would be; an
+     * element type loupe cannot name reads as unsigned bytes */
+    const char *open = strrchr(f->type_text, '[');
+    int n = open ? atoi(open + 1) : 0;
+    char base[160], err[160];
+    snprintf(base, sizeof base, "%.*s",
+             open ? (int)(open - f->type_text) : 0, f->type_text);
+    const CType *el = ctype_parse(base, err, sizeof err);
+    if (!el || el->size <= 0 || n <= 0 || el->size * n != f->size) {
+      el = ctype_int(1, false);
+      n = f->size;
+    }
+    const CType *ct = ctype_array_of(el, n);
+    return (Type){.kind = TY_CVAL, .size = ct->size, .ctype = ct};
+  }
   if (f->is_pointer) {
     Type t = ty_int(8, false);
     t.is_pointer = true;
@@ -209,20 +225,14 @@ void check_target_field(Checker *c, Node *n, bool want_return) {
                  ap->provider, t->category, t->event, n->name);
         return;
       }
-      if (f->is_array && !f->is_string) {
-        error_at(c, n->span,
-                 "field '%s' of tracepoint %s:%s is an array (%s); loupe "
-                 "cannot read array fields yet",
-                 n->name, t->category, t->event, f->type_text);
-        return;
-      }
       Type ft = field_type(f, t->category, c->strlen);
       if (first) {
         n->type = ft;
         n->field_offset = f->offset;
         n->field_data_loc = f->data_loc;
         first = false;
-      } else if (ft.kind != n->type.kind) {
+      } else if (ft.kind != n->type.kind ||
+                 (ft.kind == TY_CVAL && ft.size != n->type.size)) {
         error_at(c, n->span,
                  "field '%s' has different types in the probe's tracepoints",
                  n->name);
