@@ -122,6 +122,18 @@ static void gen_body(Gen *g, Probe *probe, int buf_base, bool big) {
   if (buf_base == BPF_REG_9) emit_scratch_base(g);
 
   place_vars(g, probe);
+  /* a variable read after the block it was assigned in (bpftrace 0.17's
+   * probe-wide variables) reads 0 until assigned */
+  for (VarSym *v = probe->vars; v; v = v->next) {
+    if (!v->probe_wide || v->frame != 0) continue;
+    if (is_buffer(v->type)) {
+      emit_zero(g, v->stack_off, value_cap(v->type));
+    } else {
+      emit(g, I_ST(BPF_DW, BPF_REG_10, v->stack_off, 0));
+      v->known = true;
+      v->value = 0;
+    }
+  }
   if (probe->pred) {
     int stack_mark = g->stack_top, scratch_mark = g->scratch_top;
     g->span = probe->pred->span;

@@ -115,6 +115,9 @@ typedef struct VarSym {
   int ctx_off;     /* codegen, with outer: its place in the loop's context */
   bool known;      /* codegen: the variable holds `value` at this point */
   int64_t value;
+  bool probe_wide;  /* check: read after the block it was assigned in, as
+                       bpftrace 0.17 allows: one variable for the probe,
+                       zeroed when the probe starts (codegen) */
 } VarSym;
 
 /* Records sent to user space through the ring buffer start with this. */

@@ -268,6 +268,13 @@ typedef struct Probe {
   bool uses_ctx;     /* set by check: reads the program's context (`args`,
                         `arg0`..`arg5`, `retval`) */
   struct VarSym *vars;  /* set by check: the probe's scratch variables */
+  struct WideVar {      /* check: variables read after the block they were
+                           assigned in (VarSym.probe_wide), with where */
+    const char *name;
+    int scope;
+    Span first_read;
+  } *wide;
+  int nwide;
 } Probe;
 
 /* A member of a struct the script defines: "char name[16];". */

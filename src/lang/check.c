@@ -124,9 +124,43 @@ static void var_unify_captured(Probe *p) {
   }
 }
 
+/* Whether $name (of macro scope `scope`) is one the first pass found read
+ * after the block it was assigned in (Probe.wide). */
+static bool var_is_wide(Checker *c, const char *name, int scope) {
+  for (int i = 0; i < c->probe->nwide; i++)
+    if (!strcmp(c->probe->wide[i].name, name) && c->probe->wide[i].scope == scope)
+      return true;
+  return false;
+}
+
+/* A read of $x that no visible variable answers, in the first pass: if an
+ * assignment (never a let) made $x in a block that has ended, bpftrace
+ * 0.17, whose variables belong to the whole probe, reads that variable.
+ * The name is noted, and in the second pass it is one variable for the
+ * whole probe, with a warning. Returns the variable the block made (whose
+ * type the dry run goes on with), or NULL. */
+VarSym *var_note_wide(Checker *c, const Node *var) {
+  if (c->frame != 0) return NULL;
+  VarSym *assigned = NULL;
+  for (VarSym *v = c->probe->vars; v; v = v->next) {
+    if (strcmp(v->name, var->name) || v->scope != var->scope) continue;
+    if (v->let) return NULL;   /* declared with let: scoped on purpose */
+    if (v->frame == 0 && !assigned) assigned = v;
+  }
+  if (!assigned || var_is_wide(c, var->name, var->scope)) return assigned;
+  Probe *p = c->probe;
+  p->wide = realloc(p->wide, sizeof(*p->wide) * (p->nwide + 1));
+  p->wide[p->nwide++] = (struct WideVar){var->name, var->scope, var->span};
+  return assigned;
+}
+
 VarSym *var_new(Checker *c, const Node *var) {
   VarSym *v = calloc(1, sizeof(*v));
   v->block = c->nopen ? c->open[c->nopen - 1] : 0;
+  if (c->frame == 0 && var_is_wide(c, var->name, var->scope)) {
+    v->block = 0;
+    v->probe_wide = true;
+  }
   v->name = strdup(var->name);
   v->scope = var->scope;
   v->frame = c->frame;
@@ -794,6 +828,13 @@ static void check_probe(Checker *c, Probe *p) {
   c->nblocks = c->nopen = 0;
   c->learnt_vars = c->pass == 2 ? p->vars : NULL;
   p->vars = NULL;
+  if (c->pass == 1) p->nwide = 0;
+  for (int i = 0; c->pass == 2 && i < p->nwide; i++)
+    diag_warning(c->d, p->wide[i].first_read,
+                 "%s is read after the block it was assigned in: as bpftrace "
+                 "0.17 does, loupe makes it one variable for the whole "
+                 "probe, 0 until assigned (current bpftrace refuses this; "
+                 "declare it with let before the block)", p->wide[i].name);
   if (p->pred) {
     check_expr(c, p->pred);
     if (p->pred->type.kind != TY_INT && p->pred->type.kind != TY_NONE)

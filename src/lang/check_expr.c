@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 
 #include "builtins/builtin.h"
 #include "lang/checker.h"
@@ -244,6 +245,26 @@ void check_target_field(Checker *c, Node *n, bool want_return) {
   }
 }
 
+/* Constants of kernel headers that bpftrace's tools use after including
+ * them (<linux/sched.h>, <linux/socket.h>): the task states that have kept
+ * their values across kernel versions, and the address families, as the
+ * C library knows them. loupe reads no system headers, so it knows these
+ * names itself; a script's own #define or enum of the name comes first. */
+static int kernel_macro_number(const char *name) {
+  static const struct { const char *name; int nr; } known[] = {
+      {"TASK_RUNNING", 0}, {"TASK_INTERRUPTIBLE", 1},
+      {"TASK_UNINTERRUPTIBLE", 2}, {"__TASK_STOPPED", 4},
+      {"__TASK_TRACED", 8}, {"EXIT_DEAD", 16}, {"EXIT_ZOMBIE", 32},
+      {"TASK_PARKED", 64}, {"TASK_DEAD", 128},
+      {"AF_UNSPEC", AF_UNSPEC}, {"AF_UNIX", AF_UNIX}, {"AF_LOCAL", AF_LOCAL},
+      {"AF_INET", AF_INET}, {"AF_INET6", AF_INET6},
+      {"AF_NETLINK", AF_NETLINK}, {"AF_PACKET", AF_PACKET},
+      {"AF_VSOCK", AF_VSOCK}, {"AF_XDP", AF_XDP}};
+  for (size_t i = 0; i < sizeof known / sizeof known[0]; i++)
+    if (!strcmp(known[i].name, name)) return known[i].nr;
+  return -1;
+}
+
 /* The number of an errno name (ENOENT) or a signal name (SIGKILL), or -1.
  * Only upper-case words are asked about, so no identifier of the script
  * can be taken for one by accident of spelling. */
@@ -312,6 +333,7 @@ static void check_builtin(Checker *c, Node *n) {
   /* ENOENT, SIGKILL...: the numbers <errno.h> and <signal.h> define, as
    * the C library knows them */
   if (nr < 0) nr = errno_or_signal_number(n->name);
+  if (nr < 0) nr = kernel_macro_number(n->name);   /* TASK_RUNNING, AF_INET */
   if (nr >= 0) {
     n->kind = N_INT;
     n->ival = nr;
@@ -1066,6 +1088,7 @@ void check_expr(Checker *c, Node *n) {
   case N_VAR: {
     if (check_positional(c, n)) break;
     VarSym *v = var_find(c, n);
+    if (!v && c->pass == 1) v = var_note_wide(c, n);
     if (!v || v->type.kind == TY_NONE) {
       error_at(c, n->span, "Undefined or undeclared variable: %s", n->name);
       return;

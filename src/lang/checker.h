@@ -80,6 +80,7 @@ MapSym *map_find(Compiled *out, const char *name);
 VarSym *var_find(Checker *c, const Node *var);
 /* A new variable, in the innermost block being checked. */
 VarSym *var_new(Checker *c, const Node *var);
+VarSym *var_note_wide(Checker *c, const Node *var);
 /* Variables keep integers in 64 bits, extended by their type; reads of
  * one that only ever held narrower integers of its sign have that width
  * where it shows, in unary operators, as in bpftrace (check_decl.c):
