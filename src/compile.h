@@ -20,8 +20,9 @@ typedef struct CompileSettings {
   int target_pid;    /* -p PID (0: none) */
   const char *probe_filter;  /* --probe-filter REGEX, or NULL */
   bool helper_errors;  /* -k: report helpers that fail while probes run */
-  bool comm_padded;    /* the kernel's bpf_get_current_comm zero-fills its
-                          buffer (kernel_pads_comm), so comm needs no zeroing */
+  bool (*comm_padded)(void);  /* asked, once a script uses comm, whether the
+                                 kernel's bpf_get_current_comm zero-fills its
+                                 buffer (kernel_pads_comm); NULL: assume not */
 } CompileSettings;
 
 /* The front half: parse, config block, attach-point parameters, macros and

@@ -461,7 +461,7 @@ static CompileSettings settings_of(const Options *o) {
       .target_pid = o->pid,
       .probe_filter = o->probe_filter,
       .helper_errors = o->helper_errors,
-      .comm_padded = geteuid() == 0 && kernel_pads_comm(),
+      .comm_padded = geteuid() == 0 ? kernel_pads_comm : NULL,
   };
 }
 

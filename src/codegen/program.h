@@ -240,7 +240,8 @@ typedef struct Compiled {
   int max_strlen;          /* a string of max_strlen bytes was cut   */
   const char *str_trailer; /* printed after such a string */
   bool helper_errors;      /* -k: report failing helpers (helper_sites) */
-  bool comm_padded;        /* bpf_get_current_comm zero-fills (probed) */
+  bool (*comm_padded)(void);  /* asked when comm is used: does
+                                 bpf_get_current_comm zero-fill? (NULL: no) */
   bool no_warnings;        /* --no-warnings: run-time warnings too */
   HelperSite *helper_sites;
   int nhelper_sites;

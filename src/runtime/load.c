@@ -11,7 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <pthread.h>
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <unistd.h>
@@ -36,13 +35,12 @@ static const Span no_span;
 /* Newer kernels copy comm with strscpy_pad; older ones (6.1) with strscpy,
  * which leaves the bytes after the name's NUL word as they were. A program
  * run once through BPF_PROG_TEST_RUN fills a 16-byte buffer with 0xff,
- * lets the helper write the name and returns bytes 8..11. It runs in a
- * thread of its own named "loupe": with a name shorter than 8 bytes
- * strscpy never writes the second word, so zeros there mean padding. A
- * kernel that refuses the run gives false, and codegen zeroes the buffer
- * itself. */
-static void *comm_padding_probe(void *result) {
-  prctl(PR_SET_NAME, "loupe");
+ * lets the helper write the name and returns bytes 8..11: with a name
+ * shorter than 8 bytes strscpy never writes the second word, so zeros
+ * there mean padding. A longer name of loupe's own is swapped for "loupe"
+ * while the program runs. A kernel that refuses the run gives false, and
+ * codegen zeroes the buffer itself. */
+static bool comm_padding_probe(void) {
   const struct bpf_insn insns[] = {
       I_ST(BPF_DW, BPF_REG_10, -16, -1),
       I_ST(BPF_DW, BPF_REG_10, -8, -1),
@@ -55,23 +53,21 @@ static void *comm_padding_probe(void *result) {
   };
   int fd = bpf_prog_load(BPF_PROG_TYPE_RAW_TRACEPOINT, "loupe_comm", "GPL",
                          insns, sizeof(insns) / sizeof(insns[0]), NULL);
-  if (fd < 0) return NULL;
+  if (fd < 0) return false;
+  char name[17] = "";
+  bool renamed = prctl(PR_GET_NAME, name) == 0 && strlen(name) >= 8 &&
+                 prctl(PR_SET_NAME, "loupe") == 0;
   LIBBPF_OPTS(bpf_test_run_opts, run);
-  if (bpf_prog_test_run_opts(fd, &run) == 0 && run.retval == 0)
-    *(bool *)result = true;
+  bool pads = bpf_prog_test_run_opts(fd, &run) == 0 && run.retval == 0;
+  if (renamed) prctl(PR_SET_NAME, name);
   close(fd);
-  return NULL;
+  return pads;
 }
 
 bool kernel_pads_comm(void) {
   static int known = -1;
-  if (known >= 0) return known;
-  bool pads = false;
-  pthread_t t;
-  if (pthread_create(&t, NULL, comm_padding_probe, &pads) == 0)
-    pthread_join(t, NULL);
-  known = pads;
-  return pads;
+  if (known < 0) known = comm_padding_probe();
+  return known;
 }
 
 /* The kernel accepts [A-Za-z0-9_.] in object names, at most 15 bytes;
