@@ -798,12 +798,11 @@ static void check_deref(Checker *c, Node *n) {
     n->type.size = 8;   /* the variable's home holds 8 bytes */
     return;
   }
-  if (!t.ctype || t.ctype->kind == C_VOID) {
-    error_at(c, n->span, "Can not dereference '%s': what it points to is "
-             "unknown; cast it first, e.g. *(uint8 *)p", TYPE_NAME(t));
-    return;
-  }
-  if (!type_of_ctype(t.ctype, space_of(c, t), &n->type)) {
+  /* a pointer to nothing known (kaddr("avenrun"), void *): bpftrace 0.17
+   * reads a signed 64-bit integer there, as its tools expect */
+  const CType *target = !t.ctype || t.ctype->kind == C_VOID
+                            ? ctype_int(8, true) : t.ctype;
+  if (!type_of_ctype(target, space_of(c, t), &n->type)) {
     char name[120];
     error_at(c, n->span, "loupe cannot read a value of type '%s' yet",
              ctype_name(t.ctype, name, sizeof(name)));
