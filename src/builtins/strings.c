@@ -83,10 +83,26 @@ static void check_buf(Checker *c, Node *n) {
   int64_t v;
   check_expr(c, a);
   int size = c->strlen;
-  if (a->next) {
-    check_expr(c, a->next);   /* buf(p, $1): the parameter's value */
+  Node *len = a->next;
+  bool literal = len && (len->kind == N_INT ||
+                         (len->kind == N_UNOP && len->op == '-' &&
+                          len->lhs->kind == N_INT));
+  if (len && !literal) {
+    /* buf(p, $skb->len): known only when the probe runs, so the buffer
+     * holds up to max_strlen bytes and the length read is cut to that,
+     * as bpftrace 0.17 does (undump.bt) */
+    check_expr(c, len);   /* buf(p, $1): the parameter's value */
+    if (len->type.kind != TY_INT || len->type.is_pointer) {
+      if (len->type.kind != TY_NONE)
+        error_at(c, len->span, "buf(): the length must be an integer, got %s",
+                 TYPE_NAME(len->type));
+      return;
+    }
+    n->ival = 1;   /* the length is read at run time */
+  } else if (len) {
+    check_expr(c, len);   /* buf(p, $1): the parameter's value */
     int most = c->strlen > 1024 ? c->strlen : 1024;
-    if (!want_const(c, a->next, n->name, "the length", 1, most, &v)) return;
+    if (!want_const(c, len, n->name, "the length", 1, most, &v)) return;
     size = (int)v;
   } else if (a->type.kind == TY_INT) {
     error_at(c, n->span, "buf() of a pointer needs a length: buf(p, n)");
@@ -254,9 +270,42 @@ static void gen_str_fn(Gen *g, Node *n, int dst, int cap) {
 
 /* buf(p, n): an 8-byte length, then n bytes read from p (or a string's
  * first n bytes). */
+/* buf(p, len) with len known only at run time: up to `size` bytes are
+ * read (len cut to 0..size, which the verifier needs for the read's
+ * length), and the length word says how many. */
+static void gen_buf_runtime_len(Gen *g, Node *n, int dst, int cap) {
+  Node *arg = n->args;
+  int size = n->type.size;
+  Held p = {-1, 0};
+  if (arg->type.kind == TY_INT) p = hold(g, gen_int(g, arg));
+  else gen_buf(g, arg, dst + 8, cap - 8);
+  int l = gen_int(g, arg->next);
+  emit(g, I_JMP_IMM(BPF_JSGE, l, 0, 1));
+  emit(g, I_MOV64_IMM(l, 0));
+  emit(g, I_JMP_IMM(BPF_JLE, l, size, 1));
+  emit(g, I_MOV64_IMM(l, size));
+  Held hl = hold(g, l);
+  if (arg->type.kind == TY_INT) {
+    if (cap > 8) emit_zero(g, dst + 8, cap - 8);
+    int pr = held_reg(g, p, BPF_REG_3);
+    if (pr != BPF_REG_3) emit(g, I_MOV64_REG(BPF_REG_3, pr));
+    int lr = held_reg(g, hl, BPF_REG_2);
+    if (lr != BPF_REG_2) emit(g, I_MOV64_REG(BPF_REG_2, lr));
+    emit_scratch(g, BPF_REG_1, dst + 8);
+    emit_call(g, read_helper(arg->type.as));
+    held_free(g, p);
+  }
+  emit(g, I_STX(BPF_DW, SCRATCH, held_reg(g, hl, BPF_REG_1), dst));
+  held_free(g, hl);
+}
+
 static void gen_buf_fn(Gen *g, Node *n, int dst, int cap) {
   Node *arg = n->args;
   int size = n->type.size;
+  if (n->ival) {
+    gen_buf_runtime_len(g, n, dst, cap);
+    return;
+  }
   if (arg->type.kind != TY_INT) {   /* a string or an array: its bytes */
     gen_buf(g, arg, dst + 8, cap - 8);
   } else {
