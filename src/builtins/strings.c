@@ -84,6 +84,7 @@ static void check_buf(Checker *c, Node *n) {
   check_expr(c, a);
   int size = c->strlen;
   Node *len = a->next;
+  if (len) check_expr(c, len);   /* buf(p, $1): the parameter's value */
   bool literal = len && (len->kind == N_INT ||
                          (len->kind == N_UNOP && len->op == '-' &&
                           len->lhs->kind == N_INT));
@@ -91,7 +92,6 @@ static void check_buf(Checker *c, Node *n) {
     /* buf(p, $skb->len): known only when the probe runs, so the buffer
      * holds up to max_strlen bytes and the length read is cut to that,
      * as bpftrace 0.17 does (undump.bt) */
-    check_expr(c, len);   /* buf(p, $1): the parameter's value */
     if (len->type.kind != TY_INT || len->type.is_pointer) {
       if (len->type.kind != TY_NONE)
         error_at(c, len->span, "buf(): the length must be an integer, got %s",
@@ -100,7 +100,6 @@ static void check_buf(Checker *c, Node *n) {
     }
     n->ival = 1;   /* the length is read at run time */
   } else if (len) {
-    check_expr(c, len);   /* buf(p, $1): the parameter's value */
     int most = c->strlen > 1024 ? c->strlen : 1024;
     if (!want_const(c, len, n->name, "the length", 1, most, &v)) return;
     size = (int)v;
