@@ -89,9 +89,10 @@ static const char usage_text[] =
     "                   interactive SVG flame graph (hover: samples; click:\n"
     "                   zoom; search box)\n"
     "    -q             quiet: do not print the \"Attached N probes\" line\n"
-    "    -d             dry run: print the generated BPF programs as\n"
+    "    -d [STAGE]     dry run: print the generated BPF programs as\n"
     "                   assembly, under the script lines they come from,\n"
-    "                   and exit without loading anything\n"
+    "                   and exit without loading anything (STAGE: asm,\n"
+    "                   or bpftrace's codegen, codegen-opt, dis, all)\n"
     "    -v             verbose: print the programs as -d does, then run,\n"
     "                   printing the verifier's statistics of each program\n"
     "                   as it loads (with -l: list each probe's arguments)\n"
@@ -258,6 +259,24 @@ enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_PROBE_FILTER, OPT_MODE, OPT_INFO,
        OPT_USDT_FILE_ACTIVATION, OPT_FLAMEGRAPH, OPT_INCLUDE };
 
 /* Fills o from argv. Exits for --help, --version and bad usage. */
+/* -d's optional stage: comma-separated names of bpftrace's -d STAGE whose
+ * output is the generated code, which loupe shows as assembly. */
+static bool is_debug_stage(const char *arg) {
+  static const char *const stages[] = {"asm", "codegen", "codegen-opt",
+                                       "dis", "all"};
+  const char *p = arg;
+  while (*p) {
+    size_t len = strcspn(p, ",");
+    bool known = false;
+    for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++)
+      if (strlen(stages[i]) == len && !strncmp(stages[i], p, len)) known = true;
+    if (!known) return false;
+    p += len;
+    if (*p == ',') p++;
+  }
+  return *arg != '\0';
+}
+
 static void parse_options(int argc, char **argv, Options *o) {
   static const struct option long_opts[] = {
       {"help", no_argument, NULL, 'h'},
@@ -314,7 +333,16 @@ static void parse_options(int argc, char **argv, Options *o) {
       }
       break;
     case 'q': o->quiet = true; break;
-    case 'd': o->dry_run = o->show_programs = true; break;
+    case 'd':
+      o->dry_run = o->show_programs = true;
+      /* bpftrace's -d STAGE: the stage names that mean generated code
+       * (asm, loupe's own; codegen, codegen-opt, dis, all) are taken as
+       * the argument; any other word, or a file of that name, is the
+       * script, as before */
+      if (optind < argc && is_debug_stage(argv[optind]) &&
+          access(argv[optind], F_OK) != 0)   /* a script named "all" */
+        optind++;
+      break;
     case 'v': o->show_programs = true; break;
     case 'k': o->helper_errors = true; break;
     case OPT_DRY_RUN: o->dry_run = true; break;
