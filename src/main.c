@@ -258,7 +258,6 @@ static int parse_pid(const char *arg) {
 enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_PROBE_FILTER, OPT_MODE, OPT_INFO,
        OPT_USDT_FILE_ACTIVATION, OPT_FLAMEGRAPH, OPT_INCLUDE };
 
-/* Fills o from argv. Exits for --help, --version and bad usage. */
 /* -d's optional stage: comma-separated names of bpftrace's -d STAGE whose
  * output is the generated code, which loupe shows as assembly. */
 static bool is_debug_stage(const char *arg) {
@@ -277,6 +276,7 @@ static bool is_debug_stage(const char *arg) {
   return *arg != '\0';
 }
 
+/* Fills o from argv. Exits for --help, --version and bad usage. */
 static void parse_options(int argc, char **argv, Options *o) {
   static const struct option long_opts[] = {
       {"help", no_argument, NULL, 'h'},

@@ -85,10 +85,7 @@ static void check_buf(Checker *c, Node *n) {
   int size = c->strlen;
   Node *len = a->next;
   if (len) check_expr(c, len);   /* buf(p, $1): the parameter's value */
-  bool literal = len && (len->kind == N_INT ||
-                         (len->kind == N_UNOP && len->op == '-' &&
-                          len->lhs->kind == N_INT));
-  if (len && !literal) {
+  if (len && !const_int(len, &v)) {
     /* buf(p, $skb->len): known only when the probe runs, so the buffer
      * holds up to max_strlen bytes and the length read is cut to that,
      * as bpftrace 0.17 does (undump.bt) */
@@ -267,8 +264,6 @@ static void gen_str_fn(Gen *g, Node *n, int dst, int cap) {
                             : unknown_space_str_helper(g));
 }
 
-/* buf(p, n): an 8-byte length, then n bytes read from p (or a string's
- * first n bytes). */
 /* buf(p, len) with len known only at run time: up to `size` bytes are
  * read (len cut to 0..size, which the verifier needs for the read's
  * length), and the length word says how many. */
@@ -298,6 +293,8 @@ static void gen_buf_runtime_len(Gen *g, Node *n, int dst, int cap) {
   held_free(g, hl);
 }
 
+/* buf(p, n): an 8-byte length, then n bytes read from p (or a string's
+ * first n bytes). */
 static void gen_buf_fn(Gen *g, Node *n, int dst, int cap) {
   Node *arg = n->args;
   int size = n->type.size;
