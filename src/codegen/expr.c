@@ -53,7 +53,18 @@ void emit_op(Gen *g, int op, int dst, int src, int32_t imm,
     emit(g, i);
     return;
   }
-  /* dst = (dst op src) ? 1 : 0 */
+  /* dst = (dst op src) ? 1 : 0. A sign test is the sign bit, with no
+   * branch (as clang gives it): the verifier then follows one path with
+   * dst in [0, 1], not two with dst known, which a later branch on dst
+   * (`$n += x >= 0; ... if ($n == 10)`) would make it keep apart. */
+  bool sign_test = use_imm && is_signed &&
+                   ((imm == 0 && (op == '<' || op == OP_GE)) ||
+                    (imm == -1 && (op == '>' || op == OP_LE)));
+  if (sign_test) {
+    if (op == OP_GE || op == '>') emit(g, I_ALU64_IMM(BPF_XOR, dst, -1));
+    emit(g, I_ALU64_IMM(BPF_RSH, dst, 63));
+    return;
+  }
   int jmp = jmp_code(op, is_signed);
   emit(g, use_imm ? I_JMP_IMM(jmp, dst, imm, 2) : I_JMP_REG(jmp, dst, src, 2));
   emit(g, I_MOV64_IMM(dst, 0));

@@ -606,6 +606,11 @@ static Node *parse_unary(Parser *P) {
                              t.op == '*' || t.op == '&')) {
     next(P);
     Node *operand = parse_unary(P);
+    /* -9223372036854775808 is INT64_MIN: its literal, past INT64_MAX
+     * alone, is signed once negated (and negating INT64_MIN wraps) */
+    if (t.op == '-' && operand->kind == N_INT &&
+        (uint64_t)operand->ival == (uint64_t)INT64_MAX + 1)
+      operand->type = (Type){0};
     n = node_new(N_UNOP, span_join(t.span, operand->span));
     n->op = t.op;
     n->lhs = operand;
