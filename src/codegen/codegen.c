@@ -71,6 +71,7 @@ static BpfProg *new_prog(Compiled *c, Probe *probe, AttachPoint *ap,
  * scratch area (r9): the per-CPU one, or the big one when `big`. */
 static void gen_body(Gen *g, Probe *probe, int buf_base, bool big) {
   g->p->ninsns = 0;
+  g->p->nglobals = 0;
   g->buf_base = g->main_base = buf_base;
   g->scratch_bias = big ? SCRATCH_SLOT : 0;
   g->too_big = false;
@@ -79,11 +80,12 @@ static void gen_body(Gen *g, Probe *probe, int buf_base, bool big) {
   g->pending = NULL;
   g->npending = 0;
   memset(g->reg_used, 0, sizeof(g->reg_used));
-  for (int sub = 0; sub < NSUBS; sub++) {
+  for (int sub = 0; sub < g->nsubs; sub++) {
     free(g->subcalls[sub]);
     g->subcalls[sub] = NULL;
     g->nsubcalls[sub] = 0;
   }
+  memset(g->full_sites, 0, sizeof(int) * (size_t)g->c->nmaps);
   g->stack_top = g->stack_max = 16;
   g->scratch_top = g->scratch_max = 0;
   g->span = probe->span;
@@ -165,6 +167,20 @@ static bool ap_is_special(const AttachPoint *ap) {
   return !strcasecmp(ap->provider, "BEGIN") || !strcasecmp(ap->provider, "END");
 }
 
+/* Whether a map's full-map counting moves to its global subprogram
+ * (emit_update): once the program updates it FULL_GLOBAL_SITES times or
+ * more, where two instructions a site and the subprogram's six are no
+ * more than the four of the branch at every site. The program is then
+ * generated again. */
+enum { FULL_GLOBAL_SITES = 3 };
+static bool full_counts_go_global(Gen *g) {
+  bool again = false;
+  for (int i = 0; i < g->c->nmaps; i++)
+    if (!g->full_global[i] && g->full_sites[i] >= FULL_GLOBAL_SITES)
+      again = g->full_global[i] = true;
+  return again;
+}
+
 /* One program for probe at ap: for target t alone, for all of ap's
  * targets (t NULL), or with group set, the raw tracepoint program for
  * that group of ap's syscall tracepoints (codegen/syscall_raw.c). */
@@ -184,8 +200,11 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
   g->seq_output = p->expected_attach_type == BPF_TRACE_ITER;
   g->probe = probe;
   g->target = t;
+  memset(g->full_global, 0, sizeof(bool) * (size_t)g->c->nmaps);
   /* Buffers go on the stack when they fit: no scratch lookup then. */
   gen_body(g, probe, BPF_REG_10, false);
+  if (!g->failed && full_counts_go_global(g))
+    gen_body(g, probe, BPF_REG_10, false);
   if (g->too_big && !g->failed) gen_body(g, probe, BPF_REG_9, false);
   if (g->scratch_max > SCRATCH_SLOT && !g->failed) {
     gen_body(g, probe, BPF_REG_9, true);
@@ -214,6 +233,11 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
 
 int codegen_script(Script *s, Compiled *c, Diag *d) {
   Gen g = {.d = d, .c = c};
+  g.nsubs = SUB_FULL + c->nmaps;
+  g.subcalls = calloc((size_t)g.nsubs, sizeof *g.subcalls);
+  g.nsubcalls = calloc((size_t)g.nsubs, sizeof *g.nsubcalls);
+  g.full_sites = calloc((size_t)c->nmaps + 1, sizeof *g.full_sites);
+  g.full_global = calloc((size_t)c->nmaps + 1, sizeof *g.full_global);
   for (Probe *probe = s->probes; probe; probe = probe->next) {
     bool per_target_probe = probe->uses_args || probe->uses_probe;
     /* many syscall tracepoints: one raw tracepoint program per group */
@@ -243,5 +267,11 @@ int codegen_script(Script *s, Compiled *c, Diag *d) {
   }
   if (c->scratch_size == 0) c->scratch_size = 8;
 out:
+  for (int sub = 0; sub < g.nsubs; sub++) free(g.subcalls[sub]);
+  free(g.subcalls);
+  free(g.nsubcalls);
+  free(g.full_sites);
+  free(g.full_global);
+  free(g.pending);
   return g.failed ? -1 : 0;
 }

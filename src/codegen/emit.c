@@ -1,6 +1,7 @@
 /* emit: the instruction stream of the program being generated, and the
  * registers, stack slots and buffers it uses; events through the shared
  * subprograms. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -418,12 +419,38 @@ static void emit_count_lost(Gen *g) {
   emit_return(g);
 }
 
+/* Counts a refused update of the map whose SUB_FULL this is: r1 is the
+ * update's result, added when it is -E2BIG (user space divides, see
+ * report_counts). */
+static void emit_full_counter(Gen *g, int sub) {
+  const MapSym *m = g->c->maps[sub - SUB_FULL];
+  emit(g, I_JMP_IMM(BPF_JNE, BPF_REG_1, -E2BIG, 3));
+  emit(g, I_LD_IMM64_LO(BPF_REG_2, BPF_PSEUDO_MAP_VALUE, MAP_ID_COUNTS));
+  emit(g, I_LD_IMM64_HI((int32_t)(m->full_slot * (int)sizeof(uint64_t))));
+  emit(g, I_ATOMIC_ADD(BPF_DW, BPF_REG_2, BPF_REG_1, 0));
+  emit_return(g);
+}
+
+/* Marks the subprogram starting here global: the verifier checks it once,
+ * with its one argument (r1) any scalar, and at each call only sets r0 to
+ * an unknown scalar, where it would walk a static one's body again from
+ * every call site. Iterators' output subprograms take the context in r5,
+ * which a global one cannot, and len()'s callback must be static. */
+static void mark_global(Gen *g, int start) {
+  BpfProg *p = g->p;
+  p->globals = realloc(p->globals, sizeof(int) * (size_t)(p->nglobals + 1));
+  p->globals[p->nglobals++] = start;
+}
+
 /* The subprograms the probe called, with their calls patched. */
 void emit_subprograms(Gen *g) {
-  for (int sub = 0; sub < NSUBS; sub++) {
+  for (int sub = 0; sub < g->nsubs; sub++) {
     if (!g->nsubcalls[sub]) continue;
     int start = g->p->ninsns;
-    if (sub == SUB_COUNT) {
+    if (sub >= SUB_FULL) {
+      mark_global(g, start);
+      emit_full_counter(g, sub);
+    } else if (sub == SUB_COUNT) {
       /* bpf_for_each_map_elem callback: ++*(u64 *)ctx, go on. An atomic
        * add, so the verifier does not follow the count's exact value
        * through every iteration it simulates: with the count known 0, 1,
@@ -432,15 +459,18 @@ void emit_subprograms(Gen *g) {
       emit(g, I_ATOMIC_ADD(BPF_DW, BPF_REG_4, BPF_REG_1, 0));
       emit_return(g);
     } else if (sub >= SUB_EVENT) {
+      if (!g->seq_output) mark_global(g, start);
       emit(g, I_ST(BPF_W, BPF_REG_10, -8, sub - SUB_EVENT));
       emit(g, I_STX(BPF_W, BPF_REG_10, BPF_REG_1, -4));
       emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
       emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, -8));
       emit(g, I_MOV64_IMM(BPF_REG_3, (int32_t)sizeof(EventHeader)));
     }
-    if (sub != SUB_COUNT && g->seq_output) {
+    if (sub >= SUB_FULL || sub == SUB_COUNT) {
+      /* done above */
+    } else if (g->seq_output) {
       emit_seq_write(g);
-    } else if (sub != SUB_COUNT) {
+    } else {
       emit_map(g, BPF_REG_1, MAP_ID_RINGBUF);
       emit(g, I_MOV64_IMM(BPF_REG_4, 0));
       emit_call(g, BPF_FUNC_ringbuf_output);

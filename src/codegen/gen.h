@@ -15,9 +15,10 @@
 /* 512 bytes of BPF stack, less the 8 a subprogram's frame takes */
 #define STACK_LIMIT 504
 #define SLOT_CTX (-8)       /* the program's context pointer */
-/* Subprograms: SUB_OUTPUT, SUB_COUNT (len's callback), then one
- * SUB_EVENT per EventKind. */
-enum { SUB_OUTPUT, SUB_COUNT, SUB_EVENT, NSUBS = SUB_EVENT + 16 };
+/* Subprograms: SUB_OUTPUT, SUB_COUNT (len's callback), one SUB_EVENT
+ * per EventKind, then one SUB_FULL per map (map id i: SUB_FULL + i), the
+ * counter of the updates a full map refused. */
+enum { SUB_OUTPUT, SUB_COUNT, SUB_EVENT, SUB_FULL = SUB_EVENT + 16 };
 #define SLOT_KEY0 (-16)     /* 0 when used: key 0 of the one-slot arrays */
 #define FIRST_TEMP_REG BPF_REG_6
 #define LAST_TEMP_REG BPF_REG_8
@@ -38,8 +39,12 @@ typedef struct Gen {
                           the bytes after need not be zeroed */
   Span span;           /* source of the instructions being emitted */
   bool reg_used[11];
-  int *subcalls[NSUBS];  /* calls to patch, per subprogram (SUB_*) */
-  int nsubcalls[NSUBS];
+  int **subcalls;      /* calls to patch, per subprogram (SUB_*) */
+  int *nsubcalls;
+  int nsubs;           /* SUB_FULL + the script's maps */
+  int *full_sites;     /* per map: updates counted in this program */
+  bool *full_global;   /* per map: they call SUB_FULL + id (see
+                          emit_update) */
   int buf_base;        /* BPF_REG_10 or BPF_REG_9, see SCRATCH */
   bool too_big;        /* buffers did not fit on the stack */
   int stack_top;       /* bytes in use below the frame pointer */

@@ -52,13 +52,20 @@ void emit_update(Gen *g, MapSym *m, int key, int val) {
   }
   emit(g, I_MOV64_IMM(BPF_REG_4, BPF_ANY));
   emit_call(g, BPF_FUNC_map_update_elem);
-  if (m->full_slot) {
-    /* the full map's counter adds the update's own result, -E2BIG, so no
-     * register need hold a 1: user space divides (report_counts) */
-    int stored = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, -E2BIG, 0));
-    emit_count_slot(g, m->full_slot, BPF_REG_0);
-    patch_here(g, stored);
+  if (!m->full_slot) return;
+  g->full_sites[m->id]++;
+  if (g->full_global[m->id]) {
+    /* many updates of m: its global subprogram counts, so the verifier
+     * does not follow two paths from each (codegen.c decides) */
+    emit(g, I_MOV64_REG(BPF_REG_1, BPF_REG_0));
+    emit_subcall(g, SUB_FULL + m->id);
+    return;
   }
+  /* the full map's counter adds the update's own result, -E2BIG, so no
+   * register need hold a 1: user space divides (report_counts) */
+  int stored = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, -E2BIG, 0));
+  emit_count_slot(g, m->full_slot, BPF_REG_0);
+  patch_here(g, stored);
 }
 
 /* An integer read of @m[k]: 0 when the entry is missing. Aggregations give

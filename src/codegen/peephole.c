@@ -80,6 +80,10 @@ void compact(BpfProg *p, const bool *seen) {
       }
     p->ninsns = kept;
     p->nmain = nmain;
+    int ng = 0;
+    for (int k = 0; k < p->nglobals; k++)
+      if (seen[p->globals[k]]) p->globals[ng++] = to[p->globals[k]];
+    p->nglobals = ng;
   }
   free(to);
 }
@@ -389,6 +393,7 @@ void hoist_frame_address(BpfProg *p) {
   p->ninsns = n += 2;
   end += 2;
   if (p->nmain) p->nmain += 2;
+  for (int k = 0; k < p->nglobals; k++) p->globals[k] += 2;
   bool *keep = malloc(sizeof(bool) * (n + 1));
   for (int i = 0; i < n; i++) keep[i] = true;
   for (int i = 2; i + 1 < end; i++) {

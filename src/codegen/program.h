@@ -198,6 +198,10 @@ typedef struct BpfProg {
   Span *insn_span;         /* source span each instruction came from */
   int ninsns;
   int nmain;               /* instructions before the shared subprograms */
+  int *globals;            /* where the global subprograms start, which
+                              the verifier checks once, not at every call:
+                              BTF types them int f(long) (prog_btf.c) */
+  int nglobals;
   int cap;
   int fd;                  /* -1 until loaded */
   char name[16];           /* kernel-visible name, e.g. "tp_sys_enter_ope" */

@@ -405,9 +405,12 @@ static int load_with_log(const BpfProg *p, const char *name,
 static int load_quietly(Compiled *c, BpfProg *p, const char *name,
                         const char *license, const struct bpf_insn *insns,
                         const ScriptBtf *sb, int idx, int btf_obj_fd) {
-  /* -v: the kernel's statistics (BPF_LOG_STATS), which a small buffer
-   * holds; the log of a refusal comes from load_with_log. */
-  char stats[1024] = "";
+  /* -v: the kernel's statistics (BPF_LOG_STATS); the log of a refusal
+   * comes from load_with_log. The kernel wants room beyond the few lines
+   * it writes once a program has global subprograms: with 1 KiB it
+   * refused (ENOSPC) and the program was loaded twice. */
+  static char stats[65536];
+  stats[0] = 0;
   LIBBPF_OPTS(bpf_prog_load_opts, opts,
               .expected_attach_type = p->expected_attach_type,
               .attach_btf_id = p->attach_btf_id,

@@ -109,19 +109,28 @@ static void add_lines(ScriptBtf *sb, ProgBtf *pb, const BpfProg *p,
   }
 }
 
-/* The type of subprogram i + 1 of any program: loupe_fn1, ... */
-static int sub_type(ScriptBtf *sb, int i) {
-  while (sb->nfunc_types <= i) {
+/* The type of subprogram i + 1 of any program: static loupe_fn1, ...,
+ * or for the global ones (BpfProg.globals) loupe_gfn1, ... */
+static int sub_type(ScriptBtf *sb, int i, bool global) {
+  int **types = global ? &sb->global_types : &sb->func_types;
+  int *n = global ? &sb->nglobal_types : &sb->nfunc_types;
+  while (*n <= i) {
     char name[32];
-    int k = sb->nfunc_types;
-    snprintf(name, sizeof name, "loupe_fn%d", k + 1);
-    sb->func_types = realloc(sb->func_types,
-                             sizeof(int) * (size_t)(k + 1));
-    sb->func_types[k] = btf__add_func(sb->btf, name, BTF_FUNC_STATIC,
-                                      sb->proto);
-    sb->nfunc_types++;
+    int k = *n;
+    snprintf(name, sizeof name, global ? "loupe_gfn%d" : "loupe_fn%d", k + 1);
+    *types = realloc(*types, sizeof(int) * (size_t)(k + 1));
+    (*types)[k] = btf__add_func(sb->btf, name,
+                                global ? BTF_FUNC_GLOBAL : BTF_FUNC_STATIC,
+                                global ? sb->global_proto : sb->proto);
+    (*n)++;
   }
-  return sb->func_types[i];
+  return (*types)[i];
+}
+
+static bool is_global(const BpfProg *p, int start) {
+  for (int k = 0; k < p->nglobals; k++)
+    if (p->globals[k] == start) return true;
+  return false;
 }
 
 void prog_identifier(const BpfProg *p, char *name, size_t size) {
@@ -152,6 +161,9 @@ int script_btf_build(ScriptBtf *sb, const Compiled *c, const Source *src) {
    * cannot be determined" to every verifier log. */
   int int_id = btf__add_int(sb->btf, "int", 4, BTF_INT_SIGNED);
   sb->proto = btf__add_func_proto(sb->btf, int_id);
+  int long_id = btf__add_int(sb->btf, "long", 8, BTF_INT_SIGNED);
+  sb->global_proto = btf__add_func_proto(sb->btf, int_id);
+  btf__add_func_param(sb->btf, "x", long_id);
   bool with_lines = src && src->text;
   Lines ls = {0};
   if (with_lines) {
@@ -167,7 +179,8 @@ int script_btf_build(ScriptBtf *sb, const Compiled *c, const Source *src) {
     for (int k = 0; k < pb->nfuncs; k++) {
       pb->funcs[k].insn_off = (uint32_t)starts[k];
       pb->funcs[k].type_id =
-          (uint32_t)(k ? sub_type(sb, k - 1) : main_type(sb, p));
+          (uint32_t)(k ? sub_type(sb, k - 1, is_global(p, starts[k]))
+                       : main_type(sb, p));
     }
     free(starts);
     if (with_lines && p->insn_span) add_lines(sb, pb, p, &ls);
@@ -185,6 +198,7 @@ void script_btf_free(ScriptBtf *sb, int nprogs) {
   }
   free(sb->progs);
   free(sb->func_types);
+  free(sb->global_types);
   btf__free(sb->btf);
   memset(sb, 0, sizeof *sb);
 }
