@@ -41,6 +41,8 @@ static void gen_aggregate(Gen *g, Node *mapnode, Node *call) {
                              : scratch_alloc(g, m->value_size);
   emit_lookup(g, m, key);
   int miss = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  /* a keyless array's slot is always there: nothing to insert */
+  bool in_array = m->bpf_type == BPF_MAP_TYPE_PERCPU_ARRAY;
   int vr = agg == AGG_COUNT ? -1 : held_reg(g, v, BPF_REG_2);
   int skip = -1;
   switch (agg) {
@@ -80,6 +82,11 @@ static void gen_aggregate(Gen *g, Node *mapnode, Node *call) {
     break;
   }
   if (skip >= 0) patch_here(g, skip);
+  if (in_array) {
+    patch_here(g, miss);
+    held_free(g, v);
+    return;
+  }
   int done = emit_jump(g, I_JA(0));
   patch_here(g, miss);
   /* first value on this CPU (a count's is 1, see emit_update) */

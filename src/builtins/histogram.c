@@ -169,6 +169,11 @@ static void emit_lhist_index(Gen *g, int idx, int v, const MapSym *m) {
 
 void agg_lookup_or_insert(Gen *g, MapSym *m, int key, Jumps *none) {
   emit_lookup(g, m, key);
+  if (m->bpf_type == BPF_MAP_TYPE_PERCPU_ARRAY) {
+    /* its one slot is always there (the verifier still wants the test) */
+    jumps_add(none, emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0)));
+    return;
+  }
   int have = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 0));
   emit_lookup_slot0(g, find_map(g, ZERO_MAP_NAME));
   jumps_add(none, emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0)));

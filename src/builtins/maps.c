@@ -110,7 +110,9 @@ static bool want_entry(Checker *c, Node *n) {
 
 /* delete(): true if the entry was there (and is now gone). */
 static void check_delete(Checker *c, Node *n) {
-  if (want_entry(c, n)) n->type = ty_bool();
+  if (!want_entry(c, n)) return;
+  n->type = ty_bool();
+  n->args->map->deleted = true;   /* so it stays a hash (map_layout) */
 }
 
 static void check_has_key(Checker *c, Node *n) {

@@ -24,7 +24,9 @@
  *
  * Keys are packed in order, each at key_off[i]: an integer key takes 8
  * bytes (sign- or zero-extended), a string key its buffer size. A map used
- * without keys has one 8-byte key, always 0.
+ * without keys has one 8-byte key, always 0; a keyless aggregation but
+ * sum() is a one-slot per-CPU array (lang/check.c, keyless_array), whose
+ * key is 4 bytes.
  *
  * Values: TY_INT is an 8-byte integer, TY_STR a buffer of value_size bytes.
  * Aggregations live in per-CPU maps; each CPU's slot is:
@@ -59,11 +61,16 @@ typedef struct MapSym {
   int key_size;
   Type value_type;
   int value_size;                  /* per CPU for per-CPU maps */
-  uint32_t bpf_type;               /* BPF_MAP_TYPE_HASH, _PERCPU_HASH */
+  uint32_t bpf_type;               /* BPF_MAP_TYPE_HASH, _PERCPU_HASH,
+                                      _PERCPU_ARRAY */
   uint32_t max_entries;
   int fd;                          /* -1 until loaded */
   bool internal;                   /* loupe's own (e.g. the elapsed base):
                                       never printed */
+  bool deleted;                    /* the script calls delete() on it */
+  bool zeroed;                     /* run time, a keyless per-CPU array:
+                                      zero() ran since the last clear(),
+                                      so its all-zero slot still prints */
   char *init_values;               /* an internal array's contents
                                       (value_size bytes per entry),
                                       written after creation; or NULL */

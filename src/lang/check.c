@@ -849,6 +849,23 @@ static void check_probe(Checker *c, Probe *p) {
     if (v->let && v->type.kind != TY_NONE) v->let->type = v->type;
 }
 
+/* Whether keyless aggregation m lives in a one-slot per-CPU array, not a
+ * per-CPU hash: the verifier inlines an array's lookup, which never
+ * misses, so an update needs no insertion path. An all-zero slot is no
+ * value (runtime/map_read.c): right for a count, a min or max, an
+ * average or stats (a count of their values) and a histogram, wrong for a
+ * sum, which may be 0; and an array cannot delete. */
+static bool keyless_array(const MapSym *m) {
+  if (m->nkeys != 0 || m->deleted) return false;
+  switch (m->value_type.agg) {
+  case AGG_COUNT: case AGG_MIN: case AGG_MAX: case AGG_AVG: case AGG_STATS:
+  case AGG_HIST: case AGG_LHIST:
+    return true;
+  default:
+    return false;
+  }
+}
+
 /* Key offsets and value sizes, once every use has been seen. */
 static void map_layout(MapSym *m) {
   if (m->nkeys <= 0) {
@@ -866,6 +883,10 @@ static void map_layout(MapSym *m) {
   if (v.kind == TY_AGG) {
     m->bpf_type = BPF_MAP_TYPE_PERCPU_HASH;
     m->value_size = agg_ops(v.agg)->value_size(m);
+    if (keyless_array(m)) {
+      m->bpf_type = BPF_MAP_TYPE_PERCPU_ARRAY;
+      m->key_size = 4;
+    }
   } else {
     m->bpf_type = BPF_MAP_TYPE_HASH;
     m->value_size = value_cap(v);
@@ -982,6 +1003,7 @@ int check_script(Script *s, Compiled *out, Diag *d) {
   bool big_values = false;
   for (int i = 0; i < out->nmaps; i++)
     big_values |= out->maps[i]->value_type.kind == TY_AGG &&
+                  out->maps[i]->bpf_type != BPF_MAP_TYPE_PERCPU_ARRAY &&
                   out->maps[i]->value_size > 16;
   if (big_values || c.strlen > BIG_BUFFER) add_zero_map(out, c.strlen);
   /* `elapsed` counts from the time loupe started: user space writes that

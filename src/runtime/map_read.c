@@ -111,6 +111,17 @@ static int map_dump_grow(MapDump *d, int *cap) {
   return nk && ne && nv ? 0 : -ENOMEM;
 }
 
+/* A keyless aggregation in a per-CPU array (lang/check.c, keyless_array)
+ * always has its slot: all zero, on every CPU, it holds no value yet
+ * (bpftrace 0.17 then prints nothing), unless zero() made it so. */
+static bool empty_array_slot(const MapSym *m, const uint8_t *value) {
+  if (m->bpf_type != BPF_MAP_TYPE_PERCPU_ARRAY || m->zeroed) return false;
+  size_t n = value_buf_size(m);
+  for (size_t i = 0; i < n; i++)
+    if (value[i]) return false;
+  return true;
+}
+
 /* Reads every entry of the map. Returns 0 or a negative errno. */
 int map_dump(const MapSym *m, MapDump *d) {
   memset(d, 0, sizeof *d);
@@ -127,6 +138,7 @@ int map_dump(const MapSym *m, MapDump *d) {
     memcpy(prev, key, m->key_size);
     /* A key deleted since get_next_key is simply skipped. */
     if (bpf_map_lookup_elem(m->fd, key, value) != 0) continue;
+    if (empty_array_slot(m, value)) continue;
     if ((err = map_dump_grow(d, &cap))) break;
     memcpy(d->keys + (size_t)d->n * m->key_size, key, m->key_size);
     uint8_t *val = d->vals + (size_t)d->n * vsize;
@@ -234,7 +246,19 @@ static int map_keys(const MapSym *m, uint8_t **keys_out) {
   return n;
 }
 
+/* The run-time flag of MapSym.zeroed: the map's compile-time record
+ * is const everywhere else. */
+static void set_zeroed(const MapSym *m, bool zeroed) {
+  ((MapSym *)m)->zeroed = zeroed;
+}
+
 int map_clear(const MapSym *m) {
+  if (m->bpf_type == BPF_MAP_TYPE_PERCPU_ARRAY) {
+    /* an array's slot cannot go: zeroed, it holds no value again */
+    int err = map_zero(m);
+    set_zeroed(m, false);
+    return err;
+  }
   uint8_t *keys = NULL;
   int n = map_keys(m, &keys);
   if (n < 0) return n;
@@ -262,5 +286,6 @@ int map_zero(const MapSym *m) {
   }
   free(zero);
   free(keys);
+  set_zeroed(m, true);
   return err;
 }
