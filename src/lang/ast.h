@@ -249,6 +249,7 @@ typedef struct AttachPoint {
   int nparts;
   const struct Provider *prov;  /* set by expand */
   Target *targets;   /* set by expand */
+  Target **targets_end;  /* where ap_add_target appends */
   int ntargets;
   unsigned raw_syscalls;  /* set by codegen: the groups of its syscall
                              tracepoints that one raw tracepoint program

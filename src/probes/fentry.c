@@ -121,10 +121,7 @@ static void add_target(AttachPoint *ap, FuncIndex *ix, KFunc *f) {
   t->event = strdup(f->name);
   t->btf_id = (uint32_t)f->id;
   t->format = kfunc_format(ix, f, is_fexit(ap));
-  Target **tail = &ap->targets;
-  while (*tail) tail = &(*tail)->next;
-  *tail = t;
-  ap->ntargets++;
+  ap_add_target(ap, t);
 }
 
 /* Every function matching the globs, in vmlinux and then the modules; a

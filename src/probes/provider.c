@@ -177,6 +177,18 @@ bool glob_match(const char *pattern, const char *s) {
   return *pattern == '\0';
 }
 
+/* Appends t to ap's targets. A wildcard over the kernel's functions or a
+ * big binary's symbols adds tens of thousands one by one: the end is
+ * remembered, not walked to (walking made `kfunc:*` take a minute). */
+void ap_add_target(AttachPoint *ap, Target *t) {
+  Target **end = ap->targets && ap->targets_end ? ap->targets_end
+                                                : &ap->targets;
+  while (*end) end = &(*end)->next;
+  *end = t;
+  ap->targets_end = &t->next;
+  ap->ntargets++;
+}
+
 bool has_wildcard(const char *s) {
   return strchr(s, '*') || strchr(s, '?');
 }

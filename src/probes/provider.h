@@ -96,6 +96,7 @@ const TpField *tp_field(const TpFormat *f, const char *name);
 
 /* Glob match with '*' and '?' as bpftrace's wildcards. */
 bool glob_match(const char *pattern, const char *s);
+void ap_add_target(AttachPoint *ap, Target *t);
 /* Whether s contains a wildcard glob_match understands. */
 bool has_wildcard(const char *s);
 

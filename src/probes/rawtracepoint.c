@@ -134,10 +134,7 @@ static void add_target(AttachPoint *ap, TpIndex *ix, RawTp *tp) {
   t->category = strdup(ix->module);
   t->event = strdup(tp->name);
   t->format = rawtp_format(ix, tp);
-  Target **tail = &ap->targets;
-  while (*tail) tail = &(*tail)->next;
-  *tail = t;
-  ap->ntargets++;
+  ap_add_target(ap, t);
 }
 
 /* Every tracepoint matching the globs, in vmlinux and then the modules;

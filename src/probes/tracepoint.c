@@ -254,10 +254,7 @@ static void add_target(const char *cat, const char *ev, void *arg) {
   t->event = strdup(ev);
   t->format = fmt;
   /* Append, keeping the alphabetical order of the listing. */
-  Target **tail = &ap->targets;
-  while (*tail) tail = &(*tail)->next;
-  *tail = t;
-  ap->ntargets++;
+  ap_add_target(ap, t);
 }
 
 static int tracepoint_expand(AttachPoint *ap, Diag *d) {

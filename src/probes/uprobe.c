@@ -93,10 +93,7 @@ static void add_target(AttachPoint *ap, const char *shown_path,
   t->binary = strdup(real_path);
   t->offset = offset;
   dwinfo_note_binary(real_path);   /* its types, for casts and args */
-  Target **tail = &ap->targets;
-  while (*tail) tail = &(*tail)->next;
-  *tail = t;
-  ap->ntargets++;
+  ap_add_target(ap, t);
 }
 
 static const Func *func_named(const FuncList *l, const char *name) {

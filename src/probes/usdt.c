@@ -151,10 +151,7 @@ static void add_target(Expansion *x, const char *shown, const char *real,
   t->binary = strdup(real);
   t->offset = n->pc;
   t->usdt = probe;
-  Target **tail = &x->ap->targets;
-  while (*tail) tail = &(*tail)->next;
-  *tail = t;
-  x->ap->ntargets++;
+  ap_add_target(x->ap, t);
 }
 
 /* Adds a target (or a -l line) for each probe of one file that matches:
