@@ -431,6 +431,21 @@ static void emit_full_counter(Gen *g, int sub) {
   emit_return(g);
 }
 
+/* Reads the integer value of the map whose reader (sub_read) this is, at
+ * the key in r1: r0 = the value, or 0 when there is none. */
+static void emit_map_reader(Gen *g, int sub) {
+  int id = sub - SUB_FULL - g->c->nmaps;
+  emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_1, -8));
+  emit_map(g, BPF_REG_1, id);
+  emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, -8));
+  emit_call(g, BPF_FUNC_map_lookup_elem);
+  emit(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 2));
+  emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_0, 0));
+  emit(g, I_EXIT());
+  emit_return(g);
+}
+
 /* Marks the subprogram starting here global: the verifier checks it once,
  * with its one argument (r1) any scalar, and at each call only sets r0 to
  * an unknown scalar, where it would walk a static one's body again from
@@ -447,7 +462,10 @@ void emit_subprograms(Gen *g) {
   for (int sub = 0; sub < g->nsubs; sub++) {
     if (!g->nsubcalls[sub]) continue;
     int start = g->p->ninsns;
-    if (sub >= SUB_FULL) {
+    if (sub >= SUB_FULL + g->c->nmaps) {
+      mark_global(g, start);
+      emit_map_reader(g, sub);
+    } else if (sub >= SUB_FULL) {
       mark_global(g, start);
       emit_full_counter(g, sub);
     } else if (sub == SUB_COUNT) {

@@ -17,7 +17,8 @@
 #define SLOT_CTX (-8)       /* the program's context pointer */
 /* Subprograms: SUB_OUTPUT, SUB_COUNT (len's callback), one SUB_EVENT
  * per EventKind, then one SUB_FULL per map (map id i: SUB_FULL + i), the
- * counter of the updates a full map refused. */
+ * counter of the updates a full map refused, then one reader per map
+ * (sub_read). */
 enum { SUB_OUTPUT, SUB_COUNT, SUB_EVENT, SUB_FULL = SUB_EVENT + 16 };
 #define SLOT_KEY0 (-16)     /* 0 when used: key 0 of the one-slot arrays */
 #define FIRST_TEMP_REG BPF_REG_6
@@ -41,10 +42,12 @@ typedef struct Gen {
   bool reg_used[11];
   int **subcalls;      /* calls to patch, per subprogram (SUB_*) */
   int *nsubcalls;
-  int nsubs;           /* SUB_FULL + the script's maps */
+  int nsubs;           /* SUB_FULL + twice the script's maps */
   int *full_sites;     /* per map: updates counted in this program */
   bool *full_global;   /* per map: they call SUB_FULL + id (see
                           emit_update) */
+  int *read_sites;     /* per map: reads by a global reader possible */
+  bool *read_global;   /* per map: they call sub_read (gen_map_int) */
   int buf_base;        /* BPF_REG_10 or BPF_REG_9, see SCRATCH */
   bool too_big;        /* buffers did not fit on the stack */
   int stack_top;       /* bytes in use below the frame pointer */
@@ -110,6 +113,11 @@ typedef struct VarState {
 } VarState;
 
 static inline int align8(int n) { return (n + 7) & ~7; }
+
+/* The global subprogram reading map id's integer values (gen_map_int). */
+static inline int sub_read(const Gen *g, int id) {
+  return SUB_FULL + g->c->nmaps + id;
+}
 
 /* ---- emit.c ---- */
 bool is_buffer(Type t);

@@ -72,6 +72,27 @@ void emit_update(Gen *g, MapSym *m, int key, int val) {
  * this CPU's share (avg: this CPU's average). */
 int gen_map_int(Gen *g, Node *n) {
   MapSym *m = n->map;
+  /* a plain map with one integer key and integer values, read at many
+   * places in the program: its global reader (codegen.c decides) */
+  bool readable = m->bpf_type == BPF_MAP_TYPE_HASH && m->nkeys == 1 &&
+                  m->key_types[0].kind == TY_INT && m->key_size == 8 &&
+                  m->value_type.kind == TY_INT && m->value_size == 8 &&
+                  !n->ival && !g->c->helper_errors;
+  if (readable) g->read_sites[m->id]++;
+  if (readable && g->read_global[m->id]) {
+    int64_t v;
+    if (fold(g, n->args, &v)) {
+      emit_imm64(g, BPF_REG_1, v);
+    } else {
+      int k = gen_int(g, n->args);
+      emit(g, I_MOV64_REG(BPF_REG_1, k));
+      reg_free(g, k);
+    }
+    emit_subcall(g, sub_read(g, m->id));
+    int r = reg_alloc(g);
+    emit(g, I_MOV64_REG(r, BPF_REG_0));
+    return r;
+  }
   int key = gen_key(g, n);
   emit_lookup(g, m, key);
   if (g->c->helper_errors) {

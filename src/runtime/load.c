@@ -406,24 +406,27 @@ static int load_quietly(Compiled *c, BpfProg *p, const char *name,
                         const char *license, const struct bpf_insn *insns,
                         const ScriptBtf *sb, int idx, int btf_obj_fd) {
   /* -v: the kernel's statistics (BPF_LOG_STATS); the log of a refusal
-   * comes from load_with_log. The kernel wants room beyond the few lines
-   * it writes once a program has global subprograms: with 1 KiB it
-   * refused (ENOSPC) and the program was loaded twice. */
-  static char stats[65536];
-  stats[0] = 0;
+   * comes from load_with_log. The kernel writes a few lines but wants
+   * room in proportion to the program once it has global subprograms
+   * (a 64 KiB buffer was refused, ENOSPC, for 23,000 instructions); the
+   * pages it does not write are never touched. */
+  enum { STATS_LOG_SIZE = 16 << 20 };
+  char *stats = c->verifier_stats ? malloc(STATS_LOG_SIZE) : NULL;
   LIBBPF_OPTS(bpf_prog_load_opts, opts,
               .expected_attach_type = p->expected_attach_type,
               .attach_btf_id = p->attach_btf_id,
               .attach_btf_obj_fd = btf_obj_fd > 0 ? btf_obj_fd : 0);
-  if (c->verifier_stats) {
+  if (stats) {
+    stats[0] = '\0';
     opts.log_level = 4;
     opts.log_buf = stats;
-    opts.log_size = sizeof stats;
+    opts.log_size = STATS_LOG_SIZE;
   }
   script_btf_opts(sb, idx, &opts);
   int fd = bpf_prog_load(p->prog_type, name, license, insns, p->ninsns,
                          &opts);
-  if (fd >= 0 && c->verifier_stats) print_verifier_stats(p, stats);
+  if (fd >= 0 && stats) print_verifier_stats(p, stats);
+  free(stats);
   return fd;
 }
 

@@ -162,7 +162,7 @@ int script_btf_build(ScriptBtf *sb, const Compiled *c, const Source *src) {
   int int_id = btf__add_int(sb->btf, "int", 4, BTF_INT_SIGNED);
   sb->proto = btf__add_func_proto(sb->btf, int_id);
   int long_id = btf__add_int(sb->btf, "long", 8, BTF_INT_SIGNED);
-  sb->global_proto = btf__add_func_proto(sb->btf, int_id);
+  sb->global_proto = btf__add_func_proto(sb->btf, long_id);
   btf__add_func_param(sb->btf, "x", long_id);
   bool with_lines = src && src->text;
   Lines ls = {0};

@@ -22,7 +22,7 @@ typedef struct ScriptBtf {
   int proto;            /* int (void *ctx) */
   int *func_types;      /* loupe_main, loupe_fn1, ... */
   int nfunc_types;
-  int global_proto;     /* int (long), of the global subprograms */
+  int global_proto;     /* long (long), of the global subprograms */
   int *global_types;    /* loupe_gfn1, ... */
   int nglobal_types;
   ProgBtf *progs;       /* by index in Compiled.progs */
