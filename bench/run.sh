@@ -11,7 +11,10 @@
 #   - per program, with kernel.bpf_stats_enabled=1 while a load generator
 #     runs for SECONDS: the xlated instruction count (bytes_xlated / 8) and
 #     the kernel's run_time_ns / run_cnt, summed over the script's programs
-#     (BEGIN and END left out).
+#     (BEGIN and END left out);
+#   - the kernel verifier's work for the same programs: the instructions it
+#     processed and the states it kept (its statistics, which both tracers
+#     print with -v), summed.
 # The tracer under test is $LOUPE (default ./loupe), the reference $BPFTRACE
 # (default bpftrace). Figures are medians; ratios are bpftrace / loupe.
 set -u
@@ -118,7 +121,17 @@ program_figures() {
   awk -v i="$insns" -v n="$ns" -v c="$cnt" 'BEGIN { printf "%d %s\n", i, c ? sprintf("%.0f", n / c) : "-" }'
 }
 
-declare -A START MEM INSNS NSRUN
+# Prints "processed states" of the verifier for TOOL's programs of SCRIPT
+# (loaded and attached; stopped after 4 s). bpftrace prints
+# the statistics on stdout and the probe names on stderr: both go to the
+# pipe, stdout line-buffered so that they stay in order.
+verifier_figures() {
+  local tool=$1 script=$2
+  timeout -k 5 -s INT 4 stdbuf -oL "$tool" -v -e "$script" 2>&1 |
+    verifier_sums
+}
+
+declare -A START MEM INSNS NSRUN VPROC VSTATES
 for s in "${!NAMES[@]}"; do
   for tool in "${TOOLS[@]}"; do
     key="$s,$tool"
@@ -130,8 +143,9 @@ for s in "${!NAMES[@]}"; do
     done
     START[$key]=$(median <"$WORK/start")
     MEM[$key]=$(grep -vx -e - "$WORK/rss" | median)
-    INSNS[$key]=-; NSRUN[$key]=-
+    INSNS[$key]=-; NSRUN[$key]=-; VPROC[$key]=-; VSTATES[$key]=-
     [ "${NAMES[$s]}" = begin ] && continue
+    read -r VPROC[$key] VSTATES[$key] < <(verifier_figures "$tool" "${SCRIPTS[$s]}")
     sysctl -qw kernel.bpf_stats_enabled=1
     start_tracer "$tool" "${SCRIPTS[$s]}"
     start_load
@@ -168,4 +182,15 @@ for s in "${!NAMES[@]}"; do
   ln=${NSRUN[$s,$L]}; bn=${B:+${NSRUN[$s,$B]}}
   printf '%-10s %10s %10s %7s %10s %10s %7s\n' "${NAMES[$s]}" "$li" "${bi:--}" \
     "$(ratio "$li" "${bi:--}")" "$ln" "${bn:--}" "$(ratio "$ln" "${bn:--}")"
+done
+echo
+echo "verifier: instructions processed; states kept (kernel statistics, -v)"
+printf '%-10s %10s %10s %7s %10s %10s %7s\n' script "loupe ins" "bpft ins" ratio \
+  "loupe st" "bpft st" ratio
+for s in "${!NAMES[@]}"; do
+  [ "${NAMES[$s]}" = begin ] && continue
+  lp=${VPROC[$s,$L]}; bp=${B:+${VPROC[$s,$B]}}
+  ls=${VSTATES[$s,$L]}; bs=${B:+${VSTATES[$s,$B]}}
+  printf '%-10s %10s %10s %7s %10s %10s %7s\n' "${NAMES[$s]}" "$lp" "${bp:--}" \
+    "$(ratio "$lp" "${bp:--}")" "$ls" "${bs:--}" "$(ratio "$ls" "${bs:--}")"
 done

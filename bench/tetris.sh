@@ -13,22 +13,36 @@
 #     in the system);
 #   - the kernel's run time per tick of the interval program
 #     (kernel.bpf_stats_enabled=1 for 3 seconds of play in test mode).
+#   - the kernel verifier's work for the interval program: instructions
+#     processed and states kept (the statistics both tracers print with
+#     -v); loupe also reports how long the kernel took.
 # The tracer under test is $LOUPE (default ./loupe), the reference
 # $BPFTRACE (default bpftrace).
+#
+# -s SCRIPT -m TEXT benchmark another Tetris, whose frames contain TEXT:
+# the classic port (github.com/mmisono/bpftrace-tetris, tetris.bt, with
+# its kprobe:pty_write probe changed to tracepoint:syscalls:sys_enter_write
+# on a kernel without kprobes) with -m "Move:". It gets no arguments.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 
 RUNS=5
-while getopts n: opt; do
+SCRIPT=examples/tetris.bt
+MARKER="loupe tetris"
+while getopts n:s:m: opt; do
   case $opt in
     n) RUNS=$OPTARG ;;
-    *) echo "usage: $0 [-n RUNS]" >&2; exit 1 ;;
+    s) SCRIPT=$OPTARG ;;
+    m) MARKER=$OPTARG ;;
+    *) echo "usage: $0 [-n RUNS] [-s SCRIPT -m TEXT]" >&2; exit 1 ;;
   esac
 done
+ARGS=()
+[ "$SCRIPT" = examples/tetris.bt ] && ARGS=(0 1)   # test mode, no key reader
 
 LOUPE=${LOUPE:-./loupe}
 BPFTRACE=${BPFTRACE:-bpftrace}
-SCRIPT=examples/tetris.bt
+[ -r "$SCRIPT" ] || { echo "bench/tetris.sh: no script $SCRIPT" >&2; exit 1; }
 [ "$(id -u)" = 0 ] || { echo "bench/tetris.sh: needs root" >&2; exit 1; }
 [ -x "$LOUPE" ] || { echo "bench/tetris.sh: build loupe first (make)" >&2; exit 1; }
 TOOLS=("$LOUPE")
@@ -54,11 +68,11 @@ start_game() {
   local tool=$1 line t0 t1 seen=""
   rm -f "$WORK/fifo" && mkfifo "$WORK/fifo"
   t0=$EPOCHREALTIME
-  "$tool" "$SCRIPT" 0 1 >"$WORK/fifo" 2>"$WORK/stderr" </dev/null &
+  "$tool" "$SCRIPT" "${ARGS[@]}" >"$WORK/fifo" 2>"$WORK/stderr" </dev/null &
   TRACER_PID=$!
   exec 3<"$WORK/fifo"
   while IFS= read -r -t 60 line <&3; do
-    [[ $line == *"loupe tetris"* ]] && { seen=1; break; }
+    [[ $line == *"$MARKER"* ]] && { seen=1; break; }
   done
   t1=$EPOCHREALTIME
   cat <&3 >/dev/null &
@@ -95,7 +109,25 @@ program_figures() {
   echo "$iv $key $ns"
 }
 
-declare -A FRAME IV KEY NS
+# Prints "processed states ms" for the interval program: the verifier's
+# statistics from a run with -v, stopped once the first frame is out (ms,
+# the kernel's verification time, only from loupe).
+verifier_figures() {
+  local tool=$1 out=$WORK/verifier line
+  stdbuf -oL "$tool" -v "$SCRIPT" "${ARGS[@]}" >"$out" 2>&1 </dev/null &
+  local pid=$! waited=0
+  until grep -q -- "$MARKER" "$out" 2>/dev/null || [ $waited -ge 600 ]; do
+    sleep 0.1; waited=$((waited + 1))
+  done
+  kill -INT "$pid" 2>/dev/null; wait "$pid" 2>/dev/null
+  local sums ms
+  sums=$(verifier_sums '^interval' <"$out")
+  ms=$(awk '/^verifier: interval/ { want = 1; next }
+            want && /verification time/ { printf "%.0f", $3 / 1000; exit }' "$out")
+  echo "$sums ${ms:--}"
+}
+
+declare -A FRAME IV KEY NS VP VS VMS
 for tool in "${TOOLS[@]}"; do
   : >"$WORK/frames"
   for _ in $(seq "$RUNS"); do
@@ -104,6 +136,7 @@ for tool in "${TOOLS[@]}"; do
     stop_game
   done
   FRAME[$tool]=$(grep -vx -e - "$WORK/frames" | median)
+  read -r VP[$tool] VS[$tool] VMS[$tool] < <(verifier_figures "$tool")
   sysctl -qw kernel.bpf_stats_enabled=1
   start_game "$tool"
   sleep 3
@@ -120,7 +153,7 @@ B=${TOOLS[1]:-}
 bversion="not installed"
 [ -n "$B" ] && bversion=$("$B" --version)
 echo "$("$LOUPE" --version), $bversion, $(uname -r), $(nproc) CPUs"
-echo "examples/tetris.bt in test mode; first frame: median of $RUNS runs"
+echo "$SCRIPT${ARGS[*]:+ ${ARGS[*]}}; first frame: median of $RUNS runs"
 printf '%-28s %10s %10s %7s\n' "" loupe bpftrace ratio
 row() {
   local label=$1 l=$2 b=${3:--}
@@ -130,3 +163,6 @@ row "exec to first frame (ms)" "${FRAME[$L]}" "${B:+${FRAME[$B]}}"
 row "interval program (insns)" "${IV[$L]}" "${B:+${IV[$B]}}"
 row "key program (insns)" "${KEY[$L]}" "${B:+${KEY[$B]}}"
 row "interval run time (ns/tick)" "${NS[$L]}" "${B:+${NS[$B]}}"
+row "verifier: insns processed" "${VP[$L]}" "${B:+${VP[$B]}}"
+row "verifier: states" "${VS[$L]}" "${B:+${VS[$B]}}"
+row "verifier: time (ms)" "${VMS[$L]}" -
