@@ -87,6 +87,7 @@ static void gen_body(Gen *g, Probe *probe, int buf_base, bool big) {
   }
   memset(g->full_sites, 0, sizeof(int) * (size_t)g->c->nmaps);
   memset(g->read_sites, 0, sizeof(int) * (size_t)g->c->nmaps);
+  memset(g->write_sites, 0, sizeof(int) * (size_t)g->c->nmaps);
   g->stack_top = g->stack_max = 16;
   g->scratch_top = g->scratch_max = 0;
   g->span = probe->span;
@@ -168,9 +169,9 @@ static bool ap_is_special(const AttachPoint *ap) {
   return !strcasecmp(ap->provider, "BEGIN") || !strcasecmp(ap->provider, "END");
 }
 
-/* Whether a map's full-map counting or its reads move to global
- * subprograms (emit_update, gen_map_int): once the program updates it,
- * or reads it, GLOBAL_SITES times or more. Two or three instructions a
+/* Whether a map's full-map counting, its reads or its writes move to
+ * global subprograms (emit_update, gen_map_int, gen_map_write): once the
+ * program updates it, reads it or writes it GLOBAL_SITES times or more. Two or three instructions a
  * site and the subprogram's six or ten are then no more than the four or
  * nine at every site, and the verifier follows one path where each site
  * made two. The program is then generated again. */
@@ -182,6 +183,8 @@ static bool full_counts_go_global(Gen *g) {
       again = g->full_global[i] = true;
     if (!g->read_global[i] && g->read_sites[i] >= GLOBAL_SITES)
       again = g->read_global[i] = true;
+    if (!g->write_global[i] && g->write_sites[i] >= GLOBAL_SITES)
+      again = g->write_global[i] = true;
   }
   return again;
 }
@@ -207,6 +210,7 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
   g->target = t;
   memset(g->full_global, 0, sizeof(bool) * (size_t)g->c->nmaps);
   memset(g->read_global, 0, sizeof(bool) * (size_t)g->c->nmaps);
+  memset(g->write_global, 0, sizeof(bool) * (size_t)g->c->nmaps);
   /* Buffers go on the stack when they fit: no scratch lookup then. */
   gen_body(g, probe, BPF_REG_10, false);
   if (!g->failed && full_counts_go_global(g))
@@ -239,13 +243,15 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
 
 int codegen_script(Script *s, Compiled *c, Diag *d) {
   Gen g = {.d = d, .c = c};
-  g.nsubs = SUB_FULL + 2 * c->nmaps;
+  g.nsubs = SUB_FULL + 3 * c->nmaps;
   g.subcalls = calloc((size_t)g.nsubs, sizeof *g.subcalls);
   g.nsubcalls = calloc((size_t)g.nsubs, sizeof *g.nsubcalls);
   g.full_sites = calloc((size_t)c->nmaps + 1, sizeof *g.full_sites);
   g.full_global = calloc((size_t)c->nmaps + 1, sizeof *g.full_global);
   g.read_sites = calloc((size_t)c->nmaps + 1, sizeof *g.read_sites);
   g.read_global = calloc((size_t)c->nmaps + 1, sizeof *g.read_global);
+  g.write_sites = calloc((size_t)c->nmaps + 1, sizeof *g.write_sites);
+  g.write_global = calloc((size_t)c->nmaps + 1, sizeof *g.write_global);
   for (Probe *probe = s->probes; probe; probe = probe->next) {
     bool per_target_probe = probe->uses_args || probe->uses_probe;
     /* many syscall tracepoints: one raw tracepoint program per group */
@@ -282,6 +288,8 @@ out:
   free(g.full_global);
   free(g.read_sites);
   free(g.read_global);
+  free(g.write_sites);
+  free(g.write_global);
   free(g.pending);
   return g.failed ? -1 : 0;
 }

@@ -446,14 +446,38 @@ static void emit_map_reader(Gen *g, int sub) {
   emit_return(g);
 }
 
+/* Writes r2 at key r1 of the map whose writer (sub_write) this is, and
+ * counts the update if the map is full and refuses it. */
+static void emit_map_writer(Gen *g, int sub) {
+  const MapSym *m = g->c->maps[sub - SUB_FULL - 2 * g->c->nmaps];
+  emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_1, -8));
+  emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_2, -16));
+  emit_map(g, BPF_REG_1, m->id);
+  emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, -8));
+  emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, -16));
+  emit(g, I_MOV64_IMM(BPF_REG_4, BPF_ANY));
+  emit_call(g, BPF_FUNC_map_update_elem);
+  if (m->full_slot) {
+    emit(g, I_MOV64_REG(BPF_REG_1, BPF_REG_0));
+    emit_full_counter(g, SUB_FULL + m->id);
+  } else {
+    emit_return(g);
+  }
+}
+
 /* Marks the subprogram starting here global: the verifier checks it once,
- * with its one argument (r1) any scalar, and at each call only sets r0 to
+ * with its arguments (r1, and r2 for a writer) any scalars, and at each call only sets r0 to
  * an unknown scalar, where it would walk a static one's body again from
  * every call site. Iterators' output subprograms take the context in r5,
  * which a global one cannot, and len()'s callback must be static. */
-static void mark_global(Gen *g, int start) {
+static void mark_global(Gen *g, int start, int nargs) {
   BpfProg *p = g->p;
-  p->globals = realloc(p->globals, sizeof(int) * (size_t)(p->nglobals + 1));
+  size_t n = (size_t)(p->nglobals + 1);
+  p->globals = realloc(p->globals, sizeof(int) * n);
+  p->global_args = realloc(p->global_args, sizeof(int) * n);
+  p->global_args[p->nglobals] = nargs;
   p->globals[p->nglobals++] = start;
 }
 
@@ -462,11 +486,14 @@ void emit_subprograms(Gen *g) {
   for (int sub = 0; sub < g->nsubs; sub++) {
     if (!g->nsubcalls[sub]) continue;
     int start = g->p->ninsns;
-    if (sub >= SUB_FULL + g->c->nmaps) {
-      mark_global(g, start);
+    if (sub >= SUB_FULL + 2 * g->c->nmaps) {
+      mark_global(g, start, 2);
+      emit_map_writer(g, sub);
+    } else if (sub >= SUB_FULL + g->c->nmaps) {
+      mark_global(g, start, 1);
       emit_map_reader(g, sub);
     } else if (sub >= SUB_FULL) {
-      mark_global(g, start);
+      mark_global(g, start, 1);
       emit_full_counter(g, sub);
     } else if (sub == SUB_COUNT) {
       /* bpf_for_each_map_elem callback: ++*(u64 *)ctx, go on. An atomic
@@ -477,7 +504,7 @@ void emit_subprograms(Gen *g) {
       emit(g, I_ATOMIC_ADD(BPF_DW, BPF_REG_4, BPF_REG_1, 0));
       emit_return(g);
     } else if (sub >= SUB_EVENT) {
-      if (!g->seq_output) mark_global(g, start);
+      if (!g->seq_output) mark_global(g, start, 1);
       emit(g, I_ST(BPF_W, BPF_REG_10, -8, sub - SUB_EVENT));
       emit(g, I_STX(BPF_W, BPF_REG_10, BPF_REG_1, -4));
       emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));

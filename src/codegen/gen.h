@@ -18,7 +18,7 @@
 /* Subprograms: SUB_OUTPUT, SUB_COUNT (len's callback), one SUB_EVENT
  * per EventKind, then one SUB_FULL per map (map id i: SUB_FULL + i), the
  * counter of the updates a full map refused, then one reader per map
- * (sub_read). */
+ * (sub_read), then one writer per map (sub_write). */
 enum { SUB_OUTPUT, SUB_COUNT, SUB_EVENT, SUB_FULL = SUB_EVENT + 16 };
 #define SLOT_KEY0 (-16)     /* 0 when used: key 0 of the one-slot arrays */
 #define FIRST_TEMP_REG BPF_REG_6
@@ -42,12 +42,14 @@ typedef struct Gen {
   bool reg_used[11];
   int **subcalls;      /* calls to patch, per subprogram (SUB_*) */
   int *nsubcalls;
-  int nsubs;           /* SUB_FULL + twice the script's maps */
+  int nsubs;           /* SUB_FULL + three times the script's maps */
   int *full_sites;     /* per map: updates counted in this program */
   bool *full_global;   /* per map: they call SUB_FULL + id (see
                           emit_update) */
   int *read_sites;     /* per map: reads by a global reader possible */
   bool *read_global;   /* per map: they call sub_read (gen_map_int) */
+  int *write_sites;    /* per map: writes by a global writer possible */
+  bool *write_global;  /* per map: they call sub_write (gen_map_write) */
   int buf_base;        /* BPF_REG_10 or BPF_REG_9, see SCRATCH */
   bool too_big;        /* buffers did not fit on the stack */
   int stack_top;       /* bytes in use below the frame pointer */
@@ -117,6 +119,20 @@ static inline int align8(int n) { return (n + 7) & ~7; }
 /* The global subprogram reading map id's integer values (gen_map_int). */
 static inline int sub_read(const Gen *g, int id) {
   return SUB_FULL + g->c->nmaps + id;
+}
+
+/* The global subprogram writing map id's integer values. */
+static inline int sub_write(const Gen *g, int id) {
+  return SUB_FULL + 2 * g->c->nmaps + id;
+}
+
+/* A plain hash map with one 8-byte integer key and 8-byte integer values:
+ * what the global reader and writer of a map handle. */
+static inline bool map_is_int_to_int(const Gen *g, const MapSym *m) {
+  return m->bpf_type == BPF_MAP_TYPE_HASH && m->nkeys == 1 &&
+         m->key_types[0].kind == TY_INT && m->key_size == 8 &&
+         m->value_type.kind == TY_INT && m->value_size == 8 &&
+         !g->c->helper_errors;
 }
 
 /* ---- emit.c ---- */
@@ -192,6 +208,7 @@ void emit_lookup(Gen *g, MapSym *m, int key);
 #define UPDATE_VALUE_ONE INT_MIN   /* emit_update's val: the constant 1 */
 void emit_update(Gen *g, MapSym *m, int key, int val);
 int gen_map_int(Gen *g, Node *n);
+bool gen_map_write(Gen *g, Node *mapnode, Node *value);
 void gen_map_str(Gen *g, Node *n, int dst, int cap);
 int gen_map_update_int(Gen *g, Node *mapnode, int op, Node *rhs, int64_t delta, bool want_old);
 

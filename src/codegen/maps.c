@@ -68,26 +68,62 @@ void emit_update(Gen *g, MapSym *m, int key, int val) {
   patch_here(g, stored);
 }
 
+/* reg = the integer n, a constant straight into reg; reg is r1-r5, which
+ * nothing generated after this may need until the call it is for. */
+static void gen_int_into(Gen *g, Node *n, int reg) {
+  int64_t v;
+  if (fold(g, n, &v)) {
+    emit_imm64(g, reg, v);
+    return;
+  }
+  int r = gen_int(g, n);
+  emit(g, I_MOV64_REG(reg, r));
+  reg_free(g, r);
+}
+
+/* @m[k] = v through m's global writer, when the program writes m at many
+ * places (codegen.c decides); false when m has none. */
+bool gen_map_write(Gen *g, Node *mapnode, Node *value) {
+  MapSym *m = mapnode->map;
+  if (!map_is_int_to_int(g, m) || mapnode->ival) return false;
+  g->write_sites[m->id]++;
+  if (!g->write_global[m->id]) return false;
+  /* value, then key, as the inline update evaluates them; both into
+   * r1 and r2 only once neither needs a helper call any more */
+  int64_t kv, vv;
+  bool key_const = fold(g, mapnode->args, &kv);
+  bool value_const = fold(g, value, &vv);
+  Held vh = {-1, 0}, kh = {-1, 0};
+  if (!value_const) vh = hold(g, gen_int(g, value));
+  if (!key_const) kh = hold(g, gen_int(g, mapnode->args));
+  if (value_const) {
+    emit_imm64(g, BPF_REG_2, vv);
+  } else {
+    int vr = held_reg(g, vh, BPF_REG_2);
+    if (vr != BPF_REG_2) emit(g, I_MOV64_REG(BPF_REG_2, vr));
+  }
+  if (key_const) {
+    emit_imm64(g, BPF_REG_1, kv);
+  } else {
+    int kr = held_reg(g, kh, BPF_REG_1);
+    if (kr != BPF_REG_1) emit(g, I_MOV64_REG(BPF_REG_1, kr));
+    held_free(g, kh);
+  }
+  if (!value_const) held_free(g, vh);
+  emit_subcall(g, sub_write(g, m->id));
+  return true;
+}
+
 /* An integer read of @m[k]: 0 when the entry is missing. Aggregations give
  * this CPU's share (avg: this CPU's average). */
 int gen_map_int(Gen *g, Node *n) {
   MapSym *m = n->map;
   /* a plain map with one integer key and integer values, read at many
    * places in the program: its global reader (codegen.c decides) */
-  bool readable = m->bpf_type == BPF_MAP_TYPE_HASH && m->nkeys == 1 &&
-                  m->key_types[0].kind == TY_INT && m->key_size == 8 &&
-                  m->value_type.kind == TY_INT && m->value_size == 8 &&
-                  !n->ival && !g->c->helper_errors;
+  bool readable = map_is_int_to_int(g, m) && !n->ival;
   if (readable) g->read_sites[m->id]++;
   if (readable && g->read_global[m->id]) {
-    int64_t v;
-    if (fold(g, n->args, &v)) {
-      emit_imm64(g, BPF_REG_1, v);
-    } else {
-      int k = gen_int(g, n->args);
-      emit(g, I_MOV64_REG(BPF_REG_1, k));
-      reg_free(g, k);
-    }
+    gen_int_into(g, n->args, BPF_REG_1);
     emit_subcall(g, sub_read(g, m->id));
     int r = reg_alloc(g);
     emit(g, I_MOV64_REG(r, BPF_REG_0));

@@ -82,7 +82,10 @@ void compact(BpfProg *p, const bool *seen) {
     p->nmain = nmain;
     int ng = 0;
     for (int k = 0; k < p->nglobals; k++)
-      if (seen[p->globals[k]]) p->globals[ng++] = to[p->globals[k]];
+      if (seen[p->globals[k]]) {
+        p->global_args[ng] = p->global_args[k];
+        p->globals[ng++] = to[p->globals[k]];
+      }
     p->nglobals = ng;
   }
   free(to);

@@ -207,7 +207,9 @@ typedef struct BpfProg {
   int nmain;               /* instructions before the shared subprograms */
   int *globals;            /* where the global subprograms start, which
                               the verifier checks once, not at every call:
-                              BTF types them long f(long) (prog_btf.c) */
+                              BTF types them long f(long[, long])
+                              (prog_btf.c) */
+  int *global_args;        /* how many arguments each takes (1 or 2) */
   int nglobals;
   int cap;
   int fd;                  /* -1 until loaded */

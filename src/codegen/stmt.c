@@ -110,6 +110,7 @@ void gen_assign(Gen *g, Node *n) {
     emit_update(g, m, key, val);
     return;
   }
+  if (gen_map_write(g, lhs, rhs)) return;
   int64_t k;
   if (fold(g, rhs, &k)) {
     int key = gen_key(g, lhs);

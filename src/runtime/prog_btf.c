@@ -110,27 +110,30 @@ static void add_lines(ScriptBtf *sb, ProgBtf *pb, const BpfProg *p,
 }
 
 /* The type of subprogram i + 1 of any program: static loupe_fn1, ...,
- * or for the global ones (BpfProg.globals) loupe_gfn1, ... */
-static int sub_type(ScriptBtf *sb, int i, bool global) {
-  int **types = global ? &sb->global_types : &sb->func_types;
-  int *n = global ? &sb->nglobal_types : &sb->nfunc_types;
+ * or for the global ones (BpfProg.globals), which take nargs arguments,
+ * loupe_gfn1, ... */
+static int sub_type(ScriptBtf *sb, int i, int nargs) {
+  int **types = nargs ? &sb->global_types[nargs] : &sb->func_types;
+  int *n = nargs ? &sb->nglobal_types[nargs] : &sb->nfunc_types;
   while (*n <= i) {
     char name[32];
     int k = *n;
-    snprintf(name, sizeof name, global ? "loupe_gfn%d" : "loupe_fn%d", k + 1);
+    snprintf(name, sizeof name, nargs ? "loupe_gfn%d" : "loupe_fn%d", k + 1);
     *types = realloc(*types, sizeof(int) * (size_t)(k + 1));
     (*types)[k] = btf__add_func(sb->btf, name,
-                                global ? BTF_FUNC_GLOBAL : BTF_FUNC_STATIC,
-                                global ? sb->global_proto : sb->proto);
+                                nargs ? BTF_FUNC_GLOBAL : BTF_FUNC_STATIC,
+                                nargs ? sb->global_proto[nargs] : sb->proto);
     (*n)++;
   }
   return (*types)[i];
 }
 
-static bool is_global(const BpfProg *p, int start) {
+/* How many arguments the function starting at `start` takes if it is
+ * global; 0 for a static one. */
+static int global_args(const BpfProg *p, int start) {
   for (int k = 0; k < p->nglobals; k++)
-    if (p->globals[k] == start) return true;
-  return false;
+    if (p->globals[k] == start) return p->global_args[k];
+  return 0;
 }
 
 void prog_identifier(const BpfProg *p, char *name, size_t size) {
@@ -162,8 +165,11 @@ int script_btf_build(ScriptBtf *sb, const Compiled *c, const Source *src) {
   int int_id = btf__add_int(sb->btf, "int", 4, BTF_INT_SIGNED);
   sb->proto = btf__add_func_proto(sb->btf, int_id);
   int long_id = btf__add_int(sb->btf, "long", 8, BTF_INT_SIGNED);
-  sb->global_proto = btf__add_func_proto(sb->btf, long_id);
-  btf__add_func_param(sb->btf, "x", long_id);
+  for (int n = 1; n <= 2; n++) {
+    sb->global_proto[n] = btf__add_func_proto(sb->btf, long_id);
+    btf__add_func_param(sb->btf, "x", long_id);
+    if (n == 2) btf__add_func_param(sb->btf, "y", long_id);
+  }
   bool with_lines = src && src->text;
   Lines ls = {0};
   if (with_lines) {
@@ -179,7 +185,7 @@ int script_btf_build(ScriptBtf *sb, const Compiled *c, const Source *src) {
     for (int k = 0; k < pb->nfuncs; k++) {
       pb->funcs[k].insn_off = (uint32_t)starts[k];
       pb->funcs[k].type_id =
-          (uint32_t)(k ? sub_type(sb, k - 1, is_global(p, starts[k]))
+          (uint32_t)(k ? sub_type(sb, k - 1, global_args(p, starts[k]))
                        : main_type(sb, p));
     }
     free(starts);
@@ -198,7 +204,7 @@ void script_btf_free(ScriptBtf *sb, int nprogs) {
   }
   free(sb->progs);
   free(sb->func_types);
-  free(sb->global_types);
+  for (int n = 0; n < 3; n++) free(sb->global_types[n]);
   btf__free(sb->btf);
   memset(sb, 0, sizeof *sb);
 }

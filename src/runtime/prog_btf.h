@@ -22,9 +22,10 @@ typedef struct ScriptBtf {
   int proto;            /* int (void *ctx) */
   int *func_types;      /* loupe_main, loupe_fn1, ... */
   int nfunc_types;
-  int global_proto;     /* long (long), of the global subprograms */
-  int *global_types;    /* loupe_gfn1, ... */
-  int nglobal_types;
+  int global_proto[3];  /* [n]: long (long x[, long y]), of the global
+                           subprograms taking n arguments */
+  int *global_types[3]; /* [n]: loupe_gfn1, ... */
+  int nglobal_types[3];
   ProgBtf *progs;       /* by index in Compiled.progs */
 } ScriptBtf;
 
