@@ -176,7 +176,7 @@ static bool ap_is_special(const AttachPoint *ap) {
  * nine at every site, and the verifier follows one path where each site
  * made two. The program is then generated again. */
 enum { GLOBAL_SITES = 3 };
-static bool full_counts_go_global(Gen *g) {
+static bool more_go_global(Gen *g) {
   bool again = false;
   for (int i = 0; i < g->c->nmaps; i++) {
     if (!g->full_global[i] && g->full_sites[i] >= GLOBAL_SITES)
@@ -213,7 +213,7 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
   memset(g->write_global, 0, sizeof(bool) * (size_t)g->c->nmaps);
   /* Buffers go on the stack when they fit: no scratch lookup then. */
   gen_body(g, probe, BPF_REG_10, false);
-  if (!g->failed && full_counts_go_global(g))
+  if (!g->failed && more_go_global(g))
     gen_body(g, probe, BPF_REG_10, false);
   if (g->too_big && !g->failed) gen_body(g, probe, BPF_REG_9, false);
   if (g->scratch_max > SCRATCH_SLOT && !g->failed) {
