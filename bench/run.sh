@@ -172,25 +172,24 @@ for s in "${!NAMES[@]}"; do
   printf '%-10s %10s %10s %7s %10s %10s %7s\n' "${NAMES[$s]}" "$l" "${b:--}" \
     "$(ratio "$l" "${b:--}")" "$lm" "${bm:--}" "$(ratio "$lm" "${bm:--}")"
 done
-echo
-echo "per program, under load for ${SECONDS_UNDER_LOAD}s: xlated instructions; ns per run"
-printf '%-10s %10s %10s %7s %10s %10s %7s\n' script "loupe ins" "bpft ins" ratio \
-  "loupe ns" "bpft ns" ratio
-for s in "${!NAMES[@]}"; do
-  [ "${NAMES[$s]}" = begin ] && continue
-  li=${INSNS[$s,$L]}; bi=${B:+${INSNS[$s,$B]}}
-  ln=${NSRUN[$s,$L]}; bn=${B:+${NSRUN[$s,$B]}}
-  printf '%-10s %10s %10s %7s %10s %10s %7s\n' "${NAMES[$s]}" "$li" "${bi:--}" \
-    "$(ratio "$li" "${bi:--}")" "$ln" "${bn:--}" "$(ratio "$ln" "${bn:--}")"
-done
-echo
-echo "verifier: instructions processed; states kept (kernel statistics, -v)"
-printf '%-10s %10s %10s %7s %10s %10s %7s\n' script "loupe ins" "bpft ins" ratio \
-  "loupe st" "bpft st" ratio
-for s in "${!NAMES[@]}"; do
-  [ "${NAMES[$s]}" = begin ] && continue
-  lp=${VPROC[$s,$L]}; bp=${B:+${VPROC[$s,$B]}}
-  ls=${VSTATES[$s,$L]}; bs=${B:+${VSTATES[$s,$B]}}
-  printf '%-10s %10s %10s %7s %10s %10s %7s\n' "${NAMES[$s]}" "$lp" "${bp:--}" \
-    "$(ratio "$lp" "${bp:--}")" "$ls" "${bs:--}" "$(ratio "$ls" "${bs:--}")"
-done
+# Prints a table of two figures per script (BEGIN left out): TITLE, the
+# column names of the first and second figure, and the names of the two
+# associative arrays (keyed "script,tool") that hold them.
+pair_table() {
+  local -n first=$4 second=$5
+  echo
+  echo "$1"
+  printf '%-10s %10s %10s %7s %10s %10s %7s\n' script "loupe $2" "bpft $2" ratio \
+    "loupe $3" "bpft $3" ratio
+  for s in "${!NAMES[@]}"; do
+    [ "${NAMES[$s]}" = begin ] && continue
+    local l1=${first[$s,$L]} b1=${B:+${first[$s,$B]}}
+    local l2=${second[$s,$L]} b2=${B:+${second[$s,$B]}}
+    printf '%-10s %10s %10s %7s %10s %10s %7s\n' "${NAMES[$s]}" "$l1" "${b1:--}" \
+      "$(ratio "$l1" "${b1:--}")" "$l2" "${b2:--}" "$(ratio "$l2" "${b2:--}")"
+  done
+}
+pair_table "per program, under load for ${SECONDS_UNDER_LOAD}s: xlated instructions; ns per run" \
+  ins ns INSNS NSRUN
+pair_table "verifier: instructions processed; states kept (kernel statistics, -v)" \
+  ins st VPROC VSTATES
