@@ -38,6 +38,11 @@ static struct {
   struct { char *text; const CType *type; } *parsed;
   int nparsed, capparsed;
   CTypeLookup user;     /* types of probed user programs (DWARF), or NULL */
+  /* The kernel's enumerators by name, built on the first lookup: an open
+   * addressing table of (BTF id, index) pairs, 0 marking a free slot.
+   * Where two enums share a name the lowest id wins, as a scan would. */
+  struct { uint32_t id, index; } *enumerators;
+  uint32_t enum_mask;
 } reg;
 
 static void *xcalloc(size_t n, size_t size) {
@@ -456,21 +461,58 @@ static const CType *btf_named(const char *name, int kind) {
 
 /* A linear scan: enumerators are not indexed by BTF, and scripts name
  * only a few of them. */
-bool ctype_enum_value(const char *name, int64_t *value, const CType **type) {
-  if (!kernel_btf()) return false;
+static uint32_t name_hash(const char *s) {
+  uint32_t h = 2166136261u;              /* FNV-1a */
+  for (; *s; s++) h = (h ^ (unsigned char)*s) * 16777619u;
+  return h;
+}
+
+/* The slot of `name` in the enumerator table: the one holding it, or the
+ * free slot where it would go. */
+static uint32_t enum_slot(const char *name) {
+  uint32_t h = name_hash(name) & reg.enum_mask;
+  for (;; h = (h + 1) & reg.enum_mask) {
+    if (!reg.enumerators[h].id) return h;
+    const char *e;
+    btf_enumerator(btf__type_by_id(reg.btf, reg.enumerators[h].id),
+                   (int)reg.enumerators[h].index, &e);
+    if (!strcmp(e, name)) return h;
+  }
+}
+
+static void index_enumerators(void) {
+  uint32_t count = 0, size = 64;
+  for (int id = 1; id < reg.ntypes; id++) {
+    const struct btf_type *bt = btf__type_by_id(reg.btf, (__u32)id);
+    if (btf_is_enum(bt) || btf_is_enum64(bt)) count += btf_vlen(bt);
+  }
+  while (size < 2 * count) size *= 2;
+  reg.enumerators = xcalloc(size, sizeof *reg.enumerators);
+  reg.enum_mask = size - 1;
   for (int id = 1; id < reg.ntypes; id++) {
     const struct btf_type *bt = btf__type_by_id(reg.btf, (__u32)id);
     if (!btf_is_enum(bt) && !btf_is_enum64(bt)) continue;
     for (int i = 0; i < btf_vlen(bt); i++) {
       const char *e;
-      int64_t v = btf_enumerator(bt, i, &e);
-      if (strcmp(e, name)) continue;
-      *value = v;
-      if (type) *type = from_btf(id);
-      return true;
+      btf_enumerator(bt, i, &e);
+      uint32_t h = enum_slot(e);
+      if (reg.enumerators[h].id) continue;   /* an earlier enum has it */
+      reg.enumerators[h].id = (uint32_t)id;
+      reg.enumerators[h].index = (uint32_t)i;
     }
   }
-  return false;
+}
+
+bool ctype_enum_value(const char *name, int64_t *value, const CType **type) {
+  if (!kernel_btf()) return false;
+  if (!reg.enumerators) index_enumerators();
+  uint32_t h = enum_slot(name);
+  if (!reg.enumerators[h].id) return false;
+  const char *e;
+  *value = btf_enumerator(btf__type_by_id(reg.btf, reg.enumerators[h].id),
+                          (int)reg.enumerators[h].index, &e);
+  if (type) *type = from_btf((int)reg.enumerators[h].id);
+  return true;
 }
 
 /* ---- script structs ----------------------------------------------------- */
