@@ -62,7 +62,10 @@ attached_runs=0
 for i in $(seq "$RUNS_INT"); do
   sig=INT
   [ $((i % 2)) = 0 ] && sig=TERM
-  "$LOUPE" "$WORK/s.bt" >"$WORK/out" 2>"$WORK/err" &
+  # A shell starts a background command with SIGINT ignored, and a SIGINT
+  # that comes before loupe has put its handler in place would be lost:
+  # start it with the default action, as from a terminal.
+  env --default-signal=INT "$LOUPE" "$WORK/s.bt" >"$WORK/out" 2>"$WORK/err" &
   PID=$!
   pause "$i"
   kill -"$sig" "$PID" 2>/dev/null
