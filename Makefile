@@ -76,7 +76,7 @@ clean:
 # one is missing. clang builds the fuzzer; bpftrace (0.17) is what the
 # side-by-side tests compare loupe's output with.
 DEB_PKGS := gcc make pkg-config linux-libc-dev libbpf-dev libelf-dev libdw-dev libiberty-dev \
-            libcapstone-dev zlib1g-dev bpftool clang bpftrace
+            libcapstone-dev zlib1g-dev systemtap-sdt-dev bpftool clang bpftrace
 deps:
 	@dpkg -s $(DEB_PKGS) >/dev/null 2>&1 || { apt-get update && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y $(DEB_PKGS); }
