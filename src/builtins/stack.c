@@ -251,7 +251,7 @@ static void emit_first_sight(Gen *g, int pid) {
   emit_call(g, BPF_FUNC_map_update_elem);
   int known = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 0));
   emit(g, I_MOV64_REG(BPF_REG_1, pid));
-  emit_subcall(g, SUB_EVENT + EV_PROCESS_SEEN);
+  emit_event_r1(g, EV_PROCESS_SEEN);
   patch_here(g, known);
 }
 

@@ -88,6 +88,7 @@ static void gen_body(Gen *g, Probe *probe, int buf_base, bool big) {
   memset(g->full_sites, 0, sizeof(int) * (size_t)g->c->nmaps);
   memset(g->read_sites, 0, sizeof(int) * (size_t)g->c->nmaps);
   memset(g->write_sites, 0, sizeof(int) * (size_t)g->c->nmaps);
+  memset(g->out_sites, 0, sizeof g->out_sites);
   g->stack_top = g->stack_max = 16;
   g->scratch_top = g->scratch_max = 0;
   g->span = probe->span;
@@ -189,6 +190,18 @@ static bool more_go_global(Gen *g) {
   return again;
 }
 
+/* Whether an output subprogram has one site only, where its body then
+ * goes (emit_send): fewer instructions, and no call for the verifier to
+ * follow. Not for iterators, whose output subprograms use r6-r8. */
+static bool more_inlined(Gen *g) {
+  bool again = false;
+  if (g->seq_output) return false;
+  for (int sub = 0; sub < SUB_FULL; sub++)
+    if (!g->out_inline[sub] && g->out_sites[sub] == 1)
+      again = g->out_inline[sub] = true;
+  return again;
+}
+
 /* One program for probe at ap: for target t alone, for all of ap's
  * targets (t NULL), or with group set, the raw tracepoint program for
  * that group of ap's syscall tracepoints (codegen/syscall_raw.c). */
@@ -211,9 +224,10 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
   memset(g->full_global, 0, sizeof(bool) * (size_t)g->c->nmaps);
   memset(g->read_global, 0, sizeof(bool) * (size_t)g->c->nmaps);
   memset(g->write_global, 0, sizeof(bool) * (size_t)g->c->nmaps);
+  memset(g->out_inline, 0, sizeof g->out_inline);
   /* Buffers go on the stack when they fit: no scratch lookup then. */
   gen_body(g, probe, BPF_REG_10, false);
-  if (!g->failed && more_go_global(g))
+  if (!g->failed && (more_go_global(g) | more_inlined(g)))
     gen_body(g, probe, BPF_REG_10, false);
   if (g->too_big && !g->failed) gen_body(g, probe, BPF_REG_9, false);
   if (g->scratch_max > SCRATCH_SLOT && !g->failed) {

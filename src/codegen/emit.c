@@ -369,19 +369,66 @@ static void emit_seq_ctx(Gen *g) {
   emit_ctx(g, BPF_REG_5);
 }
 
+/* Sends the record at r2, r3 bytes long, to the ring buffer; if the ring
+ * refused it (r0 < 0), one more in the count user space reports as lost
+ * events. Only the failure path does any work. */
+static void emit_ringbuf_send(Gen *g) {
+  emit_map(g, BPF_REG_1, MAP_ID_RINGBUF);
+  emit(g, I_MOV64_IMM(BPF_REG_4, 0));
+  emit_call(g, BPF_FUNC_ringbuf_output);
+  int sent = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  emit_count_failure(g, COUNT_SLOT_LOST);
+  patch_here(g, sent);
+}
+
+/* The call of output subprogram `sub` (SUB_OUTPUT, or SUB_EVENT + kind
+ * with r1 = the index); or, where the program has only this one site, its
+ * body in place (r2 = record, r3 = size), which spares the verifier the
+ * call and its return. */
+static void emit_send(Gen *g, int sub) {
+  g->out_sites[sub]++;
+  if (g->out_inline[sub])
+    emit_ringbuf_send(g);
+  else
+    emit_subcall(g, sub);
+}
+
 /* Sends `size` bytes at scratch + rec to user space. */
 void emit_output(Gen *g, int rec, int size) {
   emit_scratch(g, BPF_REG_2, rec);
   emit(g, I_MOV64_IMM(BPF_REG_3, size));
   emit_seq_ctx(g);
-  emit_subcall(g, SUB_OUTPUT);
+  emit_send(g, SUB_OUTPUT);
 }
 
-/* A record that is only a header: two instructions where it is sent. */
+/* A record that is only a header: two instructions where it is sent
+ * through the subprogram. */
 void emit_event(Gen *g, uint32_t kind, uint32_t index) {
-  emit(g, I_MOV64_IMM(BPF_REG_1, (int32_t)index));
-  emit_seq_ctx(g);
-  emit_subcall(g, SUB_EVENT + (int)kind);
+  int sub = SUB_EVENT + (int)kind;
+  if (g->out_inline[sub]) {
+    int rec = emit_header(g, 0, kind, index);
+    emit_scratch(g, BPF_REG_2, rec);
+    emit(g, I_MOV64_IMM(BPF_REG_3, (int32_t)sizeof(EventHeader)));
+  } else {
+    emit(g, I_MOV64_IMM(BPF_REG_1, (int32_t)index));
+    emit_seq_ctx(g);
+  }
+  emit_send(g, sub);
+}
+
+/* The same, with the index in r1. */
+void emit_event_r1(Gen *g, uint32_t kind) {
+  int sub = SUB_EVENT + (int)kind;
+  if (g->out_inline[sub]) {
+    int rec = scratch_alloc(g, (int)sizeof(EventHeader));
+    emit(g, I_ST(BPF_W, SCRATCH, rec, (int32_t)kind));
+    emit(g, I_STX(BPF_W, SCRATCH, BPF_REG_1, rec + 4));
+    emit_scratch(g, BPF_REG_2, rec);
+    emit(g, I_MOV64_IMM(BPF_REG_3, (int32_t)sizeof(EventHeader)));
+  } else {
+    emit_seq_ctx(g);
+  }
+  emit_send(g, sub);
 }
 
 /* The end of an iterator's output subprogram, with r2 = record, r3 = its
@@ -409,15 +456,6 @@ static void emit_seq_write(Gen *g) {
   emit_return(g);
 }
 
-/* Ends an output subprogram: if the ring refused the record (r0 < 0),
- * one more in the count user space reports as lost events. Only
- * the failure path does any work. */
-static void emit_count_lost(Gen *g) {
-  int sent = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
-  emit_count_failure(g, COUNT_SLOT_LOST);
-  patch_here(g, sent);
-  emit_return(g);
-}
 
 /* Counts a refused update of the map whose SUB_FULL this is: r1 is the
  * update's result, added when it is -E2BIG (user space divides, see
@@ -516,10 +554,8 @@ void emit_subprograms(Gen *g) {
     } else if (g->seq_output) {
       emit_seq_write(g);
     } else {
-      emit_map(g, BPF_REG_1, MAP_ID_RINGBUF);
-      emit(g, I_MOV64_IMM(BPF_REG_4, 0));
-      emit_call(g, BPF_FUNC_ringbuf_output);
-      emit_count_lost(g);
+      emit_ringbuf_send(g);
+      emit_return(g);
     }
     for (int i = 0; i < g->nsubcalls[sub]; i++) {
       int at = g->subcalls[sub][i];

@@ -50,6 +50,10 @@ typedef struct Gen {
   bool *read_global;   /* per map: they call sub_read (gen_map_int) */
   int *write_sites;    /* per map: writes by a global writer possible */
   bool *write_global;  /* per map: they call sub_write (gen_map_write) */
+  int out_sites[SUB_FULL];    /* per output subprogram: the places that
+                                 send through it in this program */
+  bool out_inline[SUB_FULL];  /* per output subprogram: its one site has
+                                 its body instead of a call (emit_send) */
   int buf_base;        /* BPF_REG_10 or BPF_REG_9, see SCRATCH */
   bool too_big;        /* buffers did not fit on the stack */
   int stack_top;       /* bytes in use below the frame pointer */
@@ -174,6 +178,7 @@ void emit_ctx(Gen *g, int reg);
 void emit_subcall(Gen *g, int sub);
 void emit_output(Gen *g, int rec, int size);
 void emit_event(Gen *g, uint32_t kind, uint32_t index);
+void emit_event_r1(Gen *g, uint32_t kind);
 void emit_subprograms(Gen *g);
 int emit_header(Gen *g, int payload, uint32_t kind, uint32_t index);
 int find_map(Gen *g, const char *name);
