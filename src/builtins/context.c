@@ -626,11 +626,11 @@ static int emit_cgroup(Gen *g, Node *n) {
 /* nsecs less the start time user space stored in the elapsed map. */
 static int emit_elapsed(Gen *g, Node *n) {
   int r = emit_helper_u64(g, BPF_FUNC_ktime_get_ns);
-  emit_lookup_slot0(g, find_map(g, ELAPSED_MAP_NAME));
-  int miss = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  int miss = emit_lookup_slot0(g, find_map(g, ELAPSED_MAP_NAME))
+      ? emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0)) : -1;
   emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
   emit(g, I_ALU64_REG(BPF_SUB, r, BPF_REG_1));
-  patch_here(g, miss);
+  if (miss >= 0) patch_here(g, miss);
   return r;
 }
 

@@ -175,8 +175,8 @@ void agg_lookup_or_insert(Gen *g, MapSym *m, int key, Jumps *none) {
     return;
   }
   int have = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 0));
-  emit_lookup_slot0(g, find_map(g, ZERO_MAP_NAME));
-  jumps_add(none, emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0)));
+  if (emit_lookup_slot0(g, find_map(g, ZERO_MAP_NAME)))
+    jumps_add(none, emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0)));
   emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_0));
   emit_map(g, BPF_REG_1, m->id);
   emit_scratch(g, BPF_REG_2, key);

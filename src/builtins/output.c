@@ -315,8 +315,8 @@ static void check_exit(Checker *c, Node *n) {
 /* Raises the flag that stops every probe but END, tells user space (the
  * record's index is the code), then leaves the program at once. */
 static bool emit_exit(Gen *g, Node *n) {
-  emit_lookup_slot0(g, find_map(g, EXITED_MAP_NAME));
-  emit(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 1));
+  if (emit_lookup_slot0(g, find_map(g, EXITED_MAP_NAME)))
+    emit(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 1));
   emit(g, I_ST(BPF_DW, BPF_REG_0, 0, 1));
   emit_event(g, EV_EXIT, (uint32_t)n->ival);
   emit_return(g);

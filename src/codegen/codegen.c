@@ -108,8 +108,8 @@ static void gen_body(Gen *g, Probe *probe, int buf_base, bool big) {
   int exited = find_map(g, EXITED_MAP_NAME);
   if (exited >= 0 && !g->is_end) {
     /* after exit(), nothing but END runs */
-    emit_lookup_slot0(g, exited);
-    emit(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 4));
+    if (emit_lookup_slot0(g, exited))
+      emit(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 4));
     emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
     emit(g, I_JMP_IMM(BPF_JEQ, BPF_REG_1, 0, 2));
     emit_return(g);

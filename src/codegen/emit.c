@@ -57,13 +57,24 @@ void emit_count_failure(Gen *g, int slot) {
   emit_count_slot(g, slot, BPF_REG_2);
 }
 
-/* r0 = the value of key 0 of a one-slot array map (NULL if none). */
-void emit_lookup_slot0(Gen *g, int map_id) {
+/* r0 = the value of key 0 of a one-slot array map. loupe's own arrays
+ * (one slot, shared by the CPUs) are addressed directly: two instructions
+ * and no call, and r0 is never NULL. Other maps are looked up, and r0 is
+ * NULL if there is no slot 0. Returns whether r0 may be NULL. */
+bool emit_lookup_slot0(Gen *g, int map_id) {
+  const MapSym *m = map_id >= 0 ? g->c->maps[map_id] : NULL;
+  if (m && m->internal && m->bpf_type == BPF_MAP_TYPE_ARRAY &&
+      m->max_entries == 1) {
+    emit(g, I_LD_IMM64_LO(BPF_REG_0, BPF_PSEUDO_MAP_VALUE, map_id));
+    emit(g, I_LD_IMM64_HI(0));
+    return false;
+  }
   emit(g, I_ST(BPF_DW, BPF_REG_10, SLOT_KEY0, 0));
   emit_map(g, BPF_REG_1, map_id);
   emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
   emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, SLOT_KEY0));
   emit_call(g, BPF_FUNC_map_lookup_elem);
+  return true;
 }
 
 /* r9 = this CPU's scratch area (+ the bias of the big one); leaves the
@@ -293,11 +304,11 @@ void emit_zero(Gen *g, int dst, int cap) {
   int chunk = g->c->maps[zero]->value_size & ~7;
   for (int i = 0; i < cap; i += chunk) {
     int n = cap - i < chunk ? cap - i : chunk;
-    emit_lookup_slot0(g, zero);
-    int missing = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+    int missing = emit_lookup_slot0(g, zero)
+        ? emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0)) : -1;
     emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_0));
     emit_read_into(g, dst + i, n);
-    patch_here(g, missing);
+    if (missing >= 0) patch_here(g, missing);
   }
 }
 

@@ -147,7 +147,7 @@ void emit_map(Gen *g, int reg, int id);
 void emit_count_failure(Gen *g, int slot);
 /* Adds register reg to slot `slot` of loupe_counts, atomically (loses r1). */
 void emit_count_slot(Gen *g, int slot, int reg);
-void emit_lookup_slot0(Gen *g, int map_id);
+bool emit_lookup_slot0(Gen *g, int map_id);
 void emit_scratch_base(Gen *g);
 void emit_scratch(Gen *g, int reg, int off);
 /* Calls helper; with -k, a memory read that fails is also reported. */
