@@ -164,8 +164,19 @@ static void check_fail(Checker *c, Node *n) {
     }
     check_expr(c, arg);
     int64_t v;
+    /* only what takes a string or an integer: the text is formatted by
+     * fprintf, where %n, %S or %f would read or write through nonsense */
+    if (!strchr("sdiouxXc", *p) || (*p == 's' && strpbrk(spec, "lhjzt"))) {
+      error_at(c, n->span, "fail(): %s is not a conversion fail() takes "
+               "(%%s, %%d, %%i, %%u, %%o, %%x, %%X, %%c)", spec);
+      fclose(f);
+      free(text);
+      return;
+    }
     if (*p == 's' && arg->kind == N_STR) {
       fprintf(f, spec, arg->sval);
+    } else if (*p == 'c' && const_int(arg, &v)) {
+      fprintf(f, spec, (int)(unsigned char)v);
     } else if (*p != 's' && const_int(arg, &v)) {
       /* the value as C's long long, the conversion's letter kept */
       char ll[40];
