@@ -247,6 +247,7 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
     prune_unreachable(p);
     drop_redundant_loads(p);
     drop_dead_writes(p);
+    forward_copies(p);
     drop_unread_ctx_save(p);
     hoist_frame_address(p);
   }

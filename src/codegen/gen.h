@@ -290,6 +290,8 @@ bool mirror_step(int *m, const struct bpf_insn *in);
 void drop_redundant_loads(BpfProg *p);
 /* Removes moves and stack reloads nothing reads before they are overwritten. */
 void drop_dead_writes(BpfProg *p);
+/* Stores the source of a copy whose only use is a store to the stack. */
+void forward_copies(BpfProg *p);
 /* Removes the prologue's store of the context if nothing reads it. */
 void drop_unread_ctx_save(BpfProg *p);
 /* Forms the stack address used most (three times or more) once, at entry. */

@@ -210,12 +210,40 @@ static bool writes_reg(const struct bpf_insn *in, int r) {
   return false;
 }
 
+/* Whether register d, from instruction j on, is written again (or the
+ * program leaves) before anything reads it, on every path: forward jumps
+ * are followed, a backward jump says no, and so does running out of
+ * `budget` instructions looked at. */
+static bool dead_from(const BpfProg *p, const bool *keep, int j, int d,
+                      int *budget) {
+  for (; j < p->ninsns; j++) {
+    const struct bpf_insn *next = &p->insns[j];
+    if (!keep[j]) continue;
+    if (--*budget < 0 || reads_reg(next, d)) return false;
+    if (writes_reg(next, d) || next->code == (BPF_JMP | BPF_EXIT))
+      return true;
+    /* an atomic reads its operands (reads_reg) and a compare-exchange r0 */
+    if (BPF_MODE(next->code) == BPF_ATOMIC && d == BPF_REG_0) return false;
+    if (is_jump(next)) {
+      if (next->off < 0) return false;
+      int t = j + next->off + 1;
+      if (BPF_OP(next->code) != BPF_JA && !dead_from(p, keep, t, d, budget))
+        return false;
+      if (BPF_OP(next->code) == BPF_JA) j = t - 1;
+      continue;
+    }
+    if (is_ld_imm64(next)) j++;
+  }
+  return false;
+}
+
+enum { LOOK_AHEAD = 64 };   /* instructions dead_from may look at */
+
 /* Removes a move or a reload of a stack slot whose register is written
  * again, or the program leaves, before anything reads it (what the
  * dropped loads of drop_redundant_loads leave behind: the context
- * fetched from its slot for a field already at hand). Looks along
- * straight code only: a branch, or a call that takes the register as an
- * argument, keeps the instruction. */
+ * fetched from its slot for a field already at hand). A call that takes
+ * the register as an argument keeps the instruction. */
 void drop_dead_writes(BpfProg *p) {
   int n = p->ninsns;
   bool *keep = malloc(sizeof(bool) * (n + 1));
@@ -233,22 +261,67 @@ void drop_dead_writes(BpfProg *p) {
                 in->code == (BPF_ALU64 | BPF_MOV | BPF_K);
     int d = in->dst_reg;
     if (!pure || d == BPF_REG_10) continue;
-    for (int j = i + 1; j < n; j++) {
-      const struct bpf_insn *next = &p->insns[j];
-      if (!keep[j]) continue;
-      if (reads_reg(next, d)) break;
-      if (writes_reg(next, d) ||
-          (next->code == (BPF_JMP | BPF_EXIT))) {
-        keep[i] = false;
-        dropped = true;
-        break;
-      }
-      if (is_jump(next) || BPF_MODE(next->code) == BPF_ATOMIC) break;
-      if (is_ld_imm64(next)) j++;
+    int budget = LOOK_AHEAD;
+    if (dead_from(p, keep, i + 1, d, &budget)) {
+      keep[i] = false;
+      dropped = true;
     }
   }
   if (dropped) compact(p, keep);
   free(keep);
+}
+
+/* The instructions something other than the one before may lead to:
+ * jump and call targets, and the starts of global subprograms. */
+static bool *jump_targets(const BpfProg *p) {
+  bool *t = calloc((size_t)p->ninsns + 1, sizeof(bool));
+  for (int i = 0; i < p->ninsns; i++) {
+    const struct bpf_insn *in = &p->insns[i];
+    if (is_jump(in)) t[i + in->off + 1] = true;
+    if (is_pseudo_call(in) || is_pseudo_func(in)) t[i + in->imm + 1] = true;
+    if (is_ld_imm64(in)) i++;
+  }
+  for (int k = 0; k < p->nglobals; k++) t[p->globals[k]] = true;
+  return t;
+}
+
+/* A copy `rD = rS` whose only use is the store right after it, to the
+ * stack, stores rS itself: `r0 >>= 32; w6 = w0; *(u64 *)(r10 - 48) = r6`
+ * (pid, kept out of r0 in case a call came first) becomes
+ * `r0 >>= 32; *(u64 *)(r10 - 48) = r0`. A 32-bit copy qualifies when a
+ * shift right by 32 or more just emptied rS's upper half. */
+void forward_copies(BpfProg *p) {
+  int n = p->ninsns;
+  bool *keep = malloc(sizeof(bool) * (n + 1));
+  bool *target = jump_targets(p);
+  bool dropped = false;
+  for (int i = 0; i < n; i++) keep[i] = true;
+  for (int i = 0; i + 1 < n; i++) {
+    struct bpf_insn *in = &p->insns[i], *st = &p->insns[i + 1];
+    if (is_ld_imm64(in)) {
+      i++;
+      continue;
+    }
+    bool copy = in->code == (BPF_ALU64 | BPF_MOV | BPF_X);
+    if (in->code == (BPF_ALU | BPF_MOV | BPF_X) && i > 0 && !target[i] &&
+        (i < 2 || !is_ld_imm64(&p->insns[i - 2]))) {
+      const struct bpf_insn *sh = &p->insns[i - 1];
+      copy = sh->code == (BPF_ALU64 | BPF_RSH | BPF_K) &&
+             sh->dst_reg == in->src_reg && sh->imm >= 32;
+    }
+    int d = in->dst_reg, s = in->src_reg, budget = LOOK_AHEAD;
+    if (!copy || d == s || d == BPF_REG_10 || target[i + 1] ||
+        BPF_CLASS(st->code) != BPF_STX || BPF_MODE(st->code) != BPF_MEM ||
+        st->src_reg != d || st->dst_reg != BPF_REG_10 ||
+        !dead_from(p, keep, i + 2, d, &budget))
+      continue;
+    st->src_reg = (uint8_t)s;
+    keep[i] = false;
+    dropped = true;
+  }
+  if (dropped) compact(p, keep);
+  free(keep);
+  free(target);
 }
 
 /* The prologue keeps the context in its stack slot for whatever reads it
