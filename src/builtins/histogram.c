@@ -101,35 +101,35 @@ static void emit_hist_index(Gen *g, int idx, int v, int bits) {
   int done1 = emit_jump(g, I_JMP_IMM(BPF_JSLT, v, 0, 0));
   emit(g, I_MOV64_IMM(idx, 1));
   int done2 = emit_jump(g, I_JMP_IMM(BPF_JEQ, v, 0, 0));
-  /* r3 = floor(log2 v) by halving the search range, without a branch:
-   * with a branch per step the verifier walks all 64 paths (r3 differs
-   * on each). While r1 < 2^(2 sh), t = r1 >> sh is below 2^sh, so
-   * (t + 2^sh - 1) >> sh is 1 exactly when t is not 0; shifted left by
-   * log2(sh) it is the step, sh or 0, that r1 moves down by and r3 up. */
+  /* acc = floor(log2 v) by halving the search range, without a branch:
+   * with a branch per step the verifier walks all 64 paths (acc differs
+   * on each). While r1 < 2^(2 sh), r1 >> sh is not 0 exactly when r1 is
+   * above 2^sh - 1, that is when (2^sh - 1) - r1 is negative (r1 is
+   * below 2^63): its sign bit, shifted left by log2(sh), is the step, sh
+   * or 0, that r1 moves down by and acc up. */
+  int acc = bits ? BPF_REG_3 : idx;
   emit(g, I_MOV64_REG(BPF_REG_1, v));
   for (int sh = 32, lg = 5; sh >= 2; sh /= 2, lg--) {
-    emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_1));
-    emit(g, I_ALU64_IMM(BPF_RSH, BPF_REG_2, sh));
-    if (sh == 32) {   /* 2^32 - 1 is no sign-extended immediate */
-      emit(g, I_ALU32_IMM(BPF_MOV, BPF_REG_4, -1));
-      emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_2, BPF_REG_4));
-    } else {
-      emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, (1 << sh) - 1));
-    }
-    emit(g, I_ALU64_IMM(BPF_RSH, BPF_REG_2, sh));
+    if (sh == 32)   /* 2^32 - 1 is no sign-extended immediate */
+      emit(g, I_ALU32_IMM(BPF_MOV, BPF_REG_2, -1));
+    else
+      emit(g, I_MOV64_IMM(BPF_REG_2, (1 << sh) - 1));
+    emit(g, I_ALU64_REG(BPF_SUB, BPF_REG_2, BPF_REG_1));
+    emit(g, I_ALU64_IMM(BPF_RSH, BPF_REG_2, 63));
     emit(g, I_ALU64_IMM(BPF_LSH, BPF_REG_2, lg));
     emit(g, I_ALU64_REG(BPF_RSH, BPF_REG_1, BPF_REG_2));
     if (sh == 32)
-      emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_2));
+      emit(g, I_MOV64_REG(acc, BPF_REG_2));
     else
-      emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_3, BPF_REG_2));
+      emit(g, I_ALU64_REG(BPF_ADD, acc, BPF_REG_2));
   }
-  /* r1 < 4 now: its bit 1 is the last step */
+  /* r1 < 4 now: its bit 1 is the last step (the AND shows the verifier
+   * that it is 0 or 1, so that it knows acc <= 63 and the bucket is in
+   * range without a clamp) */
   emit(g, I_ALU64_IMM(BPF_RSH, BPF_REG_1, 1));
-  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_3, BPF_REG_1));
-  if (bits == 0) {
-    emit(g, I_MOV64_REG(idx, BPF_REG_3));
-  } else {
+  emit(g, I_ALU64_IMM(BPF_AND, BPF_REG_1, 1));
+  emit(g, I_ALU64_REG(BPF_ADD, acc, BPF_REG_1));
+  if (bits) {
     /* r1 = the `bits` bits after the leading one */
     emit(g, I_MOV64_REG(BPF_REG_1, v));
     emit(g, I_MOV64_IMM(BPF_REG_4, bits));
@@ -193,14 +193,16 @@ static void gen_histogram(Gen *g, Node *mapnode, Node *call) {
   MapSym *m = mapnode->map;
   int v = gen_int(g, call->args);
   int idx = reg_alloc(g);
-  if (m->value_type.agg == AGG_HIST)
-    emit_hist_index(g, idx, v, m->hist_bits);
-  else
-    emit_lhist_index(g, idx, v, m);
-  reg_free(g, v);
   int nb = m->value_size / 8;
-  emit(g, I_JMP_IMM(BPF_JLE, idx, nb - 1, 1));
-  emit(g, I_MOV64_IMM(idx, nb - 1));
+  if (m->value_type.agg == AGG_HIST) {
+    /* at most (63 << bits) + 2^bits - 1 + 2, the last bucket */
+    emit_hist_index(g, idx, v, m->hist_bits);
+  } else {
+    emit_lhist_index(g, idx, v, m);
+    emit(g, I_JMP_IMM(BPF_JLE, idx, nb - 1, 1));
+    emit(g, I_MOV64_IMM(idx, nb - 1));
+  }
+  reg_free(g, v);
   Held hidx = hold(g, idx);
   Jumps none = {0};
   agg_lookup_or_insert(g, m, gen_key(g, mapnode), &none);
