@@ -227,7 +227,9 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
   memset(g->out_inline, 0, sizeof g->out_inline);
   /* Buffers go on the stack when they fit: no scratch lookup then. */
   gen_body(g, probe, BPF_REG_10, false);
-  if (!g->failed && (more_go_global(g) | more_inlined(g)))
+  bool global = !g->failed && more_go_global(g);
+  bool inlined = !g->failed && more_inlined(g);
+  if (global || inlined)
     gen_body(g, probe, BPF_REG_10, false);
   if (g->too_big && !g->failed) gen_body(g, probe, BPF_REG_9, false);
   if (g->scratch_max > SCRATCH_SLOT && !g->failed) {
