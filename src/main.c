@@ -658,9 +658,11 @@ static int attach_and_run(Compiled *c, const Options *o, FILE *out, Diag *d) {
     fprintf(stderr, "Attached %d probe%s\n", nattached,
             nattached == 1 ? "" : "s");
   notify_attached(out);
-  int status = run_finish(run);
+  run_wait(run);
+  /* END runs after all the other probes are detached (bpftrace's
+   * documentation): what they still send cannot crowd out END's output */
   links_close_all(&links);
-  return status;
+  return run_finish(run);
 }
 
 /* ---- -c COMMAND ----------------------------------------------------- */

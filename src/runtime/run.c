@@ -213,8 +213,8 @@ static void set_budget(RunState *st) {
   st->budget = size / sizeof(EventHeader);
 }
 
-/* Handles the records queued now (probes stay attached while END runs and
- * maps print, so new ones may keep arriving). */
+/* Handles the records queued now (at most a ring's worth: a probe still
+ * attached may keep sending). */
 static void drain(RunState *st, struct ring_buffer *rb) {
   if (!rb) return;
   set_budget(st);
@@ -626,7 +626,7 @@ bool run_stopping(const Run *r) {
   return r->st.exit_seen || loupe_stop_requested;
 }
 
-int run_finish(Run *r) {
+void run_wait(Run *r) {
   RunState *st = &r->st;
   if (r->begin_len) fwrite(r->begin_text, 1, r->begin_len, st->out);
   flush_output(st);
@@ -649,6 +649,10 @@ int run_finish(Run *r) {
     run_iters(st, r->rb);
   else if (st->child_pid > 0 || st->target_pid > 0 || !only_begin_end(st->c))
     event_loop(st, r->rb, r->timeout_ms);
+}
+
+int run_finish(Run *r) {
+  RunState *st = &r->st;
   /* Records queued before the stop are still handled (or dropped if the
    * stop was exit()); END's own records always are. After Ctrl-C, for a
    * second at most: what is still queued then is dropped, and said. */
@@ -685,5 +689,7 @@ void run_abandon(Run *r) {
 
 int run_script(Compiled *c, const RunOptions *opts) {
   Run *r = run_begin(c, opts);
-  return r ? run_finish(r) : 1;
+  if (!r) return 1;
+  run_wait(r);
+  return run_finish(r);
 }

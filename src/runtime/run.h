@@ -20,24 +20,28 @@ typedef struct RunOptions {
                            event loop, and print their times */
 } RunOptions;
 
-/* A run in two halves, so that BEGIN runs before the other probes are
+/* A run in parts, so that BEGIN runs before the other probes are
  * attached, as bpftrace documents:
  * run_begin sets up the event buffer and the signal handling, runs the
  * BEGIN programs and prints what they sent (NULL when out of memory);
  * run_stopping tells whether BEGIN called exit() or a stop was asked for,
  * in which case the caller need not attach anything;
- * run_finish starts the -c command, consumes events until exit(), SIGINT,
- * SIGTERM, the command's exit or the -p process's exit (at once when the script has only BEGIN
- * and END probes and no command), runs END, drains the remaining events,
- * prints every non-empty map, frees the run and returns the process exit
- * status; run_abandon frees a run that will not finish (attach failed). */
+ * run_wait starts the -c command and consumes events until exit(),
+ * SIGINT, SIGTERM, the command's exit or the -p process's exit (at once
+ * when the script has only BEGIN and END probes and no command); the
+ * caller then detaches the probes, since END comes after all the other
+ * probes are detached, as bpftrace documents;
+ * run_finish handles the events still queued, runs END, prints every
+ * non-empty map, frees the run and returns the process exit status;
+ * run_abandon frees a run that will not finish (attach failed). */
 typedef struct Run Run;
 Run *run_begin(Compiled *c, const RunOptions *opts);
 bool run_stopping(const Run *r);
+void run_wait(Run *r);
 int run_finish(Run *r);
 void run_abandon(Run *r);
 
-/* run_begin, then run_finish, with nothing to attach in between. */
+/* run_begin, run_wait and run_finish, with nothing attached. */
 int run_script(Compiled *c, const RunOptions *opts);
 
 /* Set to 1 by main's SIGINT/SIGTERM handler, installed before loading, when
