@@ -10,8 +10,9 @@
 # from the seeds alone. The same commit then always tries the same inputs,
 # so `make check` cannot pass or fail by luck.
 #
-# Findings (crashing inputs) land in build/fuzz/findings/; the run fails
-# if there is one. Each finding, once fixed, becomes a test of its own in
+# Findings (crashing inputs) land in build/fuzz/findings/ (a reproducible
+# run's in build/fuzz/findings-repro/, emptied first); the run fails if
+# there is one. Each finding, once fixed, becomes a test of its own in
 # tests/errors or tests/runtime. The corpus libFuzzer grows is kept in
 # build/fuzz/corpus between runs.
 set -u
@@ -42,6 +43,9 @@ cp examples/*.bt "$seeds/" 2>/dev/null
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
 export UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1
 if [ -n "${LOUPE_FUZZ_RUNS:-}" ]; then
+  # its own findings, so that an open-ended run's do not fail it
+  findings=build/fuzz/findings-repro
+  rm -rf "$findings" && mkdir -p "$findings"
   corpus=$(mktemp -d)
   trap 'rm -rf "$corpus"' EXIT
   mode=(-seed="${LOUPE_FUZZ_SEED:-1}" -runs="$LOUPE_FUZZ_RUNS")
