@@ -288,7 +288,8 @@ static bool *jump_targets(const BpfProg *p) {
 /* A copy `rD = rS` whose only use is the store right after it, to the
  * stack, stores rS itself: `r0 >>= 32; w6 = w0; *(u64 *)(r10 - 48) = r6`
  * (pid, kept out of r0 in case a call came first) becomes
- * `r0 >>= 32; *(u64 *)(r10 - 48) = r0`. A 32-bit copy qualifies when a
+ * `r0 >>= 32; *(u64 *)(r10 - 48) = r0`; likewise a conditional jump
+ * right after that tests rD (`if r6 != 1234`) tests rS. A 32-bit copy qualifies when a
  * shift right by 32 or more just emptied rS's upper half. */
 void forward_copies(BpfProg *p) {
   int n = p->ninsns;
@@ -310,12 +311,20 @@ void forward_copies(BpfProg *p) {
              sh->dst_reg == in->src_reg && sh->imm >= 32;
     }
     int d = in->dst_reg, s = in->src_reg, budget = LOOK_AHEAD;
-    if (!copy || d == s || d == BPF_REG_10 || target[i + 1] ||
-        BPF_CLASS(st->code) != BPF_STX || BPF_MODE(st->code) != BPF_MEM ||
-        st->src_reg != d || st->dst_reg != BPF_REG_10 ||
-        !dead_from(p, keep, i + 2, d, &budget))
+    if (!copy || d == s || d == BPF_REG_10 || target[i + 1]) continue;
+    bool store = BPF_CLASS(st->code) == BPF_STX &&
+                 BPF_MODE(st->code) == BPF_MEM && st->src_reg == d &&
+                 st->dst_reg == BPF_REG_10;
+    bool test = is_jump(st) && BPF_OP(st->code) != BPF_JA &&
+                st->dst_reg == d && st->off >= 0 &&
+                (BPF_SRC(st->code) == BPF_K || st->src_reg != d);
+    if (!(store || test) || !dead_from(p, keep, i + 2, d, &budget) ||
+        (test && !dead_from(p, keep, i + 2 + st->off, d, &budget)))
       continue;
-    st->src_reg = (uint8_t)s;
+    if (store)
+      st->src_reg = (uint8_t)s;
+    else
+      st->dst_reg = (uint8_t)s;
     keep[i] = false;
     dropped = true;
   }
