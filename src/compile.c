@@ -31,10 +31,10 @@ int compile_script(const Source *src, const CompileSettings *cs,
                    Script **script, Compiled *c, Diag *d) {
   if (compile_front(src, cs, script, d) < 0) return -1;
   Script *s = *script;
+  c->helper_errors = cs->helper_errors;   /* the maps' layout depends on it */
   if (check_script(s, c, d) < 0 || d->errors) return -1;
   /* after check, so that the probes left out are checked all the same */
   if (cs->probe_filter && expand_filter(s, cs->probe_filter) < 0) return -1;
-  c->helper_errors = cs->helper_errors;
   c->comm_padded = cs->comm_padded;
   if (codegen_script(s, c, d) < 0 || d->errors) return -1;
   return 0;

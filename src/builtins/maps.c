@@ -112,11 +112,13 @@ static bool want_entry(Checker *c, Node *n) {
 static void check_delete(Checker *c, Node *n) {
   if (!want_entry(c, n)) return;
   n->type = ty_bool();
-  n->args->map->deleted = true;   /* so it stays a hash (map_layout) */
+  n->args->map->may_miss = true;   /* so it stays a hash (map_layout) */
 }
 
 static void check_has_key(Checker *c, Node *n) {
-  if (want_entry(c, n)) n->type = ty_bool();
+  if (!want_entry(c, n)) return;
+  n->type = ty_bool();
+  n->args->map->may_miss = true;
 }
 
 /* ---- code ------------------------------------------------------------ */

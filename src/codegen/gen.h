@@ -212,6 +212,8 @@ int gen_key(Gen *g, Node *mapnode);
 void emit_lookup(Gen *g, MapSym *m, int key);
 #define UPDATE_VALUE_ONE INT_MIN   /* emit_update's val: the constant 1 */
 void emit_update(Gen *g, MapSym *m, int key, int val);
+void emit_direct_store(Gen *g, const MapSym *m, int reg);
+void emit_direct_store_const(Gen *g, const MapSym *m, int64_t v);
 int gen_map_int(Gen *g, Node *n);
 bool gen_map_write(Gen *g, Node *mapnode, Node *value);
 void gen_map_str(Gen *g, Node *n, int dst, int cap);

@@ -10,7 +10,7 @@ int gen_key(Gen *g, Node *mapnode) {
   MapSym *m = mapnode->map;
   int key = scratch_alloc(g, m->key_size);
   if (m->nkeys == 0) {
-    emit(g, I_ST(BPF_DW, SCRATCH, key, 0));
+    if (!m->direct) emit(g, I_ST(BPF_DW, SCRATCH, key, 0));
     return key;
   }
   if (mapnode->ival) {
@@ -32,8 +32,34 @@ int gen_key(Gen *g, Node *mapnode) {
   return key;
 }
 
-/* r0 = bpf_map_lookup_elem(m, scratch + key) */
+/* reg = the address of direct map m's value (its set flag 8 bytes on) */
+static void emit_direct_value(Gen *g, const MapSym *m, int reg) {
+  emit(g, I_LD_IMM64_LO(reg, BPF_PSEUDO_MAP_VALUE, m->id));
+  emit(g, I_LD_IMM64_HI(0));
+}
+
+/* Direct map m = reg (not r1), and set. */
+void emit_direct_store(Gen *g, const MapSym *m, int reg) {
+  emit_direct_value(g, m, BPF_REG_1);
+  emit(g, I_STX(BPF_DW, BPF_REG_1, reg, 0));
+  emit(g, I_ST(BPF_DW, BPF_REG_1, 8, 1));
+}
+
+/* Direct map m = the constant v, and set. */
+void emit_direct_store_const(Gen *g, const MapSym *m, int64_t v) {
+  /* r2: a constant past 32 bits goes through r1 */
+  emit_direct_value(g, m, BPF_REG_2);
+  emit_store_const(g, BPF_REG_2, 0, v);
+  emit(g, I_ST(BPF_DW, BPF_REG_2, 8, 1));
+}
+
+/* r0 = bpf_map_lookup_elem(m, scratch + key); for a direct map its
+ * value's address, never NULL. */
 void emit_lookup(Gen *g, MapSym *m, int key) {
+  if (m->direct) {
+    emit_direct_value(g, m, BPF_REG_0);
+    return;
+  }
   emit_map(g, BPF_REG_1, m->id);
   emit_scratch(g, BPF_REG_2, key);
   emit_call(g, BPF_FUNC_map_lookup_elem);
@@ -42,6 +68,14 @@ void emit_lookup(Gen *g, MapSym *m, int key) {
 /* bpf_map_update_elem(m, scratch + key, scratch + val, BPF_ANY); with val
  * UPDATE_VALUE_ONE, the value is the 8-byte 1 that loupe_counts holds. */
 void emit_update(Gen *g, MapSym *m, int key, int val) {
+  if (m->direct) {
+    if (val == UPDATE_VALUE_ONE)
+      emit(g, I_MOV64_IMM(BPF_REG_2, 1));
+    else
+      emit(g, I_LDX(BPF_DW, BPF_REG_2, SCRATCH, val));
+    emit_direct_store(g, m, BPF_REG_2);
+    return;
+  }
   emit_map(g, BPF_REG_1, m->id);
   emit_scratch(g, BPF_REG_2, key);
   if (val == UPDATE_VALUE_ONE) {
@@ -131,6 +165,11 @@ int gen_map_int(Gen *g, Node *n) {
   }
   int key = gen_key(g, n);
   emit_lookup(g, m, key);
+  if (m->direct) {
+    int r = reg_alloc(g);
+    emit(g, I_LDX(BPF_DW, r, BPF_REG_0, 0));
+    return r;
+  }
   if (g->c->helper_errors) {
     /* -k: reading an entry that does not exist is reported (code 0) */
     int found = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 0));
@@ -184,10 +223,14 @@ int gen_map_update_int(Gen *g, Node *mapnode, int op, Node *rhs,
   int val = scratch_alloc(g, 8);
   emit_lookup(g, m, key);
   int cur = reg_alloc(g);
-  emit(g, I_MOV64_IMM(cur, 0));
-  int miss = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
-  emit(g, I_LDX(BPF_DW, cur, BPF_REG_0, 0));
-  patch_here(g, miss);
+  if (m->direct) {
+    emit(g, I_LDX(BPF_DW, cur, BPF_REG_0, 0));
+  } else {
+    emit(g, I_MOV64_IMM(cur, 0));
+    int miss = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+    emit(g, I_LDX(BPF_DW, cur, BPF_REG_0, 0));
+    patch_here(g, miss);
+  }
   Held old = {-1, 0};
   int result = cur;
   if (want_old) {
@@ -203,8 +246,12 @@ int gen_map_update_int(Gen *g, Node *mapnode, int op, Node *rhs,
   } else {
     emit(g, I_ALU64_IMM(BPF_ADD, cur, (int32_t)delta));
   }
-  emit(g, I_STX(BPF_DW, SCRATCH, cur, val));
-  emit_update(g, m, key, val);
+  if (m->direct) {
+    emit_direct_store(g, m, cur);
+  } else {
+    emit(g, I_STX(BPF_DW, SCRATCH, cur, val));
+    emit_update(g, m, key, val);
+  }
   if (want_old) {
     reg_free(g, cur);
     result = held_reg(g, old, BPF_REG_0);

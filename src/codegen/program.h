@@ -62,12 +62,18 @@ typedef struct MapSym {
   Type value_type;
   int value_size;                  /* per CPU for per-CPU maps */
   uint32_t bpf_type;               /* BPF_MAP_TYPE_HASH, _PERCPU_HASH,
-                                      _PERCPU_ARRAY */
+                                      _PERCPU_ARRAY, _ARRAY (direct) */
   uint32_t max_entries;
   int fd;                          /* -1 until loaded */
   bool internal;                   /* loupe's own (e.g. the elapsed base):
                                       never printed */
-  bool deleted;                    /* the script calls delete() on it */
+  bool may_miss;                   /* the script calls delete() or
+                                      has_key() on it: its entries can be
+                                      missing, so it stays a hash */
+  bool direct;                     /* a keyless map of integers in a
+                                      one-slot array, addressed directly
+                                      (no lookup): the value, then 1 once
+                                      it is set (lang/check.c) */
   bool zeroed;                     /* run time, a keyless per-CPU array:
                                       zero() ran since the last clear(),
                                       so its all-zero slot still prints */

@@ -112,6 +112,17 @@ void gen_assign(Gen *g, Node *n) {
   }
   if (gen_map_write(g, lhs, rhs)) return;
   int64_t k;
+  if (m->direct && fold(g, rhs, &k)) {
+    emit_direct_store_const(g, m, k);
+    return;
+  }
+  if (m->direct) {
+    Held v = hold(g, gen_int(g, rhs));
+    int r = held_reg(g, v, BPF_REG_2);
+    emit_direct_store(g, m, r);
+    held_free(g, v);
+    return;
+  }
   if (fold(g, rhs, &k)) {
     int key = gen_key(g, lhs);
     int val = scratch_alloc(g, 8);

@@ -856,7 +856,7 @@ static void check_probe(Checker *c, Probe *p) {
  * average or stats (a count of their values) and a histogram, wrong for a
  * sum, which may be 0; and an array cannot delete. */
 static bool keyless_array(const MapSym *m) {
-  if (m->nkeys != 0 || m->deleted) return false;
+  if (m->nkeys != 0 || m->may_miss) return false;
   switch (m->value_type.agg) {
   case AGG_COUNT: case AGG_MIN: case AGG_MAX: case AGG_AVG: case AGG_STATS:
   case AGG_HIST: case AGG_LHIST:
@@ -866,8 +866,17 @@ static bool keyless_array(const MapSym *m) {
   }
 }
 
+/* Whether plain keyless map m lives in a one-slot array that programs
+ * address directly, with no lookup and no update call: it must hold an
+ * integer, never miss (no delete() or has_key()), and not report missing
+ * entries (-k). A flag after the value says whether it was ever set. */
+static bool keyless_direct(const Checker *c, const MapSym *m) {
+  return m->nkeys == 0 && !m->may_miss && m->value_type.kind == TY_INT &&
+         !c->out->helper_errors;
+}
+
 /* Key offsets and value sizes, once every use has been seen. */
-static void map_layout(MapSym *m) {
+static void map_layout(const Checker *c, MapSym *m) {
   if (m->nkeys <= 0) {
     m->nkeys = 0;
     m->key_size = 8;
@@ -887,6 +896,11 @@ static void map_layout(MapSym *m) {
       m->bpf_type = BPF_MAP_TYPE_PERCPU_ARRAY;
       m->key_size = 4;
     }
+  } else if (keyless_direct(c, m)) {
+    m->bpf_type = BPF_MAP_TYPE_ARRAY;
+    m->key_size = 4;
+    m->value_size = 16;
+    m->direct = true;
   } else {
     m->bpf_type = BPF_MAP_TYPE_HASH;
     m->value_size = value_cap(v);
@@ -992,7 +1006,7 @@ int check_script(Script *s, Compiled *out, Diag *d) {
     if (m->internal) continue;   /* laid out when made (stack maps) */
     if (m->value_type.kind == TY_NONE && d->errors == errors_before)
       diag_error(d, m->first_use, "Undefined map: %s", m->name);
-    map_layout(m);
+    map_layout(&c, m);
     /* A keyless map holds one entry: the kernel preallocates max_entries
      * of them as it creates a hash map (0.6 ms for 4096), so ask for one
      * (a declaration still sets its own size). */

@@ -73,6 +73,11 @@ void apply_map_decls(Script *s, Compiled *out, Diag *d) {
     }
     sym->bpf_type = map_kinds[k].bpf_type;
     sym->max_entries = (uint32_t)m->max_entries;
+    if (sym->direct) {   /* a hash after all, as declared */
+      sym->direct = false;
+      sym->key_size = 8;
+      sym->value_size = value_cap(sym->value_type);
+    }
   }
 }
 

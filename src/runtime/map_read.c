@@ -139,6 +139,7 @@ int map_dump(const MapSym *m, MapDump *d) {
     /* A key deleted since get_next_key is simply skipped. */
     if (bpf_map_lookup_elem(m->fd, key, value) != 0) continue;
     if (empty_array_slot(m, value)) continue;
+    if (m->direct && !read_s64(value + 8)) continue;   /* never set */
     if ((err = map_dump_grow(d, &cap))) break;
     memcpy(d->keys + (size_t)d->n * m->key_size, key, m->key_size);
     uint8_t *val = d->vals + (size_t)d->n * vsize;
@@ -253,6 +254,11 @@ static void set_zeroed(const MapSym *m, bool zeroed) {
 }
 
 int map_clear(const MapSym *m) {
+  if (m->direct) {   /* value and set flag 0: as if never set */
+    uint32_t key = 0;
+    uint64_t none[2] = {0, 0};
+    return bpf_map_update_elem(m->fd, &key, none, BPF_ANY) ? -errno : 0;
+  }
   if (m->bpf_type == BPF_MAP_TYPE_PERCPU_ARRAY) {
     /* an array's slot cannot go: zeroed, it holds no value again */
     int err = map_zero(m);
@@ -269,6 +275,13 @@ int map_clear(const MapSym *m) {
 }
 
 int map_zero(const MapSym *m) {
+  if (m->direct) {   /* 0, if it was set */
+    uint32_t key = 0;
+    uint64_t slot[2];
+    if (bpf_map_lookup_elem(m->fd, &key, slot) || !slot[1]) return 0;
+    slot[0] = 0;
+    return bpf_map_update_elem(m->fd, &key, slot, BPF_ANY) ? -errno : 0;
+  }
   uint8_t *keys = NULL;
   int n = map_keys(m, &keys);
   if (n < 0) return n;
