@@ -467,7 +467,6 @@ static void emit_seq_write(Gen *g) {
   emit_return(g);
 }
 
-
 /* Counts a refused update of the map whose SUB_FULL this is: r1 is the
  * update's result, added when it is -E2BIG (user space divides, see
  * report_counts). */
