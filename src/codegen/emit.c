@@ -43,11 +43,17 @@ void emit_map(Gen *g, int reg, int id) {
   emit(g, I_LD_IMM64_HI(0));
 }
 
+/* reg = the address of byte `off` of map id's value: a one-slot array
+ * (not per CPU), addressed directly with no lookup, never NULL. */
+void emit_map_value(Gen *g, int reg, int id, int off) {
+  emit(g, I_LD_IMM64_LO(reg, BPF_PSEUDO_MAP_VALUE, id));
+  emit(g, I_LD_IMM64_HI(off));
+}
+
 /* Register reg added to counter `slot` of loupe_counts, addressed directly
  * (no lookup) and atomically: three instructions, for failure paths. */
 void emit_count_slot(Gen *g, int slot, int reg) {
-  emit(g, I_LD_IMM64_LO(BPF_REG_1, BPF_PSEUDO_MAP_VALUE, MAP_ID_COUNTS));
-  emit(g, I_LD_IMM64_HI((int32_t)(slot * (int)sizeof(uint64_t))));
+  emit_map_value(g, BPF_REG_1, MAP_ID_COUNTS, slot * (int)sizeof(uint64_t));
   emit(g, I_ATOMIC_ADD(BPF_DW, BPF_REG_1, reg, 0));
 }
 
@@ -65,8 +71,7 @@ bool emit_lookup_slot0(Gen *g, int map_id) {
   const MapSym *m = map_id >= 0 ? g->c->maps[map_id] : NULL;
   if (m && m->internal && m->bpf_type == BPF_MAP_TYPE_ARRAY &&
       m->max_entries == 1) {
-    emit(g, I_LD_IMM64_LO(BPF_REG_0, BPF_PSEUDO_MAP_VALUE, map_id));
-    emit(g, I_LD_IMM64_HI(0));
+    emit_map_value(g, BPF_REG_0, map_id, 0);
     return false;
   }
   emit(g, I_ST(BPF_DW, BPF_REG_10, SLOT_KEY0, 0));
@@ -473,8 +478,8 @@ static void emit_seq_write(Gen *g) {
 static void emit_full_counter(Gen *g, int sub) {
   const MapSym *m = g->c->maps[sub - SUB_FULL];
   emit(g, I_JMP_IMM(BPF_JNE, BPF_REG_1, -E2BIG, 3));
-  emit(g, I_LD_IMM64_LO(BPF_REG_2, BPF_PSEUDO_MAP_VALUE, MAP_ID_COUNTS));
-  emit(g, I_LD_IMM64_HI((int32_t)(m->full_slot * (int)sizeof(uint64_t))));
+  emit_map_value(g, BPF_REG_2, MAP_ID_COUNTS,
+                 m->full_slot * (int)sizeof(uint64_t));
   emit(g, I_ATOMIC_ADD(BPF_DW, BPF_REG_2, BPF_REG_1, 0));
   emit_return(g);
 }

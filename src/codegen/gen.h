@@ -144,6 +144,7 @@ bool is_buffer(Type t);
 int emit(Gen *g, struct bpf_insn i);
 void emit_imm64(Gen *g, int reg, int64_t v);
 void emit_map(Gen *g, int reg, int id);
+void emit_map_value(Gen *g, int reg, int id, int off);
 void emit_count_failure(Gen *g, int slot);
 /* Adds register reg to slot `slot` of loupe_counts, atomically (loses r1). */
 void emit_count_slot(Gen *g, int slot, int reg);

@@ -32,15 +32,9 @@ int gen_key(Gen *g, Node *mapnode) {
   return key;
 }
 
-/* reg = the address of direct map m's value (its set flag 8 bytes on) */
-static void emit_direct_value(Gen *g, const MapSym *m, int reg) {
-  emit(g, I_LD_IMM64_LO(reg, BPF_PSEUDO_MAP_VALUE, m->id));
-  emit(g, I_LD_IMM64_HI(0));
-}
-
-/* Direct map m = reg (not r1), and set. */
+/* Direct map m = reg (not r1), and set: its set flag is 8 bytes on. */
 void emit_direct_store(Gen *g, const MapSym *m, int reg) {
-  emit_direct_value(g, m, BPF_REG_1);
+  emit_map_value(g, BPF_REG_1, m->id, 0);
   emit(g, I_STX(BPF_DW, BPF_REG_1, reg, 0));
   emit(g, I_ST(BPF_DW, BPF_REG_1, 8, 1));
 }
@@ -48,7 +42,7 @@ void emit_direct_store(Gen *g, const MapSym *m, int reg) {
 /* Direct map m = the constant v, and set. */
 void emit_direct_store_const(Gen *g, const MapSym *m, int64_t v) {
   /* r2: a constant past 32 bits goes through r1 */
-  emit_direct_value(g, m, BPF_REG_2);
+  emit_map_value(g, BPF_REG_2, m->id, 0);
   emit_store_const(g, BPF_REG_2, 0, v);
   emit(g, I_ST(BPF_DW, BPF_REG_2, 8, 1));
 }
@@ -57,7 +51,7 @@ void emit_direct_store_const(Gen *g, const MapSym *m, int64_t v) {
  * value's address, never NULL. */
 void emit_lookup(Gen *g, MapSym *m, int key) {
   if (m->direct) {
-    emit_direct_value(g, m, BPF_REG_0);
+    emit_map_value(g, BPF_REG_0, m->id, 0);
     return;
   }
   emit_map(g, BPF_REG_1, m->id);
@@ -66,21 +60,15 @@ void emit_lookup(Gen *g, MapSym *m, int key) {
 }
 
 /* bpf_map_update_elem(m, scratch + key, scratch + val, BPF_ANY); with val
- * UPDATE_VALUE_ONE, the value is the 8-byte 1 that loupe_counts holds. */
+ * UPDATE_VALUE_ONE, the value is the 8-byte 1 that loupe_counts holds.
+ * Not for a direct map, which its writers store in place
+ * (emit_direct_store). */
 void emit_update(Gen *g, MapSym *m, int key, int val) {
-  if (m->direct) {
-    if (val == UPDATE_VALUE_ONE)
-      emit(g, I_MOV64_IMM(BPF_REG_2, 1));
-    else
-      emit(g, I_LDX(BPF_DW, BPF_REG_2, SCRATCH, val));
-    emit_direct_store(g, m, BPF_REG_2);
-    return;
-  }
   emit_map(g, BPF_REG_1, m->id);
   emit_scratch(g, BPF_REG_2, key);
   if (val == UPDATE_VALUE_ONE) {
-    emit(g, I_LD_IMM64_LO(BPF_REG_3, BPF_PSEUDO_MAP_VALUE, MAP_ID_COUNTS));
-    emit(g, I_LD_IMM64_HI(COUNT_SLOT_ONE * (int)sizeof(uint64_t)));
+    emit_map_value(g, BPF_REG_3, MAP_ID_COUNTS,
+                   COUNT_SLOT_ONE * (int)sizeof(uint64_t));
   } else {
     emit_scratch(g, BPF_REG_3, val);
   }
