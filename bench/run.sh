@@ -11,7 +11,7 @@
 #   - per program, with kernel.bpf_stats_enabled=1 while a load generator
 #     runs for SECONDS: the xlated instruction count (bytes_xlated / 8) and
 #     the kernel's run_time_ns / run_cnt, summed over the script's programs
-#     (BEGIN and END left out);
+#     (BEGIN and END left out), taken for each second and the median given;
 #   - the kernel verifier's work for the same programs: the instructions it
 #     processed and the states it kept (its statistics, which both tracers
 #     print with -v), summed.
@@ -21,7 +21,7 @@ set -u
 cd "$(dirname "$0")/.." || exit 1
 
 RUNS=10
-SECONDS_UNDER_LOAD=3
+SECONDS_UNDER_LOAD=5
 while getopts n:t: opt; do
   case $opt in
     n) RUNS=$OPTARG ;;
@@ -107,7 +107,8 @@ start_load() {
 }
 stop_load() { kill "$LOAD_PID" 2>/dev/null; wait "$LOAD_PID" 2>/dev/null; LOAD_PID=""; }
 
-# Prints "insns ns_per_run" for the non-BEGIN/END programs the tracer holds.
+# Prints "insns run_time_ns run_cnt", the totals of the non-BEGIN/END
+# programs the tracer holds.
 program_figures() {
   local pid=$1 ids id insns=0 ns=0 cnt=0 info
   ids=$(tracer_prog_ids "$pid")
@@ -118,7 +119,21 @@ program_figures() {
     ns=$((ns + $(sed -nE 's/.*run_time_ns ([0-9]+).*/\1/p' <<<"$info" | grep . || echo 0)))
     cnt=$((cnt + $(sed -nE 's/.*run_cnt ([0-9]+).*/\1/p' <<<"$info" | grep . || echo 0)))
   done
-  awk -v i="$insns" -v n="$ns" -v c="$cnt" 'BEGIN { printf "%d %s\n", i, c ? sprintf("%.0f", n / c) : "-" }'
+  echo "$insns $ns $cnt"
+}
+
+# Prints "insns ns_per_run": the median over SECONDS one-second windows
+# of the tracer's programs' run time per run.
+program_figures_under_load() {
+  local pid=$1 insns ns cnt ns0 cnt0
+  read -r insns ns0 cnt0 < <(program_figures "$pid")
+  for _ in $(seq "$SECONDS_UNDER_LOAD"); do
+    sleep 1
+    read -r insns ns cnt < <(program_figures "$pid")
+    awk -v n=$((ns - ns0)) -v c=$((cnt - cnt0)) 'BEGIN { if (c > 0) printf "%.0f\n", n / c }'
+    ns0=$ns cnt0=$cnt
+  done >"$WORK/ns"
+  echo "$insns $(median <"$WORK/ns")"
 }
 
 # Prints "processed states" of the verifier for TOOL's programs of SCRIPT
@@ -149,8 +164,7 @@ for s in "${!NAMES[@]}"; do
     sysctl -qw kernel.bpf_stats_enabled=1
     start_tracer "$tool" "${SCRIPTS[$s]}"
     start_load
-    sleep "$SECONDS_UNDER_LOAD"
-    read -r insns ns_per_run < <(program_figures "$TRACER_PID")
+    read -r insns ns_per_run < <(program_figures_under_load "$TRACER_PID")
     INSNS[$key]=$insns; NSRUN[$key]=$ns_per_run
     stop_load
     stop_tracer >/dev/null
@@ -189,7 +203,7 @@ pair_table() {
       "$(ratio "$l1" "${b1:--}")" "$l2" "${b2:--}" "$(ratio "$l2" "${b2:--}")"
   done
 }
-pair_table "per program, under load for ${SECONDS_UNDER_LOAD}s: xlated instructions; ns per run" \
+pair_table "per program, under load: xlated instructions; ns per run (median of ${SECONDS_UNDER_LOAD} seconds)" \
   ins ns INSNS NSRUN
 pair_table "verifier: instructions processed; states kept (kernel statistics, -v)" \
   ins st VPROC VSTATES
