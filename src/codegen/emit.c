@@ -385,12 +385,14 @@ static void emit_seq_ctx(Gen *g) {
   emit_ctx(g, BPF_REG_5);
 }
 
-/* Sends the record at r2, r3 bytes long, to the ring buffer; if the ring
+/* Sends the record at r2, r3 bytes long, to the ring buffer, with the
+ * flags user space keeps in loupe_wake (whether to wake it); if the ring
  * refused it (r0 < 0), one more in the count user space reports as lost
  * events. Only the failure path does any work. */
 static void emit_ringbuf_send(Gen *g) {
   emit_map(g, BPF_REG_1, MAP_ID_RINGBUF);
-  emit(g, I_MOV64_IMM(BPF_REG_4, 0));
+  emit_map_value(g, BPF_REG_4, MAP_ID_WAKE, 0);
+  emit(g, I_LDX(BPF_DW, BPF_REG_4, BPF_REG_4, 0));
   emit_call(g, BPF_FUNC_ringbuf_output);
   int sent = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
   emit_count_failure(g, COUNT_SLOT_LOST);

@@ -241,6 +241,8 @@ typedef struct Compiled {
   BpfProg *progs;
   int nprogs;
   int ringbuf_fd;          /* internal maps, created by load */
+  int wake_fd;             /* loupe_wake: the flags records are sent with
+                              (MAP_ID_WAKE), with the ring buffer */
   int scratch_fd;
   int counts_fd;           /* loupe_counts: the events the ring refused
                               (slot 0), the updates each full map refused
@@ -271,6 +273,10 @@ typedef struct Compiled {
 #define MAP_ID_SCRATCH  (-2)
 #define MAP_ID_BIG_SCRATCH (-3)
 #define MAP_ID_COUNTS   (-4)
+/* One 8-byte slot, the flags of bpf_ringbuf_output: 0 (the kernel wakes
+ * the reader when it has caught up) while user space waits for records,
+ * BPF_RB_NO_WAKEUP while it polls for them (runtime/run.c). */
+#define MAP_ID_WAKE     (-5)
 #define COUNT_SLOT_LOST 0
 /* Not a counter: holds 1, written by user space before programs load,
  * never by a program. An 8-byte value of 1 for map updates (a count's

@@ -142,6 +142,12 @@ static int create_internal_maps(Compiled *c, Diag *d) {
                          "loupe_events");
       return -1;
     }
+    c->wake_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "loupe_wake",
+                                sizeof(uint32_t), sizeof(uint64_t), 1, NULL);
+    if (c->wake_fd < 0) {
+      report_bpf_failure(d, no_span, errno, "the wakeup flag", "loupe_wake");
+      return -1;
+    }
   }
   if (c->big_scratch_size) {
     int ncpus = libbpf_num_possible_cpus();
@@ -223,6 +229,7 @@ static int map_fd_for_id(const Compiled *c, int id) {
   if (id == MAP_ID_SCRATCH) return c->scratch_fd;
   if (id == MAP_ID_BIG_SCRATCH) return c->big_scratch_fd;
   if (id == MAP_ID_COUNTS) return c->counts_fd;
+  if (id == MAP_ID_WAKE) return c->wake_fd;
   if (id >= 0 && id < c->nmaps) return c->maps[id]->fd;
   return -1;
 }
@@ -473,6 +480,7 @@ static int load_prog(Compiled *c, int idx, const ScriptBtf *sb, Diag *d) {
  * this run opened. */
 static void reset_fds(Compiled *c) {
   c->ringbuf_fd = c->scratch_fd = c->big_scratch_fd = c->counts_fd = -1;
+  c->wake_fd = -1;
   for (int i = 0; i < c->nmaps; i++) c->maps[i]->fd = -1;
   for (int i = 0; i < c->nprogs; i++) c->progs[i].fd = -1;
 }
@@ -620,6 +628,7 @@ void unload_all(Compiled *c) {
   for (int i = 0; i < c->nprogs; i++) close_fd(&c->progs[i].fd);
   for (int i = 0; i < c->nmaps; i++) close_fd(&c->maps[i]->fd);
   close_fd(&c->ringbuf_fd);
+  close_fd(&c->wake_fd);
   close_fd(&c->counts_fd);
   close_fd(&c->scratch_fd);
   close_fd(&c->big_scratch_fd);
