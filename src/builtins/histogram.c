@@ -95,7 +95,8 @@ static int lhist_size(const MapSym *m) {
 
 /* ---- code ------------------------------------------------------------ */
 
-/* idx = the hist() bucket of v (layout in program.h), using r1..r4. */
+/* idx = the hist() bucket of v (layout in program.h), using r1..r4; v is
+ * the caller's to free, and lost unless bits is set. */
 static void emit_hist_index(Gen *g, int idx, int v, int bits) {
   emit(g, I_MOV64_IMM(idx, 0));
   int done1 = emit_jump(g, I_JMP_IMM(BPF_JSLT, v, 0, 0));
@@ -103,32 +104,40 @@ static void emit_hist_index(Gen *g, int idx, int v, int bits) {
   int done2 = emit_jump(g, I_JMP_IMM(BPF_JEQ, v, 0, 0));
   /* acc = floor(log2 v) by halving the search range, without a branch:
    * with a branch per step the verifier walks all 64 paths (acc differs
-   * on each). While r1 < 2^(2 sh), r1 >> sh is not 0 exactly when r1 is
-   * above 2^sh - 1, that is when (2^sh - 1) - r1 is negative (r1 is
-   * below 2^63): its sign bit, shifted left by log2(sh), is the step, sh
-   * or 0, that r1 moves down by and acc up. */
+   * on each). While w < 2^(2 sh), w >> sh is not 0 exactly when w is
+   * above 2^sh - 1, that is when (2^sh - 1) - w is negative (w is below
+   * 2^63): its sign bit, shifted left by log2(sh), is the step, sh or 0,
+   * that w moves down by and acc up. */
   int acc = bits ? BPF_REG_3 : idx;
-  emit(g, I_MOV64_REG(BPF_REG_1, v));
-  for (int sh = 32, lg = 5; sh >= 2; sh /= 2, lg--) {
+  int w = v;   /* v itself when nothing reads it after */
+  if (bits) {
+    w = BPF_REG_1;
+    emit(g, I_MOV64_REG(w, v));
+  }
+  for (int sh = 32, lg = 5; sh >= 8; sh /= 2, lg--) {
     if (sh == 32)   /* 2^32 - 1 is no sign-extended immediate */
       emit(g, I_ALU32_IMM(BPF_MOV, BPF_REG_2, -1));
     else
       emit(g, I_MOV64_IMM(BPF_REG_2, (1 << sh) - 1));
-    emit(g, I_ALU64_REG(BPF_SUB, BPF_REG_2, BPF_REG_1));
+    emit(g, I_ALU64_REG(BPF_SUB, BPF_REG_2, w));
     emit(g, I_ALU64_IMM(BPF_RSH, BPF_REG_2, 63));
     emit(g, I_ALU64_IMM(BPF_LSH, BPF_REG_2, lg));
-    emit(g, I_ALU64_REG(BPF_RSH, BPF_REG_1, BPF_REG_2));
+    emit(g, I_ALU64_REG(BPF_RSH, w, BPF_REG_2));
     if (sh == 32)
       emit(g, I_MOV64_REG(acc, BPF_REG_2));
     else
       emit(g, I_ALU64_REG(BPF_ADD, acc, BPF_REG_2));
   }
-  /* r1 < 4 now: its bit 1 is the last step (the AND shows the verifier
-   * that it is 0 or 1, so that it knows acc <= 63 and the bucket is in
-   * range without a clamp) */
-  emit(g, I_ALU64_IMM(BPF_RSH, BPF_REG_1, 1));
-  emit(g, I_ALU64_IMM(BPF_AND, BPF_REG_1, 1));
-  emit(g, I_ALU64_REG(BPF_ADD, acc, BPF_REG_1));
+  /* w < 256 now: the rest of the log2 is a byte of the table. The ANDs
+   * show the verifier what it cannot see through the shifts: that the
+   * index is in the table, and that what it reads is at most 7, so that
+   * acc <= 63 and the bucket is in range without a clamp. */
+  emit(g, I_ALU64_IMM(BPF_AND, w, LOG2_TABLE_SIZE - 1));
+  emit_map_value(g, BPF_REG_2, find_map(g, LOG2_MAP_NAME), 0);
+  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_2, w));
+  emit(g, I_LDX(BPF_B, w, BPF_REG_2, 0));
+  emit(g, I_ALU64_IMM(BPF_AND, w, 7));
+  emit(g, I_ALU64_REG(BPF_ADD, acc, w));
   if (bits) {
     /* r1 = the `bits` bits after the leading one */
     emit(g, I_MOV64_REG(BPF_REG_1, v));
@@ -206,10 +215,9 @@ static void gen_histogram(Gen *g, Node *mapnode, Node *call) {
   Held hidx = hold(g, idx);
   Jumps none = {0};
   agg_lookup_or_insert(g, m, gen_key(g, mapnode), &none);
-  int r = held_reg(g, hidx, BPF_REG_1);
-  emit(g, I_MOV64_REG(BPF_REG_1, r));
-  emit(g, I_ALU64_IMM(BPF_LSH, BPF_REG_1, 3));
-  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_0, BPF_REG_1));
+  int r = held_reg(g, hidx, BPF_REG_1);   /* the index: ours to shift */
+  emit(g, I_ALU64_IMM(BPF_LSH, r, 3));
+  emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_0, r));
   emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
   emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_1, 1));
   emit(g, I_STX(BPF_DW, BPF_REG_0, BPF_REG_1, 0));

@@ -104,6 +104,11 @@ static inline int lhist_buckets(const MapSym *m) {
 /* An internal one-slot array that is never written: zeroes to insert new
  * histogram entries from, and to clear big strings with. */
 #define ZERO_MAP_NAME "@@zero"
+/* An internal one-slot array of LOG2_TABLE_SIZE bytes, byte i holding
+ * floor(log2 i), never written by a program: hist() takes the last steps
+ * of its log2 from it. */
+#define LOG2_MAP_NAME "@@log2"
+#define LOG2_TABLE_SIZE 256
 
 /* A scratch variable `$x`; its storage is decided by codegen per probe. */
 typedef struct VarSym {

@@ -937,6 +937,15 @@ static void add_zero_map(Compiled *out, int strlen) {
   add_internal_array(out, ZERO_MAP_NAME, size);
 }
 
+/* hist()'s table of floor(log2 i) for i below LOG2_TABLE_SIZE. */
+static void add_log2_map(Compiled *out) {
+  add_internal_array(out, LOG2_MAP_NAME, LOG2_TABLE_SIZE);
+  MapSym *m = out->maps[out->nmaps - 1];
+  m->init_values = calloc(1, LOG2_TABLE_SIZE);
+  for (int i = 2; i < LOG2_TABLE_SIZE; i++)
+    m->init_values[i] = (char)(m->init_values[i / 2] + 1);
+}
+
 /* Whether any expression of the script reads the builtin word or calls
  * the function `name`. */
 static bool uses_builtin(Node *n, const char *name) {
@@ -1020,6 +1029,11 @@ int check_script(Script *s, Compiled *out, Diag *d) {
                   out->maps[i]->bpf_type != BPF_MAP_TYPE_PERCPU_ARRAY &&
                   out->maps[i]->value_size > 16;
   if (big_values || c.strlen > BIG_BUFFER) add_zero_map(out, c.strlen);
+  for (int i = 0; i < out->nmaps; i++)
+    if (out->maps[i]->value_type.agg == AGG_HIST) {
+      add_log2_map(out);
+      break;
+    }
   /* `elapsed` counts from the time loupe started: user space writes that
    * base into a one-slot array map before anything runs. */
   for (Probe *p = s->probes; p; p = p->next)
