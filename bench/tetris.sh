@@ -4,6 +4,9 @@
 #   sudo bench/tetris.sh [-n RUNS]
 #
 # For each tracer it prints
+#   - start-up: from exec until the first byte of BEGIN's output is on
+#     stdout (both tracers print it once every probe is attached), median
+#     of RUNS runs: the tracer's own part of the wait for the first frame;
 #   - first frame: from exec until the first frame is on stdout (the line
 #     "loupe tetris", printed by the interval probe's first redraw right
 #     after the cursor-home escape), median of RUNS runs (default 5);
@@ -62,15 +65,17 @@ trap cleanup EXIT
 . "$(dirname "$0")/lib.sh"
 
 # Starts TOOL on the game in test mode with no key reader ($1 = 0) and
-# waits for the first frame. Sets TRACER_PID and FRAME_MS (or "-" when no
-# frame came within 60 s); stdout keeps being drained.
+# waits for the first frame. Sets TRACER_PID, BEGIN_MS and FRAME_MS (or
+# "-" when no output or frame came within 60 s); stdout keeps being
+# drained.
 start_game() {
-  local tool=$1 line t0 t1 seen=""
+  local tool=$1 line t0 t1 tb="" seen="" c
   rm -f "$WORK/fifo" && mkfifo "$WORK/fifo"
   t0=$EPOCHREALTIME
   "$tool" "$SCRIPT" "${ARGS[@]}" >"$WORK/fifo" 2>"$WORK/stderr" </dev/null &
   TRACER_PID=$!
   exec 3<"$WORK/fifo"
+  IFS= read -r -N 1 -t 60 c <&3 && tb=$EPOCHREALTIME
   while IFS= read -r -t 60 line <&3; do
     [[ $line == *"$MARKER"* ]] && { seen=1; break; }
   done
@@ -78,8 +83,9 @@ start_game() {
   cat <&3 >/dev/null &
   DRAIN_PID=$!
   exec 3<&-
-  FRAME_MS=-
+  FRAME_MS=- BEGIN_MS=-
   [ -n "$seen" ] && FRAME_MS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", (b - a) * 1000 }')
+  [ -n "$tb" ] && BEGIN_MS=$(awk -v a="$t0" -v b="$tb" 'BEGIN { printf "%.1f", (b - a) * 1000 }')
 }
 
 stop_game() {
@@ -127,15 +133,17 @@ verifier_figures() {
   echo "$sums ${ms:--}"
 }
 
-declare -A FRAME IV KEY NS VP VS VMS
+declare -A BEGUN FRAME IV KEY NS VP VS VMS
 for tool in "${TOOLS[@]}"; do
-  : >"$WORK/frames"
+  : >"$WORK/frames"; : >"$WORK/begun"
   for _ in $(seq "$RUNS"); do
     start_game "$tool"
     echo "$FRAME_MS" >>"$WORK/frames"
+    echo "$BEGIN_MS" >>"$WORK/begun"
     stop_game
   done
   FRAME[$tool]=$(grep -vx -e - "$WORK/frames" | median)
+  BEGUN[$tool]=$(grep -vx -e - "$WORK/begun" | median)
   read -r VP[$tool] VS[$tool] VMS[$tool] < <(verifier_figures "$tool")
   sysctl -qw kernel.bpf_stats_enabled=1
   start_game "$tool"
@@ -153,12 +161,13 @@ B=${TOOLS[1]:-}
 bversion="not installed"
 [ -n "$B" ] && bversion=$("$B" --version)
 echo "$("$LOUPE" --version), $bversion, $(uname -r), $(nproc) CPUs"
-echo "$SCRIPT${ARGS[*]:+ ${ARGS[*]}}; first frame: median of $RUNS runs"
+echo "$SCRIPT${ARGS[*]:+ ${ARGS[*]}}; start-up and first frame: median of $RUNS runs"
 printf '%-28s %10s %10s %7s\n' "" loupe bpftrace ratio
 row() {
   local label=$1 l=$2 b=${3:--}
   printf '%-28s %10s %10s %7s\n' "$label" "$l" "$b" "$(ratio "$l" "$b")"
 }
+row "exec to BEGIN output (ms)" "${BEGUN[$L]}" "${B:+${BEGUN[$B]}}"
 row "exec to first frame (ms)" "${FRAME[$L]}" "${B:+${FRAME[$B]}}"
 row "interval program (insns)" "${IV[$L]}" "${B:+${IV[$B]}}"
 row "key program (insns)" "${KEY[$L]}" "${B:+${KEY[$B]}}"
