@@ -110,8 +110,9 @@ static void gen_body(Gen *g, Probe *probe, int buf_base, bool big) {
     /* after exit(), nothing but END runs */
     if (emit_lookup_slot0(g, exited))
       emit(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 4));
-    emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
-    emit(g, I_JMP_IMM(BPF_JEQ, BPF_REG_1, 0, 2));
+    /* r0 only: r1 still holds the context after */
+    emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_0, 0));
+    emit(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 2));
     emit_return(g);
   }
   if (g->pid_filter) {
@@ -250,6 +251,7 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
     drop_redundant_loads(p);
     drop_dead_writes(p);
     forward_copies(p);
+    share_returns(p);
     drop_unread_ctx_save(p);
     hoist_frame_address(p);
   }

@@ -333,6 +333,65 @@ void forward_copies(BpfProg *p) {
   free(target);
 }
 
+/* r0 = 0; exit at insns[i]: a return. */
+static bool is_return0(const BpfProg *p, int i) {
+  const struct bpf_insn ret = I_MOV64_IMM(BPF_REG_0, 0), ex = I_EXIT();
+  return i + 1 < p->ninsns && !memcmp(&p->insns[i], &ret, sizeof ret) &&
+         !memcmp(&p->insns[i + 1], &ex, sizeof ex);
+}
+
+/* The jump that goes where `op` does not (0: none, BPF_JSET). */
+static int opposite_jump(int op) {
+  switch (op) {
+  case BPF_JEQ: return BPF_JNE;
+  case BPF_JNE: return BPF_JEQ;
+  case BPF_JGT: return BPF_JLE;
+  case BPF_JLE: return BPF_JGT;
+  case BPF_JGE: return BPF_JLT;
+  case BPF_JLT: return BPF_JGE;
+  case BPF_JSGT: return BPF_JSLE;
+  case BPF_JSLE: return BPF_JSGT;
+  case BPF_JSGE: return BPF_JSLT;
+  case BPF_JSLT: return BPF_JSGE;
+  default: return 0;
+  }
+}
+
+/* An early return, `if C goto +2; r0 = 0; exit` (the exit() flag, the
+ * predicate, -p), becomes `if !C goto` the return that closes the main
+ * program: two instructions fewer, and the verifier, which has reached
+ * that return by the fall-through path first, prunes the jump's path
+ * there at once instead of walking two more instructions. */
+void share_returns(BpfProg *p) {
+  int end = p->nmain ? p->nmain : p->ninsns;
+  if (end < 2 || !is_return0(p, end - 2)) return;
+  int n = p->ninsns;
+  bool *keep = malloc(sizeof(bool) * (n + 1));
+  bool *target = jump_targets(p);
+  bool dropped = false;
+  for (int i = 0; i < n; i++) keep[i] = true;
+  for (int i = 0; i + 3 < end - 2; i++) {
+    struct bpf_insn *in = &p->insns[i];
+    if (is_ld_imm64(in)) {
+      i++;
+      continue;
+    }
+    int op = BPF_OP(in->code), inv = opposite_jump(op);
+    if (!is_jump(in) || op == BPF_JA || !inv || in->off != 2 ||
+        !is_return0(p, i + 1) || target[i + 1] || target[i + 2] ||
+        end - 2 - i - 1 > INT16_MAX)
+      continue;
+    in->code = (uint8_t)((in->code & ~BPF_OP(0xff)) | inv);
+    in->off = (int16_t)(end - 2 - i - 1);
+    keep[i + 1] = keep[i + 2] = false;
+    dropped = true;
+    i += 2;
+  }
+  if (dropped) compact(p, keep);
+  free(keep);
+  free(target);
+}
+
 /* The prologue keeps the context in its stack slot for whatever reads it
  * after r1 is lost; once redundant loads are gone, nothing may: then the
  * store goes too. */
