@@ -216,6 +216,9 @@ void emit_update(Gen *g, MapSym *m, int key, int val);
 void emit_direct_store(Gen *g, const MapSym *m, int reg);
 void emit_direct_store_const(Gen *g, const MapSym *m, int64_t v);
 int gen_map_int(Gen *g, Node *n);
+/* An aggregation at scratch + key in per-CPU map m, combined over every
+ * CPU, into a new register. */
+int gen_agg_read(Gen *g, MapSym *m, int key);
 bool gen_map_write(Gen *g, Node *mapnode, Node *value);
 void gen_map_str(Gen *g, Node *n, int dst, int cap);
 int gen_map_update_int(Gen *g, Node *mapnode, int op, Node *rhs, int64_t delta, bool want_old);

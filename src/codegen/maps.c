@@ -3,6 +3,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <bpf/libbpf.h>
+
 #include "codegen/gen.h"
 
 /* Builds the key of @m[...] in a scratch buffer; returns its offset. */
@@ -136,8 +138,98 @@ bool gen_map_write(Gen *g, Node *mapnode, Node *value) {
   return true;
 }
 
-/* An integer read of @m[k]: 0 when the entry is missing. Aggregations give
- * this CPU's share (avg: this CPU's average). */
+static bool is_percpu(const MapSym *m) {
+  return m->bpf_type == BPF_MAP_TYPE_PERCPU_HASH ||
+         m->bpf_type == BPF_MAP_TYPE_PERCPU_ARRAY ||
+         m->bpf_type == BPF_MAP_TYPE_LRU_PERCPU_HASH;
+}
+
+/* r = (signed) r / r1, rounding toward 0 as bpftrace's avg does: the
+ * magnitude divided (BPF divides unsigned before cpu v4), the sign put
+ * back. */
+static void emit_signed_div(Gen *g, int r) {
+  int positive = emit_jump(g, I_JMP_IMM(BPF_JSGE, r, 0, 0));
+  emit(g, I_NEG64(r));
+  emit(g, I_ALU64_REG(BPF_DIV, r, BPF_REG_1));
+  emit(g, I_NEG64(r));
+  int done = emit_jump(g, I_JA(0));
+  patch_here(g, positive);
+  emit(g, I_ALU64_REG(BPF_DIV, r, BPF_REG_1));
+  patch_here(g, done);
+}
+
+/* The value of an aggregation @m[k] (at scratch + key) over every CPU,
+ * as it is printed: a per-CPU map's lookup sees only this CPU's slot, so
+ * each possible CPU's is looked up (bpf_map_lookup_percpu_elem, Linux
+ * 5.19) and combined: counts and sums added, min and max over the CPUs
+ * that have seen a value, avg as the sum of totals over the sum of
+ * counts. 0 when no CPU has the entry. The loop's count and the two
+ * partial results live in stack slots, so that nothing but r0-r5 is
+ * taken while it runs. */
+int gen_agg_read(Gen *g, MapSym *m, int key) {
+  int ncpus = libbpf_num_possible_cpus();
+  if (ncpus < 1) ncpus = 1;
+  int agg = m->value_type.agg;
+  bool extreme = agg == AGG_MIN || agg == AGG_MAX;
+  int cpu = stack_alloc(g, 8), a = stack_alloc(g, 8), b = stack_alloc(g, 8);
+  emit(g, I_ST(BPF_DW, BPF_REG_10, cpu, 0));
+  emit(g, I_ST(BPF_DW, BPF_REG_10, a, 0));
+  emit(g, I_ST(BPF_DW, BPF_REG_10, b, 0));
+  int top = g->p->ninsns;
+  emit_map(g, BPF_REG_1, m->id);
+  emit_scratch(g, BPF_REG_2, key);
+  emit(g, I_LDX(BPF_DW, BPF_REG_3, BPF_REG_10, cpu));
+  emit_call(g, BPF_FUNC_map_lookup_percpu_elem);
+  Jumps next = {0};
+  jumps_add(&next, emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0)));
+  if (extreme) {
+    /* b: whether some CPU had a value; a: the least or greatest */
+    emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 8));
+    jumps_add(&next, emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_1, 0, 0)));
+    emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
+    emit(g, I_LDX(BPF_DW, BPF_REG_2, BPF_REG_10, b));
+    int first = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_2, 0, 0));
+    emit(g, I_LDX(BPF_DW, BPF_REG_2, BPF_REG_10, a));
+    jumps_add(&next, emit_jump(g, I_JMP_REG(agg == AGG_MIN ? BPF_JSGE
+                                                           : BPF_JSLE,
+                                            BPF_REG_1, BPF_REG_2, 0)));
+    patch_here(g, first);
+    emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_1, a));
+    emit(g, I_ST(BPF_DW, BPF_REG_10, b, 1));
+  } else {
+    /* a: the sum of the first words (count, sum, total); b: of the
+     * second (avg's count) */
+    emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 0));
+    emit(g, I_LDX(BPF_DW, BPF_REG_2, BPF_REG_10, a));
+    emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_2, BPF_REG_1));
+    emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_2, a));
+    if (agg == AGG_AVG) {
+      emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 8));
+      emit(g, I_LDX(BPF_DW, BPF_REG_2, BPF_REG_10, b));
+      emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_2, BPF_REG_1));
+      emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_2, b));
+    }
+  }
+  jumps_patch_here(g, &next);
+  emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_10, cpu));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_1, 1));
+  emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_1, cpu));
+  int out = emit_jump(g, I_JMP_IMM(BPF_JGE, BPF_REG_1, ncpus, 0));
+  emit_jump_back(g, top);
+  patch_here(g, out);
+  int r = reg_alloc(g);
+  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, a));
+  if (agg == AGG_AVG) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_10, b));
+    int none = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_1, 0, 0));
+    emit_signed_div(g, r);
+    patch_here(g, none);
+  }
+  return r;
+}
+
+/* An integer read of @m[k]: 0 when the entry is missing. An aggregation
+ * in a per-CPU map reads as all CPUs' (gen_agg_read). */
 int gen_map_int(Gen *g, Node *n) {
   MapSym *m = n->map;
   /* a plain map with one integer key and integer values, read at many
@@ -152,6 +244,8 @@ int gen_map_int(Gen *g, Node *n) {
     return r;
   }
   int key = gen_key(g, n);
+  if (m->value_type.kind == TY_AGG && is_percpu(m))
+    return gen_agg_read(g, m, key);
   emit_lookup(g, m, key);
   if (m->direct) {
     int r = reg_alloc(g);
@@ -173,14 +267,7 @@ int gen_map_int(Gen *g, Node *n) {
     /* sum / count, signed: the sum's magnitude divided (BPF divides
      * unsigned before cpu v4), the sign put back */
     emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, 8));
-    int positive = emit_jump(g, I_JMP_IMM(BPF_JSGE, r, 0, 0));
-    emit(g, I_NEG64(r));
-    emit(g, I_ALU64_REG(BPF_DIV, r, BPF_REG_1));
-    emit(g, I_NEG64(r));
-    int done = emit_jump(g, I_JA(0));
-    patch_here(g, positive);
-    emit(g, I_ALU64_REG(BPF_DIV, r, BPF_REG_1));
-    patch_here(g, done);
+    emit_signed_div(g, r);
   }
   patch_here(g, miss);
   return r;

@@ -399,7 +399,21 @@ static void gen_callback_kv(Gen *g, Node *n, int key_reg, int value_reg) {
   int key_size = m->key_size < t->offs[1] ? m->key_size : t->offs[1];
   int value_size = m->value_size < t->size - t->offs[1]
                        ? m->value_size : t->size - t->offs[1];
-  if (key_reg != BPF_REG_2) {   /* emit_copy_from's temporaries are free */
+  if (m->value_type.kind == TY_AGG) {
+    /* the callback sees this CPU's slot; the value is all CPUs', looked
+     * up with the key just copied */
+    if (key_reg != BPF_REG_2) {
+      emit_copy_from(g, key_reg, 0, at, key_size, key_size);
+    } else {
+      for (int i = 0; i < key_size; i += 8) {
+        emit(g, I_LDX(BPF_DW, BPF_REG_0, key_reg, i));
+        emit(g, I_STX(BPF_DW, SCRATCH, BPF_REG_0, at + i));
+      }
+    }
+    int r = gen_agg_read(g, m, at);
+    emit(g, I_STX(BPF_DW, SCRATCH, r, voff));
+    reg_free(g, r);
+  } else if (key_reg != BPF_REG_2) {   /* emit_copy_from's temporaries are free */
     emit_copy_from(g, key_reg, 0, at, key_size, key_size);
     emit_copy_from(g, value_reg, 0, voff, value_size, value_size);
   } else {

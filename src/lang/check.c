@@ -687,9 +687,13 @@ static void check_for(Checker *c, Node *n) {
     error_at(c, src->span, "Undefined map: %s", m->name);
     return;
   }
-  if (m->value_type.kind == TY_AGG || m->nkeys <= 0) {
+  int agg = m->value_type.kind == TY_AGG ? (int)m->value_type.agg : -1;
+  bool readable = agg == -1 || agg == AGG_COUNT || agg == AGG_SUM ||
+                  agg == AGG_MIN || agg == AGG_MAX || agg == AGG_AVG;
+  if (!readable || m->nkeys <= 0) {
     error_at(c, src->span, "loupe can loop over maps of keys and plain "
-             "values only; %s holds %s", m->name,
+             "values, counts, sums, mins, maxes and averages only; %s "
+             "holds %s", m->name,
              m->nkeys <= 0 ? "no keys" : TYPE_NAME(m->value_type));
     return;
   }
@@ -716,7 +720,8 @@ static void check_for(Checker *c, Node *n) {
     kv->elems[0].tuple = keys;
     kv->elems[0].size = keys->size;
   }
-  kv->elems[1] = m->value_type;
+  /* an aggregation's value: an integer, over all CPUs, as when read */
+  kv->elems[1] = agg == -1 ? m->value_type : ty_int(8, agg != AGG_COUNT);
   kv->offs[1] = value_cap(kv->elems[0]);
   kv->size = kv->offs[1] + value_cap(kv->elems[1]);
   Type t = {.kind = TY_TUPLE, .tuple = kv, .size = kv->size};

@@ -387,7 +387,8 @@ static void check_map_read(Checker *c, Node *n) {
     return;
   }
   if (n->type.kind == TY_AGG) {
-    /* Reading an aggregation gives this CPU's share as an integer. */
+    /* Reading an aggregation gives its value over all CPUs as an
+     * integer (codegen/maps.c, gen_agg_read). */
     n->type = ty_int(8, n->type.agg != AGG_COUNT);
   }
 }
