@@ -251,6 +251,7 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
     drop_redundant_loads(p);
     drop_dead_writes(p);
     forward_copies(p);
+    coalesce_copies(p);
     share_returns(p);
     drop_unread_ctx_save(p);
     hoist_frame_address(p);

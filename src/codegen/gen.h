@@ -298,6 +298,9 @@ void drop_redundant_loads(BpfProg *p);
 void drop_dead_writes(BpfProg *p);
 /* Stores the source of a copy whose only use is a store to the stack. */
 void forward_copies(BpfProg *p);
+/* Makes a value in the register it is copied to, when the copy is its
+ * only use. */
+void coalesce_copies(BpfProg *p);
 /* Turns `if C goto +2; r0 = 0; exit` into a jump to main's closing return. */
 void share_returns(BpfProg *p);
 /* Removes the prologue's store of the context if nothing reads it. */

@@ -333,6 +333,50 @@ void forward_copies(BpfProg *p) {
   free(target);
 }
 
+/* Whether `in` gives its destination a value without reading it, so
+ * that another register could take the value in its place: a load, a
+ * constant, a copy. */
+static bool produces(const struct bpf_insn *in) {
+  return (BPF_CLASS(in->code) == BPF_LDX && BPF_MODE(in->code) == BPF_MEM) ||
+         in->code == (BPF_ALU64 | BPF_MOV | BPF_K) ||
+         in->code == (BPF_ALU64 | BPF_MOV | BPF_X) ||
+         in->code == (BPF_ALU | BPF_MOV | BPF_K) || is_ld_imm64(in);
+}
+
+/* A value made in one register only to be copied into another, `r6 =
+ * *(u64 *)(r1 + 24); r3 = r6` (a helper's argument, computed before the
+ * registers r1-r5 were free), is made in the other: `r3 = *(u64 *)(r1 +
+ * 24)`, when nothing reads the first register after the copy. */
+void coalesce_copies(BpfProg *p) {
+  int n = p->ninsns;
+  bool *keep = malloc(sizeof(bool) * (n + 1));
+  bool *target = jump_targets(p);
+  bool dropped = false;
+  for (int i = 0; i < n; i++) keep[i] = true;
+  for (int i = 0; i + 1 < n; i++) {
+    struct bpf_insn *in = &p->insns[i];
+    int next = i + (is_ld_imm64(in) ? 2 : 1);
+    if (next >= n) break;
+    const struct bpf_insn *cp = &p->insns[next];
+    int s = in->dst_reg, d = cp->dst_reg, budget = LOOK_AHEAD;
+    if (produces(in) && cp->code == (BPF_ALU64 | BPF_MOV | BPF_X) &&
+        cp->src_reg == s && d != s && d != BPF_REG_10 &&
+        s != BPF_REG_10 && !target[next] &&
+        !(in->code == (BPF_ALU64 | BPF_MOV | BPF_X) && in->src_reg == d) &&
+        dead_from(p, keep, next + 1, s, &budget)) {
+      in->dst_reg = (uint8_t)d;
+      keep[next] = false;
+      dropped = true;
+      i = next;
+      continue;
+    }
+    i = next - 1;
+  }
+  if (dropped) compact(p, keep);
+  free(keep);
+  free(target);
+}
+
 /* r0 = 0; exit at insns[i]: a return. */
 static bool is_return0(const BpfProg *p, int i) {
   const struct bpf_insn ret = I_MOV64_IMM(BPF_REG_0, 0), ex = I_EXIT();
