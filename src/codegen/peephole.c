@@ -237,6 +237,13 @@ static bool dead_from(const BpfProg *p, const bool *keep, int j, int d,
   return false;
 }
 
+/* A keep[] for compact() that keeps every instruction of p. */
+static bool *keep_all(const BpfProg *p) {
+  bool *keep = malloc(sizeof(bool) * ((size_t)p->ninsns + 1));
+  for (int i = 0; i < p->ninsns; i++) keep[i] = true;
+  return keep;
+}
+
 enum { LOOK_AHEAD = 64 };   /* instructions dead_from may look at */
 
 /* Removes a move or a reload of a stack slot whose register is written
@@ -246,9 +253,8 @@ enum { LOOK_AHEAD = 64 };   /* instructions dead_from may look at */
  * the register as an argument keeps the instruction. */
 void drop_dead_writes(BpfProg *p) {
   int n = p->ninsns;
-  bool *keep = malloc(sizeof(bool) * (n + 1));
+  bool *keep = keep_all(p);
   bool dropped = false;
-  for (int i = 0; i < n; i++) keep[i] = true;
   for (int i = 0; i < n; i++) {
     const struct bpf_insn *in = &p->insns[i];
     if (is_ld_imm64(in)) {
@@ -293,10 +299,9 @@ static bool *jump_targets(const BpfProg *p) {
  * shift right by 32 or more just emptied rS's upper half. */
 void forward_copies(BpfProg *p) {
   int n = p->ninsns;
-  bool *keep = malloc(sizeof(bool) * (n + 1));
+  bool *keep = keep_all(p);
   bool *target = jump_targets(p);
   bool dropped = false;
-  for (int i = 0; i < n; i++) keep[i] = true;
   for (int i = 0; i + 1 < n; i++) {
     struct bpf_insn *in = &p->insns[i], *st = &p->insns[i + 1];
     if (is_ld_imm64(in)) {
@@ -349,10 +354,9 @@ static bool produces(const struct bpf_insn *in) {
  * 24)`, when nothing reads the first register after the copy. */
 void coalesce_copies(BpfProg *p) {
   int n = p->ninsns;
-  bool *keep = malloc(sizeof(bool) * (n + 1));
+  bool *keep = keep_all(p);
   bool *target = jump_targets(p);
   bool dropped = false;
-  for (int i = 0; i < n; i++) keep[i] = true;
   for (int i = 0; i + 1 < n; i++) {
     struct bpf_insn *in = &p->insns[i];
     int next = i + (is_ld_imm64(in) ? 2 : 1);
@@ -409,11 +413,9 @@ static int opposite_jump(int op) {
 void share_returns(BpfProg *p) {
   int end = p->nmain ? p->nmain : p->ninsns;
   if (end < 2 || !is_return0(p, end - 2)) return;
-  int n = p->ninsns;
-  bool *keep = malloc(sizeof(bool) * (n + 1));
+  bool *keep = keep_all(p);
   bool *target = jump_targets(p);
   bool dropped = false;
-  for (int i = 0; i < n; i++) keep[i] = true;
   for (int i = 0; i + 3 < end - 2; i++) {
     struct bpf_insn *in = &p->insns[i];
     if (is_ld_imm64(in)) {
@@ -582,8 +584,7 @@ void hoist_frame_address(BpfProg *p) {
   end += 2;
   if (p->nmain) p->nmain += 2;
   for (int k = 0; k < p->nglobals; k++) p->globals[k] += 2;
-  bool *keep = malloc(sizeof(bool) * (n + 1));
-  for (int i = 0; i < n; i++) keep[i] = true;
+  bool *keep = keep_all(p);
   for (int i = 2; i + 1 < end; i++) {
     if (forms_frame_address(p, target, i) && p->insns[i + 1].imm == best) {
       p->insns[i].src_reg = (uint8_t)reg;
