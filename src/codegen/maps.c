@@ -138,12 +138,6 @@ bool gen_map_write(Gen *g, Node *mapnode, Node *value) {
   return true;
 }
 
-static bool is_percpu(const MapSym *m) {
-  return m->bpf_type == BPF_MAP_TYPE_PERCPU_HASH ||
-         m->bpf_type == BPF_MAP_TYPE_PERCPU_ARRAY ||
-         m->bpf_type == BPF_MAP_TYPE_LRU_PERCPU_HASH;
-}
-
 /* r = (signed) r / r1, rounding toward 0 as bpftrace's avg does: the
  * magnitude divided (BPF divides unsigned before cpu v4), the sign put
  * back. */
@@ -244,7 +238,7 @@ int gen_map_int(Gen *g, Node *n) {
     return r;
   }
   int key = gen_key(g, n);
-  if (m->value_type.kind == TY_AGG && is_percpu(m))
+  if (m->value_type.kind == TY_AGG && map_is_percpu(m))
     return gen_agg_read(g, m, key);
   emit_lookup(g, m, key);
   if (m->direct) {

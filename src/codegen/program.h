@@ -90,6 +90,13 @@ typedef struct MapSym {
                                       refused (loupe_counts); 0: none */
 } MapSym;
 
+/* Whether each CPU has its own copy of m's values. */
+static inline bool map_is_percpu(const MapSym *m) {
+  return m->bpf_type == BPF_MAP_TYPE_PERCPU_HASH ||
+         m->bpf_type == BPF_MAP_TYPE_PERCPU_ARRAY ||
+         m->bpf_type == BPF_MAP_TYPE_LRU_PERCPU_HASH;
+}
+
 static inline int hist_buckets(int bits) { return 2 + (64 << bits); }
 static inline int lhist_buckets(const MapSym *m) {
   return (int)((m->lhist_max - m->lhist_min) / m->lhist_step) + 2;

@@ -380,6 +380,14 @@ static void gen_loop_done(Gen *g, Node *n, int ctx) {
   }
 }
 
+/* scratch + at = the `size` bytes at src, a word at a time through r0. */
+static void copy_words(Gen *g, int src, int at, int size) {
+  for (int i = 0; i < size; i += 8) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_0, src, i));
+    emit(g, I_STX(BPF_DW, SCRATCH, BPF_REG_0, at + i));
+  }
+}
+
 /* $kv = (key, value) from a for-over-map callback's key and value
  * pointers (r2 and r3, or copies of them in callee-saved registers when
  * the body's buffers are in the scratch area). */
@@ -399,32 +407,23 @@ static void gen_callback_kv(Gen *g, Node *n, int key_reg, int value_reg) {
   int key_size = m->key_size < t->offs[1] ? m->key_size : t->offs[1];
   int value_size = m->value_size < t->size - t->offs[1]
                        ? m->value_size : t->size - t->offs[1];
+  /* with the pointers still in r2 and r3, emit_copy_from's temporaries
+   * would overwrite them: word by word through r0 */
+  bool in_args = key_reg == BPF_REG_2;
+  if (in_args)
+    copy_words(g, key_reg, at, key_size);
+  else
+    emit_copy_from(g, key_reg, 0, at, key_size, key_size);
   if (m->value_type.kind == TY_AGG) {
     /* the callback sees this CPU's slot; the value is all CPUs', looked
      * up with the key just copied */
-    if (key_reg != BPF_REG_2) {
-      emit_copy_from(g, key_reg, 0, at, key_size, key_size);
-    } else {
-      for (int i = 0; i < key_size; i += 8) {
-        emit(g, I_LDX(BPF_DW, BPF_REG_0, key_reg, i));
-        emit(g, I_STX(BPF_DW, SCRATCH, BPF_REG_0, at + i));
-      }
-    }
     int r = gen_agg_read(g, m, at);
     emit(g, I_STX(BPF_DW, SCRATCH, r, voff));
     reg_free(g, r);
-  } else if (key_reg != BPF_REG_2) {   /* emit_copy_from's temporaries are free */
-    emit_copy_from(g, key_reg, 0, at, key_size, key_size);
-    emit_copy_from(g, value_reg, 0, voff, value_size, value_size);
+  } else if (in_args) {
+    copy_words(g, value_reg, voff, value_size);
   } else {
-    for (int i = 0; i < key_size; i += 8) {
-      emit(g, I_LDX(BPF_DW, BPF_REG_0, key_reg, i));
-      emit(g, I_STX(BPF_DW, SCRATCH, BPF_REG_0, at + i));
-    }
-    for (int i = 0; i < value_size; i += 8) {
-      emit(g, I_LDX(BPF_DW, BPF_REG_0, value_reg, i));
-      emit(g, I_STX(BPF_DW, SCRATCH, BPF_REG_0, voff + i));
-    }
+    emit_copy_from(g, value_reg, 0, voff, value_size, value_size);
   }
   if (widened) convert_tuple(g, at, as_map, kv->stack_off, kv->type);
 }

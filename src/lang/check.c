@@ -720,8 +720,8 @@ static void check_for(Checker *c, Node *n) {
     kv->elems[0].tuple = keys;
     kv->elems[0].size = keys->size;
   }
-  /* an aggregation's value: an integer, over all CPUs, as when read */
-  kv->elems[1] = agg == -1 ? m->value_type : ty_int(8, agg != AGG_COUNT);
+  /* an aggregation's value as a read gives it */
+  kv->elems[1] = agg == -1 ? m->value_type : agg_read_type(agg);
   kv->offs[1] = value_cap(kv->elems[0]);
   kv->size = kv->offs[1] + value_cap(kv->elems[1]);
   Type t = {.kind = TY_TUPLE, .tuple = kv, .size = kv->size};

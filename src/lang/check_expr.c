@@ -372,6 +372,10 @@ static void check_call(Checker *c, Node *n) {
 
 /* ---- values ------------------------------------------------------------ */
 
+/* What reading an aggregation gives: an integer, its value over all CPUs
+ * (codegen/maps.c, gen_agg_read); a count's is unsigned. */
+Type agg_read_type(int agg) { return ty_int(8, agg != AGG_COUNT); }
+
 static void check_map_read(Checker *c, Node *n) {
   check_map_keys(c, n);
   MapSym *m = n->map;
@@ -386,11 +390,7 @@ static void check_map_read(Checker *c, Node *n) {
     n->type = (Type){.kind = TY_NONE};
     return;
   }
-  if (n->type.kind == TY_AGG) {
-    /* Reading an aggregation gives its value over all CPUs as an
-     * integer (codegen/maps.c, gen_agg_read). */
-    n->type = ty_int(8, n->type.agg != AGG_COUNT);
-  }
+  if (n->type.kind == TY_AGG) n->type = agg_read_type(n->type.agg);
 }
 
 /* The size and alignment of a value of type t as a member of a C struct,

@@ -32,6 +32,7 @@ typedef struct Checker {
 /* ---- types (types.c) ------------------------------------------------ */
 
 Type ty_int(int size, bool is_signed);
+Type agg_read_type(int agg);
 Type ty_str(int size);
 Type ty_void(void);
 /* true / false: a 1-byte integer that prints as a word. */

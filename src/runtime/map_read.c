@@ -11,12 +11,6 @@
 
 /* ---- maps: reading and reducing ----------------------------------------- */
 
-static bool map_is_percpu(const MapSym *m) {
-  return m->bpf_type == BPF_MAP_TYPE_PERCPU_HASH ||
-         m->bpf_type == BPF_MAP_TYPE_PERCPU_ARRAY ||
-         m->bpf_type == BPF_MAP_TYPE_LRU_PERCPU_HASH;
-}
-
 /* Bytes one CPU's value takes in a lookup buffer. */
 static int slot_size(const MapSym *m) { return (m->value_size + 7) & ~7; }
 

@@ -573,10 +573,8 @@ static int take_records(RunState *st, struct ring_buffer *rb, int slice,
   /* a flood fills the ring faster than a poll a slice: no sleep while
    * the last consume stopped at its budget */
   if (!*more) {
-    struct timespec ts = {0, (long)(slice < BUSY_POLL_MS ? slice
-                                                         : BUSY_POLL_MS) *
-                                 1000000L};
-    nanosleep(&ts, NULL);
+    int ms = slice < BUSY_POLL_MS ? slice : BUSY_POLL_MS;
+    nanosleep(&(struct timespec){0, ms * 1000000L}, NULL);
   }
   int n = ring_buffer__consume(rb);
   *more = n == -EAGAIN;
