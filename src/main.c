@@ -57,7 +57,8 @@ static const char usage_text[] =
     "OPTIONS:\n"
     "    -e 'PROGRAM'   run PROGRAM, given on the command line (messages\n"
     "                   call it \"stdin\")\n"
-    "    -l [PATTERN]   list the probes whose names match PATTERN, a glob\n"
+    "    -l, --list [PATTERN]\n"
+    "                   list the probes whose names match PATTERN, a glob\n"
     "                   with '*' and '?' ('tracepoint:sched:*', 't:sched:*',\n"
     "                   '*ware:*', '*sleep*'); a plain tracepoint event name\n"
     "                   matches too; several patterns are separated by\n"
@@ -280,6 +281,7 @@ static bool is_debug_stage(const char *arg) {
 static void parse_options(int argc, char **argv, Options *o) {
   static const struct option long_opts[] = {
       {"help", no_argument, NULL, 'h'},
+      {"list", no_argument, NULL, 'l'},
       {"version", no_argument, NULL, 'V'},
       {"unsafe", no_argument, NULL, 'U'},
       {"dry-run", no_argument, NULL, OPT_DRY_RUN},
