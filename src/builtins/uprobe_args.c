@@ -16,21 +16,6 @@
 /* Where rdi, rsi, rdx, rcx, r8 and r9 are in x86-64's struct pt_regs. */
 static const int arg_reg_offset[] = {112, 104, 96, 88, 72, 64};
 
-/* Whether two functions' argument records have the same members. */
-static bool same_record(const CType *a, const CType *b) {
-  const CField *fa, *fb;
-  int n = ctype_fields(a, &fa);
-  if (a->size != b->size || ctype_fields(b, &fb) != n) return false;
-  for (int i = 0; i < n; i++) {
-    char ta[200], tb[200];
-    if (strcmp(fa[i].name, fb[i].name) || fa[i].offset != fb[i].offset ||
-        strcmp(ctype_name(fa[i].type, ta, sizeof ta),
-               ctype_name(fb[i].type, tb, sizeof tb)))
-      return false;
-  }
-  return true;
-}
-
 void check_uprobe_args(Checker *c, Node *n) {
   const CType *record = NULL;
   for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next) {
@@ -56,7 +41,7 @@ void check_uprobe_args(Checker *c, Node *n) {
       }
       if (!record) {
         record = r;
-      } else if (!same_record(record, r)) {
+      } else if (!ctype_same_members(record, r)) {
         error_at(c, n->span, "args differ between the functions this probe "
                  "attaches to (%s is one); use arg0..arg5 instead", t->name);
         return;

@@ -441,6 +441,20 @@ const CType *ctype_array_of(const CType *elem, int n) {
   return arr;
 }
 
+bool ctype_same_members(const CType *a, const CType *b) {
+  const CField *fa, *fb;
+  int n = ctype_fields(a, &fa);
+  if (a->size != b->size || ctype_fields(b, &fb) != n) return false;
+  for (int i = 0; i < n; i++) {
+    char ta[200], tb[200];
+    if (strcmp(fa[i].name, fb[i].name) || fa[i].offset != fb[i].offset ||
+        strcmp(ctype_name(fa[i].type, ta, sizeof ta),
+               ctype_name(fb[i].type, tb, sizeof tb)))
+      return false;
+  }
+  return true;
+}
+
 const CType *ctype_pointer_to(const CType *ct) {
   CType *t = (CType *)ct;
   if (!t->pointer_) {

@@ -96,6 +96,10 @@ bool ctype_field_path(const CType *t, const char *path, CField *out);
  * ones included, unexpanded); the count is returned. 0 for other kinds. */
 int ctype_fields(const CType *t, const CField **fields);
 
+/* Whether two structs have the same size and the same members (names,
+ * offsets and type names): the argument records of two functions. */
+bool ctype_same_members(const CType *a, const CType *b);
+
 /* The type "pointer to t". */
 const CType *ctype_pointer_to(const CType *t);
 /* An array of n elems. */
