@@ -332,6 +332,33 @@ static void check_args(Checker *c, Node *n) {
     }
   c->probe->uses_args = c->probe->uses_ctx = true;
   n->type.kind = TY_ARGS;
+  if (!c->args_not_whole) check_args_record(c, n);
+}
+
+/* args as one value: a uprobe's registers (uprobe_args.c), or else the
+ * record check_args_record laid out, filled field by field as args.NAME
+ * reads each from this program's target. */
+static void emit_args(Gen *g, Node *n, int dst, int cap) {
+  if (g->target && g->target->binary) {
+    emit_uprobe_args(g, n, dst, cap);
+    return;
+  }
+  const CField *fs;
+  int k = ctype_fields(n->type.ctype, &fs);
+  emit_zero(g, dst, cap);
+  for (int i = 0; i < k; i++) {
+    const CType *ct = fs[i].type;
+    Node field = {.kind = N_FIELD, .span = n->span, .name = (char *)fs[i].name,
+                  .type = ty_int(ct->size, ct->is_signed)};
+    if (ct->kind == C_ARRAY) {
+      field.type = ty_str(ct->size);
+      gen_field_str(g, &field, dst + fs[i].offset, ct->size);
+      continue;
+    }
+    int r = gen_field_int(g, &field);
+    emit(g, I_STX(insn_size_code(ct->size), SCRATCH, r, dst + fs[i].offset));
+    reg_free(g, r);
+  }
 }
 
 /* A raw tracepoint's argN exists only up to its argument count (the
@@ -750,7 +777,7 @@ const Builtin builtins_context[] = {
     STRING_WORD("probe", check_probe, emit_probe),
     STRING_WORD("func", check_func, emit_func),
     /* tracepoints: read through its fields; uprobes: a value too */
-    STRING_WORD("args", check_args, emit_uprobe_args),
+    STRING_WORD("args", check_args, emit_args),
     WORD("arg0", check_register, emit_register),
     WORD("arg1", check_register, emit_register),
     WORD("arg2", check_register, emit_register),

@@ -564,7 +564,8 @@ static bool gen_effect(Gen *g, Node *e) {
     vars_forget_assigned(e->then);
     vars_forget_assigned(e->els);
     return then_ends && else_ends;
-  } else if (e->type.kind == TY_ARGS) {
+  } else if (e->type.kind == TY_ARGS ||
+             (e->kind == N_BUILTIN && !strcmp(e->name, "args"))) {
     /* `args;` alone reads nothing, as in bpftrace: no code */
   } else if (is_buffer(e->type)) {
     buf_ref(g, e);

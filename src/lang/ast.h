@@ -237,6 +237,7 @@ typedef struct Target {
                                by the provider, probes/usdt.h) */
   uint32_t btf_id;   /* fentry, fexit: the function's BTF id in the BTF of
                         module `category` ("vmlinux": the kernel's) */
+  const struct CType *args_record;   /* `args` as one value, once built */
 } Target;
 
 /* An attach point as written: "tracepoint:syscalls:sys_enter_*". */

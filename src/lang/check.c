@@ -735,7 +735,11 @@ static void check_for(Checker *c, Node *n) {
 static void check_stmt(Checker *c, Node *n) {
   switch (n->kind) {
   case N_EXPR_STMT:
+    /* `args;` reads nothing */
+    c->args_not_whole = n->lhs->kind == N_BUILTIN && n->lhs->name &&
+                        !strcmp(n->lhs->name, "args");
     check_expr(c, n->lhs);
+    c->args_not_whole = false;
     break;
   case N_ASSIGN:
     check_assign(c, n);

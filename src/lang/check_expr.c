@@ -187,7 +187,11 @@ static void check_tuple_field(Checker *c, Node *n) {
 }
 
 static void check_field(Checker *c, Node *n) {
+  /* args.NAME reads the field alone, not args as a whole */
+  c->args_not_whole = n->lhs->kind == N_BUILTIN && n->lhs->name &&
+                     !strcmp(n->lhs->name, "args");
   check_expr(c, n->lhs);
+  c->args_not_whole = false;
   if (n->lhs->type.kind == TY_TUPLE) {
     check_tuple_field(c, n);
     return;
@@ -243,6 +247,84 @@ void check_target_field(Checker *c, Node *n, bool want_return) {
       }
     }
   }
+}
+
+/* The struct `args` is in one target of a tracepoint, raw tracepoint,
+ * fentry or fexit probe: its fields in order (fexit's retval left out),
+ * each typed as args.NAME reads it and laid out as C would. NULL, with
+ * the reason in err, when a field has no such type. */
+static const CType *args_record(Target *t, int strlen, char *err,
+                                size_t errlen) {
+  if (t->args_record) return t->args_record;
+  const TpFormat *fmt = t->format;
+  CField *fields = calloc((size_t)fmt->nfields + 1, sizeof *fields);
+  if (!fields) abort();
+  int n = 0, size = 0, align = 1;
+  for (int i = 0; i < fmt->nfields; i++) {
+    const TpField *f = &fmt->fields[i];
+    if (f->is_return) continue;
+    Type ft = field_type(f, t->category, strlen);
+    const CType *ct;
+    if (ft.kind == TY_STR)
+      ct = ctype_array_of(ctype_char(true, true), ft.size);
+    else if (ft.kind == TY_CVAL)
+      ct = ft.ctype;
+    else if (ft.is_pointer)
+      ct = ctype_pointer_to(ft.ctype ? ft.ctype : ctype_void());
+    else
+      ct = ctype_int(ft.size, ft.is_signed);
+    if (!ct) {
+      snprintf(err, errlen, "field '%s' (%s) can not be part of a value",
+               f->name, f->type_text);
+      free(fields);
+      return NULL;
+    }
+    int a = ct->align > 0 ? ct->align : 1;
+    size = (size + a - 1) / a * a;
+    fields[n++] = (CField){.name = f->name, .offset = size, .type = ct};
+    size += ct->size;
+    if (a > align) align = a;
+  }
+  char name[300];
+  snprintf(name, sizeof name, "%s_args", t->event);
+  CType *r = ctype_new(C_STRUCT, name, (size + align - 1) / align * align,
+                       align);
+  ctype_set_fields(r, fields, n);
+  t->args_record = r;
+  return r;
+}
+
+void check_args_record(Checker *c, Node *n) {
+  const CType *record = NULL;
+  n->type = (Type){.kind = TY_NONE};   /* until it is known: no more errors */
+  AddrSpace as = AS_KERNEL;
+  for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
+    for (Target *t = ap->targets; t; t = t->next) {
+      char err[300];
+      const CType *r = t->format ? args_record(t, c->strlen, err, sizeof err)
+                                 : NULL;
+      if (!t->format) snprintf(err, sizeof err, "its fields are not known");
+      if (!r) {
+        error_at(c, n->span, "args of %s can not be used as one value: %s; "
+                 "use its fields (args.NAME)", t->name, err);
+        return;
+      }
+      if (!record) {
+        record = r;
+      } else if (!ctype_same_members(record, r)) {
+        error_at(c, n->span, "args differ between the attach points of "
+                 "this probe (%s is one); use their fields (args.NAME) "
+                 "instead", t->name);
+        return;
+      }
+      /* a syscall's pointers are the caller's */
+      if (!strcmp(ap->provider, "tracepoint") &&
+          !strcmp(t->category, "syscalls"))
+        as = AS_USER;
+    }
+  if (!record) return;
+  n->type = (Type){.kind = TY_CVAL, .size = record->size, .ctype = record,
+                   .as = as};
 }
 
 /* Constants of kernel headers that bpftrace's tools use after including

@@ -24,6 +24,8 @@ typedef struct Checker {
   int strlen;          /* str() buffer size: BPFTRACE_STRLEN or config */
   int map_keys;        /* max entries of a map: BPFTRACE_MAP_KEYS_MAX ... */
   bool positional_as_string;  /* inside str(): $1 is its text */
+  bool args_not_whole; /* the `args` being checked is read by field
+                          (args.NAME) or not at all (`args;`) */
   int nblocks;         /* blocks seen in this probe: their scope ids */
   int open[256];       /* the scope ids of the blocks being checked */
   int nopen;
@@ -120,6 +122,9 @@ bool probe_is_iter(Probe *p);
  * the field n->name of every target's arguments: sets its type and
  * offset, or reports why it cannot be read. */
 void check_target_field(Checker *c, Node *n, bool want_return);
+/* `args` (n) as one value in a tracepoint, raw tracepoint, fentry or
+ * fexit probe: a struct of its fields, the same for every target. */
+void check_args_record(Checker *c, Node *n);
 /* Longest `probe` name among the probe's targets, for the string size. */
 int probe_name_size(Probe *p);
 /* The first provider of the probe that is not kprobe or uprobe (nor their

@@ -65,6 +65,13 @@ trace 'kretfunc:alloc_empty_file /comm == "dd"/ {
 check "fexit retval of a struct pointer, followed to a field (kretfunc:)" \
   '^@flags\[0\]: [1-9]' '^@\[fexit:vmlinux:alloc_empty_file\]: [1-9]'
 
+trace 'fentry:vfs_read /comm == "dd"/ { @a[args] = count(); print(args); }
+       fexit:vfs_read /comm == "dd"/ { @r = args; }' "$READ_IT"
+check "args as one value: a map key, printed, in a map (fexit: without retval)" \
+  '^\{ \.file = 0x[0-9a-f]+, \.buf = 0x[0-9a-f]+, \.count = 64, \.pos = 0x[0-9a-f]+ \}$' \
+  '^@a\[\{ \.file = 0x[0-9a-f]+, \.buf = 0x[0-9a-f]+, \.count = 64, \.pos = 0x[0-9a-f]+ \}\]: [1-9]' \
+  '^@r: \{ \.file = 0x[0-9a-f]+, \.buf = 0x[0-9a-f]+, \.count = [0-9]+, \.pos = 0x[0-9a-f]+ \}$'
+
 trace 'fentry:vfs_rea* /comm == "dd"/ { @[probe, func] = count(); }' \
   "$READ_IT"
 check "wildcard fentry:vfs_rea*" \
