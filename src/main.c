@@ -115,7 +115,14 @@ static const char usage_text[] =
     "                   and END always run\n"
     "    --unsafe       allow functions that act on the system: system(),\n"
     "                   signal(), write_user(); uprobes on symbols of size 0 and at\n"
-    "                   offsets that do not start an instruction\n"
+    "                   offsets that do not start an instruction; kprobes on\n"
+    "                   RCU and idle functions (rcu_*, default_idle), which\n"
+    "                   can stall the kernel, or that the list of traceable\n"
+    "                   functions leaves out\n"
+    "    --traceable-functions FILE\n"
+    "                   the kernel functions kprobes may match, a name (and\n"
+    "                   [module]) a line, instead of ftrace's\n"
+    "                   available_filter_functions\n"
     "    --include HEADER\n"
     "                   as if the script began with #include \"HEADER\"\n"
     "                   when HEADER is a file here (its struct, union and\n"
@@ -257,7 +264,8 @@ static int parse_pid(const char *arg) {
 
 /* Long options without a short form, beyond every char value. */
 enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_PROBE_FILTER, OPT_MODE, OPT_INFO,
-       OPT_USDT_FILE_ACTIVATION, OPT_FLAMEGRAPH, OPT_INCLUDE };
+       OPT_USDT_FILE_ACTIVATION, OPT_FLAMEGRAPH, OPT_INCLUDE,
+       OPT_TRACEABLE_FUNCTIONS };
 
 /* -d's optional stage: comma-separated names of bpftrace's -d STAGE whose
  * output is the generated code, which loupe shows as assembly. */
@@ -295,6 +303,8 @@ static void parse_options(int argc, char **argv, Options *o) {
       {"usdt-file-activation", no_argument, NULL, OPT_USDT_FILE_ACTIVATION},
       {"flamegraph", required_argument, NULL, OPT_FLAMEGRAPH},
       {"include", required_argument, NULL, OPT_INCLUDE},
+      {"traceable-functions", required_argument, NULL,
+       OPT_TRACEABLE_FUNCTIONS},
       {NULL, 0, NULL, 0},
   };
   memset(o, 0, sizeof(*o));
@@ -351,6 +361,14 @@ static void parse_options(int argc, char **argv, Options *o) {
     case OPT_NO_WARNINGS: o->no_warnings = true; break;
     case OPT_PROBE_FILTER: o->probe_filter = optarg; break;
     case OPT_FLAMEGRAPH: o->flamegraph = optarg; break;
+    case OPT_TRACEABLE_FUNCTIONS:
+      if (access(optarg, R_OK) != 0) {
+        fprintf(stderr, "ERROR: --traceable-functions: cannot read %s: %s\n",
+                optarg, strerror(errno));
+        exit(1);
+      }
+      probe_traceable_functions = optarg;
+      break;
     /* bpftrace hands it to clang as #include <FILE>: a system header,
      * which loupe does not need (types come from BTF), as it ignores
      * #include <...> lines; a file of the user's own is read as

@@ -128,12 +128,17 @@ static void module_of(const char *rest, const char **mod, size_t *len) {
   *len = strcspn(*mod, "]\n");
 }
 
-/* "func" or "func [module]" lines. */
+/* "func" or "func [module]" lines, from --traceable-functions FILE or
+ * else from ftrace's list. False if there are none (or no such list). */
 static bool read_filter_functions(FuncList *l) {
-  const char *dir = tracefs_dir();
-  if (!dir) return false;
   char path[600];
-  snprintf(path, sizeof path, "%s/available_filter_functions", dir);
+  if (probe_traceable_functions) {
+    snprintf(path, sizeof path, "%s", probe_traceable_functions);
+  } else {
+    const char *dir = tracefs_dir();
+    if (!dir) return false;
+    snprintf(path, sizeof path, "%s/available_filter_functions", dir);
+  }
   FILE *f = fopen(path, "r");
   if (!f) return false;
   char line[512];
@@ -168,15 +173,38 @@ static bool read_kallsyms_text(FuncList *l) {
   return l->n > 0;
 }
 
+/* Functions the kernel lets us probe but that can stall it when probed:
+ * the RCU machinery, inside whose read sections BPF programs run, and the
+ * idle loop, where RCU is not watching. The kernel's own BPF self-tests
+ * leave the same ones out when they attach to every function. */
+static bool stalls_when_probed(const char *name) {
+  return !strncmp(name, "rcu_", 4) || !strcmp(name, "arch_cpu_idle") ||
+         !strcmp(name, "default_idle") ||
+         !strcmp(name, "bpf_dispatcher_xdp_func");
+}
+
 /* Functions that can be probed; loaded once. NULL if neither source can
- * be read (then names are not checked before attaching). */
+ * be read (then names are not checked before attaching). Without
+ * --unsafe, those that stall the kernel are left out. */
 static const FuncList *kernel_functions(void) {
   static FuncList funcs;
   static bool loaded, ok;
   if (!loaded) {
     loaded = true;
-    ok = read_filter_functions(&funcs) || read_kallsyms_text(&funcs);
+    ok = read_filter_functions(&funcs) ||
+         /* the user's list is the list, even empty */
+         probe_traceable_functions || read_kallsyms_text(&funcs);
     funcs_sort_unique(&funcs);
+    int kept = 0;
+    for (int i = 0; i < funcs.n; i++) {
+      if (probe_unsafe || !stalls_when_probed(funcs.v[i].name)) {
+        funcs.v[kept++] = funcs.v[i];
+      } else {
+        free(funcs.v[i].name);
+        free(funcs.v[i].mod);
+      }
+    }
+    funcs.n = kept;
   }
   return ok ? &funcs : NULL;
 }
@@ -321,6 +349,12 @@ static int kprobe_expand(AttachPoint *ap, Diag *d) {
   const FuncList *funcs = kernel_functions();
   Target **tail = &ap->targets;
   if (!has_wildcard(k.func) && !(k.mod && has_wildcard(k.mod))) {
+    if (!probe_unsafe && stalls_when_probed(k.func)) {
+      diag_error(d, ap->span, "%s is not probed: a probe on an RCU or idle "
+                 "function can stall the kernel (BPF programs run inside RCU "
+                 "read sections); --unsafe allows it", k.func);
+      goto out;
+    }
     const KFunc *f = funcs ? funcs_find(funcs, k.func) : NULL;
     /* the function of that name in the module asked for */
     while (f && k.mod && f < funcs->v + funcs->n && !strcmp(f->name, k.func) &&
@@ -330,8 +364,13 @@ static int kprobe_expand(AttachPoint *ap, Diag *d) {
       diag_warning(d, ap->span, "%s is not traceable (either non-existing, "
                    "inlined, or marked as \"notrace\"); attaching to it "
                    "will likely fail", k.func);
-      rc = probe_no_matches(ap, d, spec_text(ap));
-      goto out;
+      /* --unsafe: the kernel may still take it (a function the list
+       * leaves out, CONFIG_KPROBE_EVENTS_ON_NOTRACE); attaching says */
+      if (!probe_unsafe) {
+        rc = probe_no_matches(ap, d, spec_text(ap));
+        goto out;
+      }
+      f = NULL;
     }
     add_target(ap, tail, &k, k.func, k.mod && f ? f->mod : NULL);
     rc = 0;

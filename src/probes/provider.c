@@ -216,6 +216,7 @@ int probe_pmu_type(const char *pmu) {
 
 int probe_target_pid;
 bool probe_unsafe;
+const char *probe_traceable_functions;
 int probe_child_pid;
 
 int probe_pmu_attach(const char *pmu, bool retprobe, int pid, uint64_t config1,

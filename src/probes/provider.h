@@ -135,8 +135,13 @@ bool kernel_function_known(const char *name);
 extern bool probe_bench_mode;
 
 /* --unsafe: uprobes may go where loupe cannot check the bounds (symbols
- * of size 0). Set by main before expanding. */
+ * of size 0), kprobes on functions that can stall the kernel or that the
+ * list of traceable functions leaves out. Set by main before expanding. */
 extern bool probe_unsafe;
+/* --traceable-functions FILE: the kernel functions kprobes may match, one
+ * "name" or "name [module]" a line, instead of ftrace's
+ * available_filter_functions; NULL: ftrace's. */
+extern const char *probe_traceable_functions;
 
 /* Shared by the providers built on perf events (tracepoint, interval,
  * profile, software): opens the event described by attr (its size is

@@ -31,7 +31,7 @@
 # check_error NAME SCRIPT PATTERN: loupe must refuse SCRIPT with exit 1
 # and a stderr line matching PATTERN (grep).
 check_error() {
-  "$LOUPE" -e "$2" >"$WORK/out" 2>"$WORK/err"
+  "$LOUPE" "${@:4}" -e "$2" >"$WORK/out" 2>"$WORK/err"
   status=$?
   if [ $status = 1 ] && grep -q "$3" "$WORK/err"; then
     pass "$1"
@@ -130,6 +130,44 @@ fi
 
 check_error "kprobe on a missing function is a located error" 'kprobe:nosuch_fn_x { }' \
   '^stdin:1:1-19: ERROR: No matches for kprobe nosuch_fn_x.'
+
+check_error "an RCU function by name is refused without --unsafe, located" 'kprobe:rcu_read_lock_held { }' \
+  '^stdin:1:1-26: ERROR: rcu_read_lock_held is not probed: a probe on an RCU or idle function can stall the kernel'
+
+check_error "a wildcard leaves RCU functions out: kprobe:rcu_* matches nothing" 'kprobe:rcu_* { }' \
+  '^stdin:1:1-13: ERROR: No matches for kprobe rcu_\*'
+
+"$LOUPE" -l 'kprobe:*' >"$WORK/out" 2>"$WORK/err"
+if grep -q '^kprobe:vfs_read$' "$WORK/out" &&
+   ! grep -qE '^kprobe:(.*:)?(rcu_.*|arch_cpu_idle|default_idle)$' "$WORK/out"; then
+  pass "-l 'kprobe:*' lists no RCU or idle functions"
+else
+  fail "-l 'kprobe:*' lists no RCU or idle functions" "$(grep -E 'rcu_|_idle$' "$WORK/out" | head -5)"
+fi
+"$LOUPE" --unsafe -l 'kprobe:rcu_*' >"$WORK/out" 2>"$WORK/err"
+if grep -q '^kprobe:rcu_' "$WORK/out"; then
+  pass "--unsafe -l lists RCU functions"
+else
+  fail "--unsafe -l lists RCU functions" "stdout: $(head -c 300 "$WORK/out")" "stderr: $(head -c 300 "$WORK/err")"
+fi
+
+# --traceable-functions: the list kprobes match against
+check_error "--traceable-functions with an empty list: nothing matches" \
+  'kprobe:vfs_read { }' '^stdin:1:1-16: ERROR: No matches for kprobe vfs_read.' \
+  --traceable-functions /dev/null
+printf 'vfs_read\nvfs_write\n' >"$WORK/funcs"
+trace_opts=(--traceable-functions "$WORK/funcs")
+trace 'kprobe:vfs_* /comm == "dd"/ { @[probe] = count(); }' "$READ_IT"
+check "--traceable-functions narrows a wildcard to the listed functions" \
+  '^@\[kprobe:vfs_read\]: [1-9]'
+grep -qE '^Attached 2 probes' "$WORK/err" ||
+  fail "--traceable-functions: two functions listed, two probes" "stderr: $(head -c 600 "$WORK/err")"
+trace_opts=(--unsafe --traceable-functions /dev/null)
+trace 'kprobe:vfs_read /comm == "dd"/ { @n = count(); }' "$READ_IT"
+check "--unsafe attaches to a function the list leaves out, with a warning" '^@n: [1-9]'
+grep -q 'WARNING: vfs_read is not traceable' "$WORK/err" ||
+  fail "--unsafe: the warning" "stderr: $(head -c 600 "$WORK/err")"
+trace_opts=()
 
 check_error "arg0 in a kretprobe is an error" 'kretprobe:vfs_read { printf("%d\n", arg0); }' \
   "ERROR: The arg0 builtin can only be used with 'kprobes'"

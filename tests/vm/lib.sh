@@ -35,9 +35,10 @@ fail() {
 # trace SCRIPT LOAD: runs loupe on SCRIPT, runs the shell command LOAD once
 # it attached, then stops it with SIGINT. Leaves stdout and stderr in
 # $WORK/out and $WORK/err, and the exit status in $status.
+trace_opts=()   # options for trace's loupe, as a test sets them
 trace() {
   local script=$1 load=$2 i
-  "$LOUPE" -e "$script" >"$WORK/out" 2>"$WORK/err" &
+  "$LOUPE" "${trace_opts[@]}" -e "$script" >"$WORK/out" 2>"$WORK/err" &
   local pid=$!
   # Under emulation, loading and attaching takes seconds.
   for ((i = 0; i < 600; i++)); do
