@@ -261,7 +261,46 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
   return g->failed ? -1 : 0;
 }
 
+/* How many programs the probe makes: one per target where each needs its
+ * own (it reads `probe` or args, or its provider attaches so), else one
+ * per attach point; the raw tracepoint programs of syscall groups. */
+static int probe_programs(Probe *probe) {
+  bool per_target_probe = probe->uses_args || probe->uses_probe;
+  unsigned raw = syscall_raw_plan(probe);
+  int n = !!(raw & SYSCALL_ENTER) + !!(raw & SYSCALL_EXIT);
+  for (AttachPoint *ap = probe->aps; ap; ap = ap->next) {
+    int rest = ap->ntargets;
+    for (Target *t = ap->targets; t; t = t->next)
+      if (syscall_raw_serves(ap, t)) rest--;
+    if (rest > 0)
+      n += per_target_probe || ap->prov->prog_per_target ? rest : 1;
+  }
+  return n;
+}
+
+/* bpftrace's max_bpf_progs: a wildcard that would make thousands of
+ * programs (`kprobe:* { @[probe] = count(); }`) is refused before loading
+ * them takes minutes. */
+static int check_program_count(Script *s, Diag *d) {
+  int total = 0;
+  Probe *crossing = NULL;   /* the probe that goes past the limit */
+  for (Probe *probe = s->probes; probe; probe = probe->next) {
+    total += probe_programs(probe);
+    if (total > s->settings.max_bpf_progs && !crossing) crossing = probe;
+  }
+  if (!crossing) return 0;
+  diag_error(d, crossing->aps ? crossing->aps->span : crossing->span,
+             "Your program is trying to generate %d BPF programs, which "
+             "exceeds the current limit of %d", total,
+             s->settings.max_bpf_progs);
+  diag_hint(d, "You can increase the limit through the "
+            "BPFTRACE_MAX_BPF_PROGS environment variable (or max_bpf_progs "
+            "in a config block).");
+  return -1;
+}
+
 int codegen_script(Script *s, Compiled *c, Diag *d) {
+  if (check_program_count(s, d) < 0) return -1;
   Gen g = {.d = d, .c = c};
   g.nsubs = SUB_FULL + 3 * c->nmaps;
   g.subcalls = calloc((size_t)g.nsubs, sizeof *g.subcalls);

@@ -23,7 +23,8 @@ typedef enum { K_INT, K_BOOL, K_WORD } KeyKind;
 /* What a key sets; F_IGNORED: checked, then ignored with a warning. */
 typedef enum {
   F_IGNORED, F_STRLEN, F_MAP_KEYS, F_PRINT_MAPS, F_MISSING, F_LICENSE,
-  F_RB_PAGES, F_CAT_BYTES, F_STACK_MODE, F_DEBUG_INFO, F_TRAILER
+  F_RB_PAGES, F_CAT_BYTES, F_STACK_MODE, F_DEBUG_INFO, F_TRAILER,
+  F_BPF_PROGS
 } Field;
 
 typedef struct Key {
@@ -61,7 +62,7 @@ static const Key keys[] = {
     INT_KEY("perf_rb_pages", NULL, 1, 1 << 18, F_RB_PAGES),
     INT_KEY("on_stack_limit", NULL, 0, 1 << 20, F_IGNORED),
     INT_KEY("log_size", NULL, 1, 1LL << 32, F_IGNORED),
-    INT_KEY("max_bpf_progs", NULL, 1, 1 << 24, F_IGNORED),
+    INT_KEY("max_bpf_progs", NULL, 1, 1 << 24, F_BPF_PROGS),
     INT_KEY("max_cat_bytes", NULL, 1, 1 << 24, F_CAT_BYTES),
     INT_KEY("max_probes", NULL, 1, 1 << 24, F_IGNORED),
     WORD_KEY("cache_user_symbols", cache_words, false, F_IGNORED),
@@ -151,6 +152,7 @@ static void apply(Settings *st, const Key *k, long long v, const char *w) {
   case F_LICENSE: st->license = w; break;
   case F_RB_PAGES: st->perf_rb_pages = (int)v; break;
   case F_CAT_BYTES: st->max_cat_bytes = (int)v; break;
+  case F_BPF_PROGS: st->max_bpf_progs = (int)v; break;
   case F_STACK_MODE: st->stack_mode = (int)v; break;
   case F_DEBUG_INFO: st->show_debug_info = v != 0; break;
   case F_TRAILER: st->str_trunc_trailer = w; break;
@@ -227,6 +229,7 @@ int config_read(Script *s, Diag *d) {
   s->settings = (Settings){
       .max_strlen = DEFAULT_STRLEN,
       .max_map_keys = DEFAULT_MAP_KEYS,
+      .max_bpf_progs = 1024,
       .print_maps_on_exit = true,
       .missing_probes = MISSING_ERROR,
       .license = "GPL",

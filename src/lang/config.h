@@ -15,6 +15,7 @@ typedef struct Settings {
   const char *license;      /* the license programs are loaded under */
   int perf_rb_pages;        /* ring buffer pages; 0: loupe's default */
   int max_cat_bytes;        /* bytes cat() prints; 0: the default */
+  int max_bpf_progs;        /* the most programs a script may make */
   int stack_mode;           /* kstack/ustack without a mode: a StackMode */
   bool show_debug_info;     /* user frames in bpftrace mode: @file:line */
   const char *str_trunc_trailer;  /* printed after a string cut at

@@ -329,6 +329,19 @@ static const char *explain_reason(const char *reason) {
   return NULL;
 }
 
+/* Whether the verifier's log says more than its statistics. */
+static bool log_has_reason(const char *log) {
+  char *copy = strdup(log), **lines;
+  if (!copy) abort();
+  int n = split_lines(copy, &lines);
+  bool found = false;
+  for (int i = 0; i < n && !found; i++)
+    found = *lines[i] && !is_stats_line(lines[i]) && !is_state_line(lines[i]);
+  free(lines);
+  free(copy);
+  return found;
+}
+
 /* Explains a verifier rejection: where in the script, why, and the
  * verifier's own last words. */
 static void report_rejection(const BpfProg *p, char *log, Diag *d) {
@@ -461,12 +474,18 @@ static int load_prog(Compiled *c, int idx, const ScriptBtf *sb, Diag *d) {
     report_bpf_failure(d, no_span, err, "program", name);
   } else {
     p->fd = load_with_log(p, name, license, insns, sb, idx, btf_obj_fd, &log);
-    if (p->fd < 0 && log && *log)
+    int log_err = errno;
+    if (p->fd >= 0) {
+      /* loaded */
+    } else if (log && *log && log_has_reason(log)) {
       report_rejection(p, log, d);
-    else if (p->fd < 0)
+    } else {
+      /* no log, or the verifier passed it and the kernel refused for
+       * another reason (no file descriptors left, no memory) */
       diag_error(d, p->ap ? p->ap->span : no_span,
                  "could not load the program for probe %s: %s",
-                 prog_probe_name(p), strerror(err));
+                 prog_probe_name(p), strerror(log && *log ? log_err : err));
+    }
   }
   free(log);
   free(insns);

@@ -169,6 +169,11 @@ grep -q 'WARNING: vfs_read is not traceable' "$WORK/err" ||
   fail "--unsafe: the warning" "stderr: $(head -c 600 "$WORK/err")"
 trace_opts=()
 
+# a probe per function past max_bpf_progs: refused before loading any
+check_error "a wildcard past max_bpf_progs is a located error" \
+  'config = { max_bpf_progs = 50 } kprobe:vfs_* { @[probe] = count(); }' \
+  '^stdin:1:33-45: ERROR: Your program is trying to generate [0-9]* BPF programs, which exceeds the current limit of 50$'
+
 check_error "arg0 in a kretprobe is an error" 'kretprobe:vfs_read { printf("%d\n", arg0); }' \
   "ERROR: The arg0 builtin can only be used with 'kprobes'"
 
