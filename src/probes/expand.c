@@ -77,13 +77,25 @@ static int check_iter_alone(Script *s, Diag *d) {
 
 int expand_script(Script *s, Diag *d) {
   int result = 0;
+  bool had_probes = s->probes != NULL;
   for (Probe **link = &s->probes; *link;) {
     Probe *p = *link;
+    Span first = p->aps ? p->aps->span : p->span;
     if (expand_probe(p, s->settings.missing_probes, d) < 0) result = -1;
-    if (!p->aps)
+    if (!p->aps) {
+      if (s->settings.missing_probes == MISSING_WARN)
+        diag_warning(d, first, "Probe has no valid attach points. It is "
+                     "being removed which may cause issues with program "
+                     "behavior.");
       *link = p->next;
-    else
+    } else {
       link = &p->next;
+    }
+  }
+  /* missing_probes = warn or ignore, and nothing matched at all */
+  if (result == 0 && had_probes && !s->probes) {
+    fputs("ERROR: No probes to attach\n", stderr);
+    return -1;
   }
   if (result == 0) result = check_iter_alone(s, d);
   return result;
