@@ -294,7 +294,9 @@ static void check_path(Checker *c, Node *n) {
   n->type = ty_str((int)size);
 }
 
-/* bpf_d_path(p, dst, size); nothing (an empty string) if it fails. */
+/* bpf_d_path(p, dst, size). A path longer than size leaves its tail in
+ * dst (the kernel builds it from the end, Linux 5.12 on): kept, as the
+ * truncated path; any other failure gives an empty string. */
 static void emit_path(Gen *g, Node *n, int dst, int cap) {
   Node *a = n->args;
   int addr = a->type.kind == TY_RECORD ? gen_addr(g, a) : gen_int(g, a);
@@ -314,8 +316,10 @@ static void emit_path(Gen *g, Node *n, int dst, int cap) {
   emit_call(g, BPF_FUNC_d_path);
   g->span = saved;
   int ok = emit_jump(g, I_JMP_IMM(BPF_JSGE, BPF_REG_0, 0, 0));
+  int cut = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, -ENAMETOOLONG, 0));
   emit_zero(g, dst, cap);
   patch_here(g, ok);
+  patch_here(g, cut);
   if (null >= 0) patch_here(g, null);
 }
 
