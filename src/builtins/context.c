@@ -254,6 +254,15 @@ static void check_ncpus(Checker *c, Node *n) {
   n->type = ty_int(8, false);
 }
 
+/* config and config(): every setting's value, as a record whose fields
+ * are the settings' names (config.max_strlen), made of literals. */
+static void check_config(Checker *c, Node *n) {
+  Node *rec = config_record(c->script, n->span), *next = n->next;
+  *n = *rec;
+  n->next = next;
+  check_expr(c, n);
+}
+
 /* true and false are bool constants. */
 static void check_true(Checker *c, Node *n) {
   n->kind = N_INT;
@@ -771,6 +780,9 @@ const Builtin builtins_context[] = {
     WORD("ctx", check_ctx, emit_ctx_word),
     WORD("cpid", check_cpid, NULL),   /* folded to its value by check */
     WORD("ncpus", check_ncpus, NULL), /* likewise */
+    WORD("config", check_config, NULL),   /* a record of literals */
+    {"config", BI_CALL, 0, 0, true, check_config, NULL, NULL, NULL, NULL, 0,
+     NULL},
     WORD("true", check_true, NULL),
     WORD("false", check_false, NULL),
     STRING_WORD("comm", check_comm, emit_comm),

@@ -35,6 +35,8 @@ typedef struct Key {
   const char *const *words;    /* K_WORD: the valid values, NULL-ended */
   bool word_case;              /* K_WORD: case matters */
   Field field;
+  long long dflt;              /* K_INT, K_BOOL: the value unless set */
+  const char *dflt_word;       /* K_WORD: the value unless set */
 } Key;
 
 static const char *const missing_words[] = {"error", "warn", "ignore", NULL};
@@ -48,33 +50,39 @@ static const char *const cache_words[] = {"PER_PROGRAM", "PER_PID", "NONE",
 static const char *const unstable_words[] = {"error", "warn", "enable",
                                              NULL};
 
-#define INT_KEY(n, old, lo, hi, f) {n, old, K_INT, lo, hi, NULL, false, f}
-#define BOOL_KEY(n, f) {n, NULL, K_BOOL, 0, 1, NULL, false, f}
-#define WORD_KEY(n, w, cs, f) {n, NULL, K_WORD, 0, 0, w, cs, f}
+#define INT_KEY(n, old, lo, hi, f, d) \
+  {n, old, K_INT, lo, hi, NULL, false, f, d, NULL}
+#define BOOL_KEY(n, f, d) {n, NULL, K_BOOL, 0, 1, NULL, false, f, d, NULL}
+#define WORD_KEY(n, w, cs, f, d) {n, NULL, K_WORD, 0, 0, w, cs, f, 0, d}
 
+/* Alphabetical, as config() lists them; the defaults are loupe's (the
+ * same as bpftrace's but max_strlen, as bpftrace 0.17 has it). */
 static const Key keys[] = {
-    INT_KEY("max_strlen", "BPFTRACE_STRLEN", 1, MAX_STRLEN_LIMIT, F_STRLEN),
+    WORD_KEY("cache_user_symbols", cache_words, false, F_IGNORED, "PER_PID"),
+    BOOL_KEY("cpp_demangle", F_IGNORED, 1),
+    BOOL_KEY("lazy_symbolication", F_IGNORED, 0),
+    WORD_KEY("license", license_words, true, F_LICENSE, "GPL"),
+    INT_KEY("log_size", NULL, 1, 1LL << 32, F_IGNORED, 1000000),
+    INT_KEY("max_bpf_progs", NULL, 1, 1 << 24, F_BPF_PROGS, 1024),
+    INT_KEY("max_cat_bytes", NULL, 1, 1 << 24, F_CAT_BYTES, 10240),
     INT_KEY("max_map_keys", "BPFTRACE_MAP_KEYS_MAX", 1, 1 << 24,
-            F_MAP_KEYS),
-    BOOL_KEY("print_maps_on_exit", F_PRINT_MAPS),
-    WORD_KEY("missing_probes", missing_words, false, F_MISSING),
-    WORD_KEY("license", license_words, true, F_LICENSE),
-    INT_KEY("perf_rb_pages", NULL, 1, 1 << 18, F_RB_PAGES),
-    INT_KEY("on_stack_limit", NULL, 0, 1 << 20, F_IGNORED),
-    INT_KEY("log_size", NULL, 1, 1LL << 32, F_IGNORED),
-    INT_KEY("max_bpf_progs", NULL, 1, 1 << 24, F_BPF_PROGS),
-    INT_KEY("max_cat_bytes", NULL, 1, 1 << 24, F_CAT_BYTES),
-    INT_KEY("max_probes", NULL, 1, 1 << 24, F_IGNORED),
-    WORD_KEY("cache_user_symbols", cache_words, false, F_IGNORED),
-    BOOL_KEY("cpp_demangle", F_IGNORED),
-    BOOL_KEY("lazy_symbolication", F_IGNORED),
-    BOOL_KEY("show_debug_info", F_DEBUG_INFO),
-    WORD_KEY("stack_mode", stack_words, false, F_STACK_MODE),
-    WORD_KEY("str_trunc_trailer", NULL, true, F_TRAILER),
-    WORD_KEY("unstable_tseries", unstable_words, false, F_IGNORED),
-    WORD_KEY("unstable_dw_ustack", unstable_words, false, F_IGNORED),
+            F_MAP_KEYS, DEFAULT_MAP_KEYS),
+    INT_KEY("max_probes", NULL, 1, 1 << 24, F_IGNORED, 1024),
+    INT_KEY("max_strlen", "BPFTRACE_STRLEN", 1, MAX_STRLEN_LIMIT, F_STRLEN,
+            DEFAULT_STRLEN),
+    WORD_KEY("missing_probes", missing_words, false, F_MISSING, "error"),
+    INT_KEY("on_stack_limit", NULL, 0, 1 << 20, F_IGNORED, 32),
+    INT_KEY("perf_rb_pages", NULL, 1, 1 << 18, F_RB_PAGES, 256),
+    BOOL_KEY("print_maps_on_exit", F_PRINT_MAPS, 1),
+    BOOL_KEY("show_debug_info", F_DEBUG_INFO, 0),
+    WORD_KEY("stack_mode", stack_words, false, F_STACK_MODE, "bpftrace"),
+    WORD_KEY("str_trunc_trailer", NULL, true, F_TRAILER, ".."),
+    WORD_KEY("unstable_dw_ustack", unstable_words, false, F_IGNORED, "warn"),
+    WORD_KEY("unstable_tseries", unstable_words, false, F_IGNORED, "warn"),
 };
 #define NKEYS (int)(sizeof keys / sizeof keys[0])
+_Static_assert(sizeof keys / sizeof keys[0] == CONFIG_NKEYS,
+               "Settings holds a value for each key");
 
 /* The key written `name` in a config block, or NULL. */
 static const Key *find_key(const char *name) {
@@ -144,6 +152,8 @@ static const char *parse_value(const Key *k, const char *shown,
 }
 
 static void apply(Settings *st, const Key *k, long long v, const char *w) {
+  st->value[k - keys] = v;
+  st->word[k - keys] = w;
   switch (k->field) {
   case F_STRLEN: st->max_strlen = (int)v; break;
   case F_MAP_KEYS: st->max_map_keys = (int)v; break;
@@ -191,6 +201,7 @@ static void read_block(Script *s, Diag *d) {
     } else if (k->field == F_IGNORED) {
       diag_warning(d, it->span, "loupe ignores the config setting %s",
                    it->key);
+      apply(&s->settings, k, v, w);
     } else {
       apply(&s->settings, k, v, w);
     }
@@ -215,12 +226,13 @@ static void read_env(Script *s, Diag *d) {
     char err[512];
     long long v = 0;
     const char *w = NULL;
-    if (parse_value(k, used, env, &v, &w, err, sizeof err))
+    if (parse_value(k, used, env, &v, &w, err, sizeof err)) {
       diag_error(d, (Span){0}, "%s", err);
-    else if (k->field == F_IGNORED)
+      continue;
+    }
+    if (k->field == F_IGNORED)
       diag_warning(d, (Span){0}, "loupe ignores the setting %s", used);
-    else
-      apply(&s->settings, k, v, w);
+    apply(&s->settings, k, v, w);
   }
 }
 
@@ -235,7 +247,37 @@ int config_read(Script *s, Diag *d) {
       .license = "GPL",
       .str_trunc_trailer = "..",
   };
+  for (int i = 0; i < NKEYS; i++) {
+    s->settings.value[i] = keys[i].dflt;
+    s->settings.word[i] = keys[i].dflt_word;
+  }
   read_block(s, d);
   read_env(s, d);
   return d->errors - before;
+}
+
+Node *config_record(const Script *s, Span at) {
+  Node *rec = node_new(N_TUPLE, at);
+  rec->fields = calloc(NKEYS, sizeof *rec->fields);
+  if (!rec->fields) abort();
+  Node **tail = &rec->args;
+  for (int i = 0; i < NKEYS; i++) {
+    const Key *k = &keys[i];
+    Node *v;
+    if (k->kind == K_WORD) {
+      v = node_new(N_STR, at);
+      v->sval = (char *)s->settings.word[i];
+      v->slen = (int)strlen(v->sval);
+    } else if (k->kind == K_BOOL) {
+      v = node_new(N_BUILTIN, at);   /* true or false, typed bool */
+      v->name = s->settings.value[i] ? "true" : "false";
+    } else {
+      v = node_new(N_INT, at);
+      v->ival = s->settings.value[i];
+    }
+    rec->fields[i] = (char *)k->name;
+    *tail = v;
+    tail = &v->next;
+  }
+  return rec;
 }

@@ -5,6 +5,8 @@
 
 #include <stdbool.h>
 
+#include "lang/diag.h"
+
 typedef enum { MISSING_ERROR, MISSING_WARN, MISSING_IGNORE } MissingProbes;
 
 typedef struct Settings {
@@ -20,6 +22,11 @@ typedef struct Settings {
   bool show_debug_info;     /* user frames in bpftrace mode: @file:line */
   const char *str_trunc_trailer;  /* printed after a string cut at
                                      max_strlen */
+  /* every key's value, whether loupe acts on it or not, in config.c's
+   * order: for config() */
+#define CONFIG_NKEYS 19
+  long long value[CONFIG_NKEYS];   /* integers and booleans */
+  const char *word[CONFIG_NKEYS];  /* words and strings */
 } Settings;
 
 struct Script;
@@ -30,5 +37,9 @@ struct Diag;
  * errors; keys loupe does not act on are warnings. Returns the number of
  * errors. */
 int config_read(struct Script *s, struct Diag *d);
+
+/* config() (and `config`): a record of every setting's value, as literal
+ * nodes located at `at`, for the checker to type. */
+struct Node *config_record(const struct Script *s, Span at);
 
 #endif
