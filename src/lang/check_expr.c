@@ -156,6 +156,23 @@ static void check_struct_field(Checker *c, Node *n) {
 }
 
 /* args->name: the field must exist, with one type, in every target. */
+/* (1, "a").1 or config.max_strlen: a field of a tuple written out of
+ * literals alone (nothing else to evaluate) is that literal, without
+ * building the tuple. */
+static void fold_tuple_literal_field(Node *n) {
+  if (n->lhs->kind != N_TUPLE) return;
+  for (Node *x = n->lhs->args; x; x = x->next)
+    if (x->kind != N_INT && x->kind != N_STR) return;
+  Node *e = n->lhs->args;
+  for (int64_t i = 0; e && i < n->ival; i++) e = e->next;
+  if (!e) return;
+  Node *next = n->next;
+  Span at = n->span;
+  *n = *e;
+  n->next = next;
+  n->span = at;
+}
+
 static void check_tuple_field(Checker *c, Node *n) {
   TupleType *t = n->lhs->type.tuple;
   if (t->names) {
@@ -163,6 +180,7 @@ static void check_tuple_field(Checker *c, Node *n) {
       if (!strcmp(t->names[i], n->name)) {
         n->ival = i;
         n->type = t->elems[i];
+        fold_tuple_literal_field(n);
         return;
       }
     char ty[200];
@@ -184,6 +202,7 @@ static void check_tuple_field(Checker *c, Node *n) {
   }
   n->ival = i;
   n->type = t->elems[i];
+  fold_tuple_literal_field(n);
 }
 
 static void check_field(Checker *c, Node *n) {
