@@ -238,6 +238,9 @@ typedef struct Target {
   uint32_t btf_id;   /* fentry, fexit: the function's BTF id in the BTF of
                         module `category` ("vmlinux": the kernel's) */
   const struct CType *args_record;   /* `args` as one value, once built */
+  bool at_address;   /* kprobe, kretprobe: `offset` is the kernel address
+                        the probe was given (kprobe:0xADDR), not an offset
+                        into `event` */
 } Target;
 
 /* An attach point as written: "tracepoint:syscalls:sys_enter_*". */

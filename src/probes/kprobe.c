@@ -28,6 +28,7 @@
 #include <sys/utsname.h>
 
 #include "probes/provider.h"
+#include "sym/kallsyms.h"
 
 
 /* ---- the kernel's functions ----------------------------------------- */
@@ -250,6 +251,7 @@ typedef struct KSpec {
   char *func;          /* the FUNC part, without the offset */
   uint64_t offset;
   bool has_offset;
+  bool is_address;     /* kprobe:ADDR: `offset` is the address */
 } KSpec;
 
 /* Appends a target after *tail (kept by the caller, so that a wildcard of
@@ -286,9 +288,31 @@ static int parse_spec(AttachPoint *ap, KSpec *k, Diag *d) {
   if (ap->nparts == 2) k->mod = ap->parts[0];
   const char *spec = ap->parts[ap->nparts - 1];
   if (spec[0] >= '0' && spec[0] <= '9') {
-    diag_error(d, ap->span, "loupe does not support %s at a bare address "
-               "yet; name the function (FUNC+OFFSET)", pname);
-    return -1;
+    /* a kernel address, as bpftrace takes it with --unsafe: loupe cannot
+     * check that it starts an instruction, nor that the function there
+     * may be probed */
+    char *end;
+    errno = 0;
+    k->offset = strtoull(spec, &end, 0);
+    if (*end || errno || k->offset == 0) {
+      diag_error(d, ap->span, "invalid address '%s' in %s", spec, ap->text);
+      return -1;
+    }
+    if (k->mod) {
+      diag_error(d, ap->span, "a %s at an address takes no module", pname);
+      return -1;
+    }
+    if (!probe_unsafe) {
+      diag_error(d, ap->span, "a %s at a bare address needs --unsafe: "
+                 "loupe cannot check that it starts an instruction of a "
+                 "function the kernel lets us probe", pname);
+      diag_hint(d, "name the function instead: %s:FUNC or kprobe:FUNC+OFFSET",
+                pname);
+      return -1;
+    }
+    k->is_address = true;
+    k->func = strdup(spec);
+    return 0;
   }
   const char *plus = strchr(spec, '+');
   k->func = plus ? strndup(spec, plus - spec) : strdup(spec);
@@ -346,8 +370,21 @@ static int kprobe_expand(AttachPoint *ap, Diag *d) {
                k.mod, ap->text);
     goto out;
   }
-  const FuncList *funcs = kernel_functions();
   Target **tail = &ap->targets;
+  if (k.is_address) {
+    /* `func` is the function holding the address, if kallsyms says */
+    uint64_t into = 0;
+    const char *holder = kallsyms_name(k.offset, &into);
+    add_target(ap, tail, &k, k.func, NULL);
+    ap->targets->at_address = true;
+    if (holder) {
+      free(ap->targets->event);
+      ap->targets->event = strdup(holder);
+    }
+    rc = 0;
+    goto out;
+  }
+  const FuncList *funcs = kernel_functions();
   if (!has_wildcard(k.func) && !(k.mod && has_wildcard(k.mod))) {
     if (!probe_unsafe && stalls_when_probed(k.func)) {
       diag_error(d, ap->span, "%s is not probed: a probe on an RCU or idle "
@@ -403,10 +440,13 @@ static int attach_kprobe(const Target *t, bool retprobe, int prog_fd,
   if (asprintf(&sym, "%s%s%s", t->category ? t->category : "",
                t->category ? ":" : "", t->event) < 0)
     abort();
-  int rc = probe_pmu_attach("kprobe", retprobe, -1, (uint64_t)(uintptr_t)sym,
+  /* at an address: no name, config2 the address itself */
+  int rc = probe_pmu_attach("kprobe", retprobe, -1,
+                            t->at_address ? 0 : (uint64_t)(uintptr_t)sym,
                             t->offset, prog_fd, links, err, errlen);
   /* the kernel's word for an offset that splits an instruction */
-  if (rc < 0 && t->offset && strstr(err, strerror(EILSEQ)))
+  if (rc < 0 && t->offset && !t->at_address &&
+      strstr(err, strerror(EILSEQ)))
     snprintf(err, errlen, "offset %llu is not at an instruction boundary "
              "of %s", (unsigned long long)t->offset, sym);
   free(sym);

@@ -174,6 +174,18 @@ check_error "a wildcard past max_bpf_progs is a located error" \
   'config = { max_bpf_progs = 50 } kprobe:vfs_* { @[probe] = count(); }' \
   '^stdin:1:33-45: ERROR: Your program is trying to generate [0-9]* BPF programs, which exceeds the current limit of 50$'
 
+# kprobe:ADDR (--unsafe): the function holding the address is `func`
+addr=$(awk '$3 == "vfs_read" { print $1; exit }' /proc/kallsyms)
+trace_opts=(--unsafe)
+trace "kprobe:0x$addr /comm == \"dd\"/ { @[probe, func] = count(); }" "$READ_IT"
+check "kprobe at a bare address (--unsafe): probe as written, func the function there" \
+  "^@\\[kprobe:0x$addr, vfs_read\\]: [1-9]"
+trace_opts=()
+check_error "kprobe at a bare address without --unsafe is a located error" \
+  "kprobe:0x$addr { }" '^stdin:1:1-26: ERROR: a kprobe at a bare address needs --unsafe'
+check_error "kprobe at an address where nothing can be probed: the kernel's refusal, located" \
+  'kprobe:0x12345678 { }' '^stdin:1:1-18: ERROR: could not attach to kprobe:0x12345678' --unsafe
+
 check_error "arg0 in a kretprobe is an error" 'kretprobe:vfs_read { printf("%d\n", arg0); }' \
   "ERROR: The arg0 builtin can only be used with 'kprobes'"
 
