@@ -285,12 +285,7 @@ static void check_path(Checker *c, Node *n) {
              "(e.g. args.file->f_path)");
     return;
   }
-  if (!probe_is_fentry(c->probe, false) && !probe_is_iter(c->probe)) {
-    error_at(c, n->span, "path() can only be used in fentry, fexit and "
-             "iter probes (the kernel's bpf_d_path helper is for those "
-             "alone)");
-    return;
-  }
+  if (!want_tracing_probe(c, n, "bpf_d_path")) return;
   n->type = ty_str((int)size);
 }
 

@@ -156,7 +156,38 @@ static void gen_pton(Gen *g, Node *n, int dst, int cap) {
   emit_literal(g, n->sval, n->slen, dst, cap);
 }
 
+/* socket_cookie(sk): the kernel's cookie of a socket, made on first
+ * asking and then stable for its life (bpf_get_socket_cookie on a struct
+ * sock pointer, which the kernel allows in fentry and fexit programs). */
+static void check_socket_cookie(Checker *c, Node *n) {
+  Node *a = n->args;
+  check_expr(c, a);
+  if (!want_int(c, n, a)) return;
+  if (!a->type.is_pointer) {
+    error_at(c, a->span, "socket_cookie() takes a pointer to a struct sock "
+             "(e.g. args.sk)");
+    return;
+  }
+  if (!want_tracing_probe(c, n, "bpf_get_socket_cookie")) return;
+  n->type = ty_int(8, false);
+}
+
+static int emit_socket_cookie(Gen *g, Node *n) {
+  int a = gen_int(g, n->args);
+  emit(g, I_MOV64_REG(BPF_REG_1, a));
+  reg_free(g, a);
+  int r = reg_alloc(g);
+  Span saved = g->span;
+  g->span = n->span;   /* a refusal of the helper points at the call */
+  emit_call(g, BPF_FUNC_get_socket_cookie);
+  g->span = saved;
+  emit(g, I_MOV64_REG(r, BPF_REG_0));
+  return r;
+}
+
 const Builtin builtins_net[] = {
+    {"socket_cookie", BI_CALL, 1, 1, true, check_socket_cookie,
+     emit_socket_cookie, NULL, NULL, NULL, 0, NULL},
     {"ntop", BI_CALL, 1, 2, true, check_ntop, NULL, gen_ntop, NULL, NULL, 0,
      NULL},
     {"pton", BI_CALL, 1, 1, true, check_pton, NULL, gen_pton, NULL, NULL, 0,

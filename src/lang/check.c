@@ -458,6 +458,15 @@ bool want_unsafe(Checker *c, Node *n) {
   return false;
 }
 
+bool want_tracing_probe(Checker *c, Node *n, const char *helper) {
+  if (probe_is_fentry(c->probe, false) || probe_is_iter(c->probe))
+    return true;
+  error_at(c, n->span, "%s() can only be used in fentry, fexit and iter "
+           "probes (the kernel allows its %s helper in those alone)",
+           n->name, helper);
+  return false;
+}
+
 /* ---- statements ----------------------------------------------------- */
 
 /* The value x op= v combines with: what the variable or map holds. */

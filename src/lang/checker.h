@@ -151,6 +151,9 @@ bool want_const(Checker *c, Node *arg, const char *fn, const char *what,
                 int64_t lo, int64_t hi, int64_t *v);
 /* Whether --unsafe was given; reports the call if not. */
 bool want_unsafe(Checker *c, Node *n);
+/* Whether the probe is fentry, fexit or iter, the programs the kernel
+ * lets call `helper` (bpf_d_path, ...); reports the call n if not. */
+bool want_tracing_probe(Checker *c, Node *n, const char *helper);
 
 /* ---- enums (enums.c) ------------------------------------------------ */
 

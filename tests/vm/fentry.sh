@@ -72,6 +72,10 @@ check "args as one value: a map key, printed, in a map (fexit: without retval)" 
   '^@a\[\{ \.file = 0x[0-9a-f]+, \.buf = 0x[0-9a-f]+, \.count = 64, \.pos = 0x[0-9a-f]+ \}\]: [1-9]' \
   '^@r: \{ \.file = 0x[0-9a-f]+, \.buf = 0x[0-9a-f]+, \.count = [0-9]+, \.pos = 0x[0-9a-f]+ \}$'
 
+trace 'fentry:tcp_v4_connect { printf("cookie %d\n", socket_cookie(args.sk) != 0); exit(); }' \
+  "bash -c 'exec 3<>/dev/tcp/127.0.0.1/9' 2>/dev/null; true"
+check "socket_cookie(args.sk) in fentry:tcp_v4_connect" '^cookie 1$'
+
 trace 'fentry:vfs_rea* /comm == "dd"/ { @[probe, func] = count(); }' \
   "$READ_IT"
 check "wildcard fentry:vfs_rea*" \
