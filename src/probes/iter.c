@@ -19,8 +19,10 @@
  * /sys/fs/bpf for others to read, is refused: what loupe's programs write
  * is records for loupe to format, not text a reader of that file could
  * use. */
+#define _GNU_SOURCE   /* asprintf */
 #include <errno.h>
 #include <linux/bpf.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -128,9 +130,7 @@ static int iter_expand(AttachPoint *ap, Diag *d) {
   }
   Target *t = calloc(1, sizeof *t);
   t->format = format;
-  size_t len = strlen(name) + 6;
-  t->name = malloc(len);
-  snprintf(t->name, len, "iter:%s", name);
+  if (!t || asprintf(&t->name, "iter:%s", name) < 0) abort();
   t->category = strdup("vmlinux");
   t->event = strdup(name);
   t->btf_id = (uint32_t)id;
