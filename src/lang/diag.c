@@ -4,14 +4,9 @@
 #include <string.h>
 
 void diag_init(Diag *d, const Source *src) {
-  d->src = src;
-  d->out = stderr;
-  d->errors = 0;
-  d->warnings = 0;
-  d->no_warnings = false;
-  d->calls = NULL;
-  d->ncalls = 0;
-  d->nincluded = 0;
+  /* every field: demote was left as the stack had it, so a hint shown
+   * only to undemoted errors came and went with the build */
+  *d = (Diag){.src = src, .out = stderr, .demote = DEMOTE_NONE};
 }
 
 int diag_include(Diag *d, const Source *src) {
