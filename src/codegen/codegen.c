@@ -85,9 +85,9 @@ static void gen_body(Gen *g, Probe *probe, int buf_base, bool big) {
     g->subcalls[sub] = NULL;
     g->nsubcalls[sub] = 0;
   }
-  memset(g->full_sites, 0, sizeof(int) * (size_t)g->c->nmaps);
-  memset(g->read_sites, 0, sizeof(int) * (size_t)g->c->nmaps);
-  memset(g->write_sites, 0, sizeof(int) * (size_t)g->c->nmaps);
+  memset(g->full_sites, 0, sizeof(int) * (size_t)g->nmap_slots);
+  memset(g->read_sites, 0, sizeof(int) * (size_t)g->nmap_slots);
+  memset(g->write_sites, 0, sizeof(int) * (size_t)g->nmap_slots);
   memset(g->out_sites, 0, sizeof g->out_sites);
   g->stack_top = g->stack_max = 16;
   g->scratch_top = g->scratch_max = 0;
@@ -180,7 +180,7 @@ static bool ap_is_special(const AttachPoint *ap) {
 enum { GLOBAL_SITES = 3 };
 static bool more_go_global(Gen *g) {
   bool again = false;
-  for (int i = 0; i < g->c->nmaps; i++) {
+  for (int i = 0; i < g->nmap_slots; i++) {
     if (!g->full_global[i] && g->full_sites[i] >= GLOBAL_SITES)
       again = g->full_global[i] = true;
     if (!g->read_global[i] && g->read_sites[i] >= GLOBAL_SITES)
@@ -222,9 +222,9 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
   g->seq_output = p->expected_attach_type == BPF_TRACE_ITER;
   g->probe = probe;
   g->target = t;
-  memset(g->full_global, 0, sizeof(bool) * (size_t)g->c->nmaps);
-  memset(g->read_global, 0, sizeof(bool) * (size_t)g->c->nmaps);
-  memset(g->write_global, 0, sizeof(bool) * (size_t)g->c->nmaps);
+  memset(g->full_global, 0, sizeof(bool) * (size_t)g->nmap_slots);
+  memset(g->read_global, 0, sizeof(bool) * (size_t)g->nmap_slots);
+  memset(g->write_global, 0, sizeof(bool) * (size_t)g->nmap_slots);
   memset(g->out_inline, 0, sizeof g->out_inline);
   /* Buffers go on the stack when they fit: no scratch lookup then. */
   gen_body(g, probe, BPF_REG_10, false);
@@ -302,15 +302,17 @@ static int check_program_count(Script *s, Diag *d) {
 int codegen_script(Script *s, Compiled *c, Diag *d) {
   if (check_program_count(s, d) < 0) return -1;
   Gen g = {.d = d, .c = c};
-  g.nsubs = SUB_FULL + 3 * c->nmaps;
+  g.nmap_slots = c->nmaps + CODEGEN_MAPS;
+  g.nsubs = SUB_FULL + 3 * g.nmap_slots;
   g.subcalls = calloc((size_t)g.nsubs, sizeof *g.subcalls);
   g.nsubcalls = calloc((size_t)g.nsubs, sizeof *g.nsubcalls);
-  g.full_sites = calloc((size_t)c->nmaps + 1, sizeof *g.full_sites);
-  g.full_global = calloc((size_t)c->nmaps + 1, sizeof *g.full_global);
-  g.read_sites = calloc((size_t)c->nmaps + 1, sizeof *g.read_sites);
-  g.read_global = calloc((size_t)c->nmaps + 1, sizeof *g.read_global);
-  g.write_sites = calloc((size_t)c->nmaps + 1, sizeof *g.write_sites);
-  g.write_global = calloc((size_t)c->nmaps + 1, sizeof *g.write_global);
+  size_t n = (size_t)g.nmap_slots;
+  g.full_sites = calloc(n, sizeof *g.full_sites);
+  g.full_global = calloc(n, sizeof *g.full_global);
+  g.read_sites = calloc(n, sizeof *g.read_sites);
+  g.read_global = calloc(n, sizeof *g.read_global);
+  g.write_sites = calloc(n, sizeof *g.write_sites);
+  g.write_global = calloc(n, sizeof *g.write_global);
   for (Probe *probe = s->probes; probe; probe = probe->next) {
     bool per_target_probe = probe->uses_args || probe->uses_probe;
     /* many syscall tracepoints: one raw tracepoint program per group */

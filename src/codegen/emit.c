@@ -489,7 +489,7 @@ static void emit_full_counter(Gen *g, int sub) {
 /* Reads the integer value of the map whose reader (sub_read) this is, at
  * the key in r1: r0 = the value, or 0 when there is none. */
 static void emit_map_reader(Gen *g, int sub) {
-  int id = sub - SUB_FULL - g->c->nmaps;
+  int id = sub - SUB_FULL - g->nmap_slots;
   emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_1, -8));
   emit_map(g, BPF_REG_1, id);
   emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
@@ -504,7 +504,7 @@ static void emit_map_reader(Gen *g, int sub) {
 /* Writes r2 at key r1 of the map whose writer (sub_write) this is, and
  * counts the update if the map is full and refuses it. */
 static void emit_map_writer(Gen *g, int sub) {
-  const MapSym *m = g->c->maps[sub - SUB_FULL - 2 * g->c->nmaps];
+  const MapSym *m = g->c->maps[sub - SUB_FULL - 2 * g->nmap_slots];
   emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_1, -8));
   emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_2, -16));
   emit_map(g, BPF_REG_1, m->id);
@@ -541,10 +541,10 @@ void emit_subprograms(Gen *g) {
   for (int sub = 0; sub < g->nsubs; sub++) {
     if (!g->nsubcalls[sub]) continue;
     int start = g->p->ninsns;
-    if (sub >= SUB_FULL + 2 * g->c->nmaps) {
+    if (sub >= SUB_FULL + 2 * g->nmap_slots) {
       mark_global(g, start, 2);
       emit_map_writer(g, sub);
-    } else if (sub >= SUB_FULL + g->c->nmaps) {
+    } else if (sub >= SUB_FULL + g->nmap_slots) {
       mark_global(g, start, 1);
       emit_map_reader(g, sub);
     } else if (sub >= SUB_FULL) {

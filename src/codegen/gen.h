@@ -20,6 +20,10 @@
  * counter of the updates a full map refused, then one reader per map
  * (sub_read), then one writer per map (sub_write). */
 enum { SUB_OUTPUT, SUB_COUNT, SUB_EVENT, SUB_FULL = SUB_EVENT + 16 };
+/* The maps codegen itself adds to the script's: the names of the
+ * syscall tracepoints of the sys_enter and sys_exit raw programs
+ * (syscall_raw.c). */
+enum { CODEGEN_MAPS = 2 };
 #define SLOT_KEY0 (-16)     /* 0 when used: key 0 of the one-slot arrays */
 #define FIRST_TEMP_REG BPF_REG_6
 #define LAST_TEMP_REG BPF_REG_8
@@ -42,7 +46,11 @@ typedef struct Gen {
   bool reg_used[11];
   int **subcalls;      /* calls to patch, per subprogram (SUB_*) */
   int *nsubcalls;
-  int nsubs;           /* SUB_FULL + three times the script's maps */
+  int nsubs;           /* SUB_FULL + three times nmap_slots */
+  int nmap_slots;      /* the maps the per-map arrays and subprograms have
+                          room for: the script's, and those codegen adds
+                          itself (CODEGEN_MAPS), fixed for the whole run so
+                          the subprograms' numbers never move */
   int *full_sites;     /* per map: updates counted in this program */
   bool *full_global;   /* per map: they call SUB_FULL + id (see
                           emit_update) */
@@ -122,12 +130,12 @@ static inline int align8(int n) { return (n + 7) & ~7; }
 
 /* The global subprogram reading map id's integer values (gen_map_int). */
 static inline int sub_read(const Gen *g, int id) {
-  return SUB_FULL + g->c->nmaps + id;
+  return SUB_FULL + g->nmap_slots + id;
 }
 
 /* The global subprogram writing map id's integer values. */
 static inline int sub_write(const Gen *g, int id) {
-  return SUB_FULL + 2 * g->c->nmaps + id;
+  return SUB_FULL + 2 * g->nmap_slots + id;
 }
 
 /* A plain hash map with one 8-byte integer key and 8-byte integer values:

@@ -282,6 +282,8 @@ static int names_map(Gen *g) {
   int id = find_map(g, name);
   MapSym *m = id >= 0 ? g->c->maps[id] : NULL;
   if (!m) {
+    /* one of the CODEGEN_MAPS the per-map arrays have room for */
+    if (g->c->nmaps >= g->nmap_slots) abort();
     m = calloc(1, sizeof *m);
     m->name = strdup(name);
     m->id = id = g->c->nmaps;
