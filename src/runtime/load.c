@@ -553,7 +553,7 @@ static int attach_syscall_group(const BpfProg *p, AttachPoint *ap,
   char err[256] = "";
   if (links && syscall_group_attach(p->syscall_group, p->fd, links, err,
                                     sizeof err) < 0) {
-    diag_error(d, ap->span, "could not attach to %s: %s", ap->text, err);
+    diag_error(d, ap->span, "Unable to attach probe: %s: %s", ap->text, err);
     return -1;
   }
   return count;
@@ -572,7 +572,7 @@ static int attach_ap(const BpfProg *p, AttachPoint *ap, const Target *only,
     int n = prov->attach_group(ap, p->expected_attach_type, p->fd, links, err,
                                sizeof err);
     if (n < 0) {
-      diag_error(d, ap->span, "could not attach to %s: %s", ap->text, err);
+      diag_error(d, ap->span, "Unable to attach probe: %s: %s", ap->text, err);
       return -1;
     }
     if (n > 0) return n;
@@ -584,7 +584,7 @@ static int attach_ap(const BpfProg *p, AttachPoint *ap, const Target *only,
     if (prov->attach && links) {
       char err[256] = "";
       if (prov->attach(t, p->fd, links, err, sizeof err) < 0) {
-        diag_error(d, ap->span, "could not attach to %s: %s", t->name, err);
+        diag_error(d, ap->span, "Unable to attach probe: %s: %s", t->name, err);
         return -1;
       }
     }

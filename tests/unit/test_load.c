@@ -386,7 +386,7 @@ static void test_attach_failure_closes_links(void) {
   CHECK(links.n == 0 && links.fds == NULL);
   unload_all(&c);
   fclose(cap.d.out);
-  CHECK(strstr(cap.text, "could not attach to "
+  CHECK(strstr(cap.text, "Unable to attach probe: "
                          "tracepoint:raw_syscalls:sys_exit"));
   free(cap.text);
   free(fmt);

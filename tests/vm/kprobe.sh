@@ -115,7 +115,7 @@ check "kprobe:vfs_read+0, kprobe:vmlinux:vfs_read, kprobe:vmlinu*:vfs_read" \
   '^@m: [1-9]'
 
 check_error "an offset inside an instruction is a located error" 'kprobe:vfs_read+1 { }' \
-  'ERROR: could not attach to kprobe:vfs_read+1: offset 1 is not at an instruction boundary of vfs_read'
+  'ERROR: Unable to attach probe: kprobe:vfs_read+1: offset 1 is not at an instruction boundary of vfs_read'
 
 check_error "a module that is not loaded is a located error" 'kprobe:nonsense:vfs_read { }' \
   '^stdin:1:1-25: ERROR: specified module nonsense in probe kprobe:nonsense:vfs_read is not loaded.'
@@ -184,7 +184,7 @@ trace_opts=()
 check_error "kprobe at a bare address without --unsafe is a located error" \
   "kprobe:0x$addr { }" '^stdin:1:1-26: ERROR: a kprobe at a bare address needs --unsafe'
 check_error "kprobe at an address where nothing can be probed: the kernel's refusal, located" \
-  'kprobe:0x12345678 { }' '^stdin:1:1-18: ERROR: could not attach to kprobe:0x12345678' --unsafe
+  'kprobe:0x12345678 { }' '^stdin:1:1-18: ERROR: Unable to attach probe: kprobe:0x12345678' --unsafe
 
 check_error "arg0 in a kretprobe is an error" 'kretprobe:vfs_read { printf("%d\n", arg0); }' \
   "ERROR: The arg0 builtin can only be used with 'kprobes'"
