@@ -298,7 +298,9 @@ static const CType *args_record(Target *t, int strlen, char *err,
       free(fields);
       return NULL;
     }
-    int a = ct->align > 0 ? ct->align : 1;
+    /* strings and arrays are copied with 8-byte stores: they start on
+     * an 8-byte boundary of the record */
+    int a = ct->kind == C_ARRAY ? 8 : ct->align > 0 ? ct->align : 1;
     size = (size + a - 1) / a * a;
     fields[n++] = (CField){.name = f->name, .offset = size, .type = ct};
     size += ct->size;
