@@ -261,19 +261,29 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
   return g->failed ? -1 : 0;
 }
 
+/* The targets of ap that get programs of their own kind: those the raw
+ * syscall programs do not serve. */
+static int targets_left(const AttachPoint *ap) {
+  int rest = ap->ntargets;
+  for (Target *t = ap->targets; t; t = t->next)
+    if (syscall_raw_serves(ap, t)) rest--;
+  return rest;
+}
+
+/* Whether ap gets one program per target rather than one for all. */
+static bool program_per_target(const Probe *probe, const AttachPoint *ap) {
+  return probe->uses_args || probe->uses_probe || ap->prov->prog_per_target;
+}
+
 /* How many programs the probe makes: one per target where each needs its
  * own (it reads `probe` or args, or its provider attaches so), else one
  * per attach point; the raw tracepoint programs of syscall groups. */
 static int probe_programs(Probe *probe) {
-  bool per_target_probe = probe->uses_args || probe->uses_probe;
   unsigned raw = syscall_raw_plan(probe);
   int n = !!(raw & SYSCALL_ENTER) + !!(raw & SYSCALL_EXIT);
   for (AttachPoint *ap = probe->aps; ap; ap = ap->next) {
-    int rest = ap->ntargets;
-    for (Target *t = ap->targets; t; t = t->next)
-      if (syscall_raw_serves(ap, t)) rest--;
-    if (rest > 0)
-      n += per_target_probe || ap->prov->prog_per_target ? rest : 1;
+    int rest = targets_left(ap);
+    if (rest > 0) n += program_per_target(probe, ap) ? rest : 1;
   }
   return n;
 }
@@ -314,7 +324,6 @@ int codegen_script(Script *s, Compiled *c, Diag *d) {
   g.write_sites = calloc(n, sizeof *g.write_sites);
   g.write_global = calloc(n, sizeof *g.write_global);
   for (Probe *probe = s->probes; probe; probe = probe->next) {
-    bool per_target_probe = probe->uses_args || probe->uses_probe;
     /* many syscall tracepoints: one raw tracepoint program per group */
     unsigned raw = syscall_raw_plan(probe);
     for (int group = SYSCALL_ENTER; group <= SYSCALL_EXIT; group++)
@@ -323,12 +332,8 @@ int codegen_script(Script *s, Compiled *c, Diag *d) {
                    s->target_pid, group))
         goto out;
     for (AttachPoint *ap = probe->aps; ap; ap = ap->next) {
-      bool per_target = per_target_probe || ap->prov->prog_per_target;
-      int rest = ap->ntargets;
-      for (Target *t = ap->targets; t; t = t->next)
-        if (syscall_raw_serves(ap, t)) rest--;
-      if (rest == 0) continue;
-      if (!per_target) {
+      if (targets_left(ap) == 0) continue;
+      if (!program_per_target(probe, ap)) {
         if (gen_prog(&g, probe, ap, ap->ntargets == 1 ? ap->targets : NULL,
                      s->target_pid, 0))
           goto out;
