@@ -287,6 +287,38 @@ static void check_curtask(Checker *c, Node *n) {
 
 static void check_comm(Checker *c, Node *n) { n->type = ty_str(COMM_SIZE); }
 
+/* comm(pid): the name of the thread with that pid (as the initial PID
+ * namespace numbers it), "" if there is none. The kernel functions
+ * bpf_task_from_pid and bpf_task_release (kfuncs, Linux 6.2 and later)
+ * find the task and let it go; its comm is read in between. */
+static void check_comm_call(Checker *c, Node *n) {
+  Node *pid = n->args;
+  if (!pid) {
+    check_comm(c, n);
+    return;
+  }
+  check_expr(c, pid);
+  if (!want_int(c, n, pid)) return;
+  char err[200];
+  const CType *task = ctype_parse("struct task_struct", err, sizeof err);
+  CField comm;
+  if (!task || !ctype_field(task, "comm", &comm)) {
+    error_at(c, n->span, "comm(pid) needs the kernel's BTF (%s)",
+             task ? "struct task_struct has no comm" : err);
+    return;
+  }
+  if (ctype_kernel_func_id("bpf_task_from_pid") <= 0 ||
+      ctype_kernel_func_id("bpf_task_release") <= 0) {
+    error_at(c, n->span, "comm(pid) needs the kernel functions "
+             "bpf_task_from_pid and bpf_task_release (Linux 6.2 and "
+             "later), which this kernel does not have; comm alone is the "
+             "current thread's name");
+    return;
+  }
+  n->ival = comm.offset;
+  n->type = ty_str(COMM_SIZE);
+}
+
 /* usermode reads the interrupted registers' privilege level from the
  * context of kprobes, uprobes and perf events. */
 static void check_usermode(Checker *c, Node *n) {
@@ -713,6 +745,33 @@ static void emit_comm(Gen *g, Node *n, int dst, int cap) {
   emit_call(g, BPF_FUNC_get_current_comm);
 }
 
+static void emit_comm_call(Gen *g, Node *n, int dst, int cap) {
+  if (!n->args) {
+    emit_comm(g, n, dst, cap);
+    return;
+  }
+  int pid = gen_int(g, n->args);
+  emit(g, I_MOV64_REG(BPF_REG_1, pid));
+  reg_free(g, pid);
+  emit_kfunc_call(g, ctype_kernel_func_id("bpf_task_from_pid"));
+  int found = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 0));
+  emit_zero(g, dst, cap);   /* no such task: "" */
+  int done = emit_jump(g, I_JA(0));
+  patch_here(g, found);
+  int task = reg_alloc(g);   /* r6..r8: kept across the read */
+  emit(g, I_MOV64_REG(task, BPF_REG_0));
+  if (cap > COMM_SIZE) emit_zero(g, dst + COMM_SIZE, cap - COMM_SIZE);
+  emit_scratch(g, BPF_REG_1, dst);
+  emit(g, I_MOV64_IMM(BPF_REG_2, COMM_SIZE));
+  emit(g, I_MOV64_REG(BPF_REG_3, task));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, (int32_t)n->ival));
+  emit_call(g, BPF_FUNC_probe_read_kernel);
+  emit(g, I_MOV64_REG(BPF_REG_1, task));
+  reg_free(g, task);
+  emit_kfunc_call(g, ctype_kernel_func_id("bpf_task_release"));
+  patch_here(g, done);
+}
+
 /* probe and func are constants of each target's program. */
 static void emit_probe(Gen *g, Node *n, int dst, int cap) {
   if (g->p->syscall_group) {   /* one program for many tracepoints */
@@ -813,6 +872,8 @@ const Builtin builtins_context[] = {
      NULL, 0, NULL},
     {"ppid", BI_CALL, 0, 1, true, check_ppid, NULL, NULL, NULL, NULL, 0,
      NULL},
+    {"comm", BI_CALL, 0, 1, true, check_comm_call, NULL, emit_comm_call,
+     NULL, NULL, 0, NULL},
     {"pcomm", BI_CALL, 0, 1, true, check_pcomm, NULL, NULL, NULL, NULL, 0,
      NULL},
     WORD("ppid", check_ppid, NULL),   /* rewritten by check into fields */

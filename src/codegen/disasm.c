@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "codegen/codegen.h"
+#include "lang/ctype.h"
 #include "probes/syscalls.h"
 
 /* Helper names indexed by id, generated from the kernel header's list so
@@ -312,7 +313,11 @@ static void put_call(FILE *out, const struct bpf_insn *in, int pc) {
     return;
   }
   if (in->src_reg == BPF_PSEUDO_KFUNC_CALL) {
-    fprintf(out, "call kfunc#%" PRId32, in->imm);
+    const char *name = ctype_kernel_func_name(in->imm);
+    if (name)
+      fprintf(out, "call kfunc %s", name);
+    else
+      fprintf(out, "call kfunc#%" PRId32, in->imm);
     return;
   }
   const char *name = helper_name(in->imm);

@@ -170,6 +170,10 @@ void emit_call(Gen *g, int helper) {
   patch_here(g, ok);
 }
 
+void emit_kfunc_call(Gen *g, int btf_id) {
+  emit(g, insn_make(BPF_JMP | BPF_CALL, 0, BPF_PSEUDO_KFUNC_CALL, 0, btf_id));
+}
+
 /* A forward jump whose offset is filled in by patch_here. */
 int emit_jump(Gen *g, struct bpf_insn j) { return emit(g, j); }
 

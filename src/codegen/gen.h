@@ -161,6 +161,8 @@ void emit_scratch_base(Gen *g);
 void emit_scratch(Gen *g, int reg, int off);
 /* Calls helper; with -k, a memory read that fails is also reported. */
 void emit_call(Gen *g, int helper);
+/* Calls the kernel function with vmlinux BTF id btf_id (a kfunc). */
+void emit_kfunc_call(Gen *g, int btf_id);
 /* -k: sends a report that helper failed at g->span, with r0 as the
  * code it returned; r0 is kept, r1-r5 are not. */
 void emit_helper_error(Gen *g, int helper);

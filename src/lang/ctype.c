@@ -909,6 +909,23 @@ int ctype_define_script_structs(Script *s, Diag *d) {
   return d->errors - errors_before;
 }
 
+/* ---- kernel functions BPF programs call (kfuncs) ----------------------- */
+
+int ctype_kernel_func_id(const char *name) {
+  struct btf *btf = kernel_btf();
+  if (!btf) return 0;
+  int id = btf__find_by_name_kind(btf, name, BTF_KIND_FUNC);
+  return id > 0 ? id : 0;
+}
+
+const char *ctype_kernel_func_name(int id) {
+  struct btf *btf = reg.btf;   /* names only what is loaded already */
+  if (!btf || id <= 0 || id >= reg.ntypes) return NULL;
+  const struct btf_type *t = btf__type_by_id(btf, (__u32)id);
+  if (!t || !btf_is_func(t)) return NULL;
+  return btf__name_by_offset(btf, t->name_off);
+}
+
 /* ---- per-CPU variables (percpu_kaddr) ---------------------------------- */
 
 int ctype_percpu_var_id(const char *name) {

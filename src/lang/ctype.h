@@ -148,6 +148,13 @@ const CType *ctype_void(void);
  * variable (or no BTF), -1 if the variable is not per-CPU. */
 int ctype_percpu_var_id(const char *name);
 
+/* The BTF id of the kernel function `name` (a FUNC of vmlinux BTF), which
+ * a program calls as a kfunc: > 0, or 0 if there is none (or no BTF). */
+int ctype_kernel_func_id(const char *name);
+/* The name of the kernel function with BTF id `id`, if BTF is loaded
+ * already (for listings); NULL otherwise. */
+const char *ctype_kernel_func_name(int id);
+
 /* True once kernel BTF has been loaded (tests and start-up measurements). */
 bool ctype_btf_loaded(void);
 

@@ -319,6 +319,10 @@ static const char *explain_reason(const char *reason) {
       {"combined stack size", "the probe uses too much stack"},
       {"invalid mem access", "a read through a pointer the verifier does "
        "not trust"},
+      /* kfuncs (comm(pid)): each kind of program has its own list */
+      {"calling kernel function", "this kernel does not let this kind of "
+       "probe call kernel functions (kfuncs), which comm(pid) needs; a "
+       "tracepoint, profile, interval or iter probe may"},
       /* the kernel withholds it when locked down (lockdown=integrity) */
       {"cannot use helper bpf_probe_write_user", "this kernel does not "
        "let BPF programs write user memory (write_user()): it is locked "
