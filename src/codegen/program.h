@@ -77,6 +77,10 @@ typedef struct MapSym {
   bool zeroed;                     /* run time, a keyless per-CPU array:
                                       zero() ran since the last clear(),
                                       so its all-zero slot still prints */
+  bool cleared;                    /* run time, a keyless per-CPU array:
+                                      clear() ran since the last zero(),
+                                      so an all-zero count() prints
+                                      nothing (else it prints 0) */
   char *init_values;               /* an internal array's contents
                                       (value_size bytes per entry),
                                       written after creation; or NULL */

@@ -590,7 +590,7 @@ void check_assigned(Checker *c, Node *n) {
   if (n->op == '+' || n->op == '-') n->field_offset = pointer_step(lhs->type);
 }
 
-static void check_incdec(Checker *c, Node *n) {
+void check_incdec(Checker *c, Node *n) {
   Node *lhs = n->lhs;
   if (lhs->kind == N_VAR) {
     check_expr(c, lhs);

@@ -1243,10 +1243,7 @@ void check_expr(Checker *c, Node *n) {
   case N_INCDEC:
     /* as an expression: x++ yields an integer, or the pointer it holds
      * (moved by whole elements: ($p++)->x walks an array) */
-    check_expr(c, n->lhs);
-    if (n->lhs->type.kind != TY_INT && n->lhs->type.kind != TY_NONE)
-      error_at(c, n->span, "The %s operator can not be used on expressions "
-               "of type '%s'", op_text(n->op), TYPE_NAME(n->lhs->type));
+    check_incdec(c, n);
     n->type = n->lhs->type.is_pointer ? ty_stored(n->lhs->type)
                                       : ty_int(8, true);
     n->field_offset = pointer_step(n->lhs->type);

@@ -102,6 +102,9 @@ void check_let(Checker *c, Node *n);
 /* x = v, also for let with a value; check_assigned once v is checked */
 void check_assign(Checker *c, Node *n);
 void check_assigned(Checker *c, Node *n);
+/* x++, --x: a $variable, or a @map, which it defines as an integer if
+ * nothing did before (it starts from 0). */
+void check_incdec(Checker *c, Node *n);
 /* The map n names, created on first sight. */
 MapSym *map_get(Checker *c, Node *n);
 /* Checks the keys of @m[k...] and unifies them with earlier uses. */

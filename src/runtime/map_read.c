@@ -241,10 +241,11 @@ static int map_keys(const MapSym *m, uint8_t **keys_out) {
   return n;
 }
 
-/* The run-time flag of MapSym.zeroed: the map's compile-time record
- * is const everywhere else. */
+/* The run-time flags of MapSym.zeroed and .cleared: the map's
+ * compile-time record is const everywhere else. */
 static void set_zeroed(const MapSym *m, bool zeroed) {
   ((MapSym *)m)->zeroed = zeroed;
+  ((MapSym *)m)->cleared = !zeroed;
 }
 
 int map_clear(const MapSym *m) {

@@ -638,9 +638,13 @@ static void put_keys(const MapSym *m, const uint8_t *key, const char *sep,
 
 /* ---- maps: printing ----------------------------------------------------- */
 
-/* A keyless count() prints 0 when empty (see AggOps.zero_when_empty). */
+/* A keyless count() prints 0 when empty (see AggOps.zero_when_empty),
+ * as bpftrace's does, unless clear() emptied it: a per-CPU array always
+ * has its slot. (With delete(@) in the script it is a hash, whose
+ * entry, once deleted, is gone.) */
 static bool prints_zero_when_empty(const MapSym *m) {
-  return m->nkeys == 0 && agg_of(m) && agg_of(m)->zero_when_empty;
+  return m->nkeys == 0 && agg_of(m) && agg_of(m)->zero_when_empty &&
+         m->bpf_type == BPF_MAP_TYPE_PERCPU_ARRAY && !m->cleared;
 }
 
 /* An entry's value as a number or text, in text or JSON. */
