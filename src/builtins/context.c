@@ -307,8 +307,8 @@ static void check_comm_call(Checker *c, Node *n) {
              task ? "struct task_struct has no comm" : err);
     return;
   }
-  if (ctype_kernel_func_id("bpf_task_from_pid") <= 0 ||
-      ctype_kernel_func_id("bpf_task_release") <= 0) {
+  if (!ctype_is_kfunc("bpf_task_from_pid") ||
+      !ctype_is_kfunc("bpf_task_release")) {
     error_at(c, n->span, "comm(pid) needs the kernel functions "
              "bpf_task_from_pid and bpf_task_release (Linux 6.2 and "
              "later), which this kernel does not have; comm alone is the "

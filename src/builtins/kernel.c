@@ -1,6 +1,6 @@
 /* kernel: builtins about the kernel itself — kaddr() of a kernel symbol,
  * signal() to the current task, path() of a struct path, is_err() of a
- * returned pointer — and those loupe does not have yet,
+ * returned pointer, kfunc_exist() — and those loupe does not have yet,
  * which the user is told about. */
 #define _GNU_SOURCE   /* name_to_handle_at */
 #include <errno.h>
@@ -45,6 +45,21 @@ static void check_kaddr(Checker *c, Node *n) {
   n->type = ty_int(8, false);
   n->type.is_pointer = true;
   n->type.as = AS_KERNEL;
+}
+
+/* kfunc_exist("name"): whether the kernel has that kfunc (a function its
+ * BTF tags as one), a constant, so that a script can leave out code
+ * that calls it (comm(pid)). */
+static void check_kfunc_exist(Checker *c, Node *n) {
+  Node *a = n->args;
+  if (a->kind != N_STR) {
+    error_at(c, a->span, "kfunc_exist() expects a string literal");
+    return;
+  }
+  n->kind = N_INT;
+  n->ival = ctype_is_kfunc(a->sval);
+  n->args = NULL;
+  n->type = ty_bool();
 }
 
 /* percpu_kaddr("var"[, cpu]): the address of a kernel per-CPU variable on
@@ -357,6 +372,8 @@ const Builtin builtins_kernel[] = {
      emit_percpu_kaddr, NULL, NULL, NULL, 0, NULL},
     {"cgroupid", BI_CALL, 1, 1, true, check_cgroupid, NULL, NULL, NULL, NULL,
      0, NULL},
+    {"kfunc_exist", BI_CALL, 1, 1, true, check_kfunc_exist, NULL, NULL, NULL,
+     NULL, 0, NULL},
     NOT_YET("override", BI_CALL),
     {"is_err", BI_CALL, 1, 1, true, check_is_err, emit_is_err, NULL, NULL,
      NULL, 0, NULL},

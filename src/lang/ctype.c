@@ -918,6 +918,35 @@ int ctype_kernel_func_id(const char *name) {
   return id > 0 ? id : 0;
 }
 
+/* Per type id of the kernel's BTF: whether it is a FUNC that BTF tags
+ * "bpf_kfunc" (pahole 1.26 and later tag every kfunc so); *any is false
+ * if BTF tags none. */
+static const bool *kfunc_tagged(bool *any) {
+  static bool *tagged, done, some;
+  struct btf *btf = kernel_btf();
+  if (!done && btf) {
+    done = true;
+    tagged = xcalloc((size_t)reg.ntypes, sizeof *tagged);
+    for (int id = 1; id < reg.ntypes; id++) {
+      const struct btf_type *t = btf__type_by_id(btf, (__u32)id);
+      if (btf_is_decl_tag(t) && t->type < (__u32)reg.ntypes &&
+          !strcmp(btf__name_by_offset(btf, t->name_off), "bpf_kfunc"))
+        some = tagged[t->type] = true;
+    }
+  }
+  *any = some;
+  return tagged;
+}
+
+bool ctype_is_kfunc(const char *name) {
+  int id = ctype_kernel_func_id(name);
+  if (id <= 0) return false;
+  bool any;
+  const bool *tagged = kfunc_tagged(&any);
+  /* an older BTF without the tags: every function is a candidate */
+  return !any || tagged[id];
+}
+
 const char *ctype_kernel_func_name(int id) {
   struct btf *btf = reg.btf;   /* names only what is loaded already */
   if (!btf || id <= 0 || id >= reg.ntypes) return NULL;

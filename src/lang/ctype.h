@@ -151,6 +151,9 @@ int ctype_percpu_var_id(const char *name);
 /* The BTF id of the kernel function `name` (a FUNC of vmlinux BTF), which
  * a program calls as a kfunc: > 0, or 0 if there is none (or no BTF). */
 int ctype_kernel_func_id(const char *name);
+/* Whether the kernel has a kfunc `name`: a function of vmlinux BTF that
+ * BTF tags as a kfunc (any function, if BTF tags none). */
+bool ctype_is_kfunc(const char *name);
 /* The name of the kernel function with BTF id `id`, if BTF is loaded
  * already (for listings); NULL otherwise. */
 const char *ctype_kernel_func_name(int id);
