@@ -147,6 +147,8 @@ typedef struct VarSym {
   bool probe_wide;  /* check: read after the block it was assigned in, as
                        bpftrace 0.17 allows: one variable for the probe,
                        zeroed when the probe starts (codegen) */
+  bool broken;      /* check: assigned a value whose check failed; reads of
+                       it report nothing more */
 } VarSym;
 
 /* Records sent to user space through the ring buffer start with this. */

@@ -490,9 +490,19 @@ void check_assign(Checker *c, Node *n) {
   check_assigned(c, n);
 }
 
+/* $x = v where v failed to check (reported): $x exists, of no type, so
+ * that its uses do not add "undeclared" errors after the real one. */
+static void var_broken(Checker *c, Node *lhs) {
+  if (lhs->kind != N_VAR || c->d->errors == 0) return;
+  VarSym *v = var_find(c, lhs);
+  if (!v) v = var_new(c, lhs);
+  if (v->type.kind == TY_NONE) v->broken = true;
+}
+
 void check_assigned(Checker *c, Node *n) {
   Node *lhs = n->lhs;
   Type t = n->rhs->type;
+  if (t.kind == TY_VOID || t.kind == TY_NONE) var_broken(c, lhs);
   if (t.kind == TY_VOID) {
     const Node *call = n->rhs;
     while (call->kind == N_BLOCK && call->lhs) call = call->lhs;

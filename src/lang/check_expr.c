@@ -460,6 +460,7 @@ static void check_call(Checker *c, Node *n) {
   }
   if (!b) {
     error_at(c, n->span, "Unknown function: '%s'", n->name);
+    n->type.kind = TY_NONE;   /* not also "has no value" */
     return;
   }
   if (!b->check) {
@@ -1192,6 +1193,7 @@ void check_expr(Checker *c, Node *n) {
     if (check_positional(c, n)) break;
     VarSym *v = var_find(c, n);
     if (!v && c->pass == 1) v = var_note_wide(c, n);
+    if (v && v->broken && v->type.kind == TY_NONE) return;
     if (!v || v->type.kind == TY_NONE) {
       error_at(c, n->span, "Undefined or undeclared variable: %s", n->name);
       return;
