@@ -565,7 +565,7 @@ int gen_cast(Gen *g, Node *n) {
     return r;
   }
   int r = gen_int(g, n->lhs);
-  if (!strcmp(n->name, "bool")) {
+  if (n->type.is_bool) {
     emit(g, I_JMP_IMM(BPF_JEQ, r, 0, 1));
     emit(g, I_MOV64_IMM(r, 1));
   } else {

@@ -79,7 +79,7 @@ bool fold(Gen *g, Node *n, int64_t *v) {
   case N_CAST:
     if (n->type.kind != TY_INT || n->type.is_pointer || !fold(g, n->lhs, &a))
       return false;
-    *v = !strcmp(n->name, "bool") ? a != 0 : truncate_to(n->type, a);
+    *v = n->type.is_bool ? a != 0 : truncate_to(n->type, a);
     return true;
   default:
     return false;

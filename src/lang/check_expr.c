@@ -726,13 +726,35 @@ static bool cast_from_int_array(Checker *c, Node *n, Type to) {
   return true;
 }
 
+static void cast_to_int(Checker *c, Node *n, Type t);
+
 static void check_cast(Checker *c, Node *n) {
   check_expr(c, n->lhs);
-  if (check_array_cast(c, n)) return;
   Type t;
+  if (n->rhs) {   /* (typeof(...))x */
+    Node *of = n->rhs;   /* kept: the checker runs twice */
+    if (of->name) {
+      n->name = of->name;   /* typeof(TYPE): as (TYPE)x */
+    } else {
+      if (!type_given(c, NULL, of->lhs, of->span, &t)) return;
+      if (t.kind != TY_INT) {
+        error_at(c, n->part_span, "Cannot cast to \"%s\": a cast gives an "
+                 "integer or a pointer", TYPE_NAME(t));
+        return;
+      }
+      cast_to_int(c, n, t);
+      return;
+    }
+  }
+  if (check_array_cast(c, n)) return;
   if (!scalar_type_named(c, n->name, n->part_span, n->span,
                          space_of(c, n->lhs->type), &t))
     return;
+  cast_to_int(c, n, t);
+}
+
+/* (t)x to integer or pointer type t. */
+static void cast_to_int(Checker *c, Node *n, Type t) {
   if (cast_from_int_array(c, n, t)) {
     n->type = t;
     return;

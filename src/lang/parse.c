@@ -169,6 +169,19 @@ static char *parse_type_text(Parser *P, Span *at) {
   return dup_text(type, (int)len);
 }
 
+/* The ')' closing a cast's type (its text, or a typeof node), then the
+ * operand. */
+static Node *cast_operand(Parser *P, Span open, char *type, Node *of) {
+  Span close = expect(P, ')', ")");
+  Node *operand = parse_unary(P);
+  Node *n = node_new(N_CAST, span_join(open, operand->span));
+  n->part_span = span_join(open, close);
+  n->name = type;
+  n->rhs = of;
+  n->lhs = operand;
+  return n;
+}
+
 /* After '(' with a type word next: the type up to ')', then the operand.
  * An array type, "(int8[8])x" or "(uint8[])x", keeps its brackets. */
 static Node *parse_cast(Parser *P, Span open) {
@@ -189,13 +202,7 @@ static Node *parse_cast(Parser *P, Span open) {
     free(type);
     type = whole;
   }
-  Span close = expect(P, ')', ")");
-  Node *operand = parse_unary(P);
-  Node *n = node_new(N_CAST, span_join(open, operand->span));
-  n->part_span = span_join(open, close);
-  n->name = type;
-  n->lhs = operand;
-  return n;
+  return cast_operand(P, open, type, NULL);
 }
 
 /* True if a type, not an expression, starts here: a type word, or a
@@ -383,6 +390,10 @@ static Node *parse_paren(Parser *P) {
   next(P);
   if (is_type_word(&P->tok) || starts_named_cast(P))
     return parse_cast(P, open);
+  if (is_word(P, "typeof") && peek(P).kind == TK_PUNCT && peek(P).op == '(') {
+    /* (typeof(TYPE or expr))x: a cast to that type, kept in rhs */
+    return cast_operand(P, open, NULL, parse_typeof(P));
+  }
   if (P->tok.kind == TK_IDENT) {
     Token after = peek(P);
     if (after.kind == TK_ASSIGN && after.op == '=')
