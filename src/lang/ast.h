@@ -142,7 +142,8 @@ typedef enum NodeKind {
   N_CONTINUE,   /* continue */
   N_INDEX,      /* lhs[rhs] on something other than a map (array, pointer) */
   N_CAST,       /* (name) lhs; name is the type as written, normalised:
-                   "uint8", "struct sock *" */
+                   "uint8", "struct sock *"; (typeof(...)) lhs: rhs is
+                   the N_TYPEOF */
   N_TUPLE,      /* (a, b, ...); args: the elements; a record
                    (x=a, y=b, ...) also has fields, their names */
   N_SIZEOF,     /* sizeof(TYPE): name is the type text, normalised as for
