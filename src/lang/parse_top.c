@@ -46,6 +46,18 @@ static char *unquoted_part(const char *p, const char *e) {
   return out;
 }
 
+/* The end of the part that starts at p: the next ':' outside double
+ * quotes (uprobe:bin:cpp:"A::b"), or end. */
+static const char *part_end(const char *p, const char *end) {
+  bool quoted = false;
+  for (; p < end; p++) {
+    if (quoted && *p == '\\' && p + 1 < end) p++;
+    else if (*p == '"') quoted = !quoted;
+    else if (*p == ':' && !quoted) return p;
+  }
+  return end;
+}
+
 /* Splits "provider:a:b:c" into its parts; a fifth and later part stays
  * joined to the fourth (C++ names with "::" in uprobes). */
 static AttachPoint *new_attach_point(const Token *t) {
@@ -62,8 +74,7 @@ static AttachPoint *new_attach_point(const Token *t) {
   p = colon;
   while (p < end && ap->nparts < 4) {
     p++;
-    const char *e = ap->nparts == 3 ? end : memchr(p, ':', (size_t)(end - p));
-    if (!e) e = end;
+    const char *e = ap->nparts == 3 ? end : part_end(p, end);
     ap->parts[ap->nparts++] = unquoted_part(p, e);
     p = e;
   }

@@ -11,6 +11,9 @@
  * /proc/PID/root.
  * FUNC may hold * and ?: it is matched against the function symbols of
  * the ELF file's .symtab and .dynsym (sym/elf.c finds both).
+ *   uprobe:BINARY:cpp:NAME  NAME (a glob too) is matched against the C++
+ *                           names of the symbols, demangled, with or
+ *                           without their parameter lists
  *
  * Each target is one perf event of the uprobe PMU type, whose config1
  * points at the file's path and config2 holds the offset; it fires in
@@ -30,6 +33,7 @@
 #include "sym/disasm.h"
 #include "sym/dwarf.h"
 #include "sym/elf.h"
+#include "sym/usyms.h"
 
 
 /* ---- the providers -------------------------------------------------- */
@@ -94,6 +98,14 @@ static void add_target(AttachPoint *ap, const char *shown_path,
   t->offset = offset;
   dwinfo_note_binary(real_path);   /* its types, for casts and args */
   ap_add_target(ap, t);
+}
+
+/* The last target added is named `func` for the script's func. */
+static void name_last_target(AttachPoint *ap, const char *func) {
+  Target *t = ap->targets;
+  while (t->next) t = t->next;
+  free(t->event);
+  t->event = strdup(func);
 }
 
 static const Func *func_named(const FuncList *l, const char *name) {
@@ -192,16 +204,48 @@ static int add_exact(AttachPoint *ap, const FuncList *l, const char *shown,
   return 1;
 }
 
-/* Adds a target for each function matching pattern; how many were. */
+/* Whether name is what pattern (a glob if wild) names. */
+static bool name_is(const char *pattern, bool wild, const char *name) {
+  return wild ? glob_match(pattern, name) : !strcmp(pattern, name);
+}
+
+/* Whether function f is what pattern names: its symbol, or with the cpp
+ * qualifier its C++ name, with or without its parameter list (a symbol
+ * that is no mangled C++ name stands for itself). On a match, label
+ * (size bytes) gets the name its target shows: the symbol, or
+ * "cpp:NAME". */
+static bool func_matches(const Func *f, const char *pattern, bool cpp,
+                         char *label, size_t size) {
+  bool wild = has_wildcard(pattern);
+  if (!cpp) {
+    snprintf(label, size, "%s", f->name);
+    return name_is(pattern, wild, f->name);
+  }
+  char *plain = usyms_demangle(f->name, false);
+  char *full = usyms_demangle(f->name, true);
+  const char *name = plain ? plain : f->name;
+  bool hit = name_is(pattern, wild, name) ||
+             (full && name_is(pattern, wild, full));
+  snprintf(label, size, "cpp:%s", name);
+  free(plain);
+  free(full);
+  return hit;
+}
+
+/* Adds a target for each function matching pattern (see func_matches);
+ * how many were. */
 static int add_matches(AttachPoint *ap, const FuncList *l,
                        const char *shown_path, const char *real_path,
-                       const char *pattern) {
+                       const char *pattern, bool cpp) {
   int found = 0;
-  bool wild = has_wildcard(pattern);
+  char label[1024];
   for (int i = 0; i < l->n; i++) {
     const Func *f = &l->funcs[i];
-    if (wild ? glob_match(pattern, f->name) : !strcmp(pattern, f->name)) {
-      add_target(ap, shown_path, real_path, f, f->name, f->offset);
+    if (func_matches(f, pattern, cpp, label, sizeof label)) {
+      add_target(ap, shown_path, real_path, f, label, f->offset);
+      char *full = cpp ? usyms_demangle(f->name, true) : NULL;
+      if (full) name_last_target(ap, full);   /* func: as usym() shows */
+      free(full);
       found++;
     }
   }
@@ -214,6 +258,7 @@ static int add_matches(AttachPoint *ap, const FuncList *l,
 typedef struct MappedMatch {
   AttachPoint *ap;
   const char *binary, *func;
+  bool cpp;   /* func is a C++ name (the cpp qualifier) */
   int found;
   FILE *list;
   const char *pname;
@@ -227,12 +272,13 @@ static bool match_mapped(const char *path, void *arg) {
   FuncList funcs = {0};
   /* files that are no ELF (locale archives, caches) have no functions */
   if (elf_read_functions(real, &funcs, err, sizeof err) < 0) return false;
+  char label[1024];
   if (m->list) {
     for (int i = 0; i < funcs.n; i++)
-      if (glob_match(m->func, funcs.funcs[i].name))
-        fprintf(m->list, "%s:%s:%s\n", m->pname, path, funcs.funcs[i].name);
+      if (func_matches(&funcs.funcs[i], m->func, m->cpp, label, sizeof label))
+        fprintf(m->list, "%s:%s:%s\n", m->pname, path, label);
   } else {
-    m->found += add_matches(m->ap, &funcs, path, real, m->func);
+    m->found += add_matches(m->ap, &funcs, path, real, m->func, m->cpp);
   }
   elf_funcs_free(&funcs);
   return false;
@@ -265,12 +311,7 @@ static int expand_source_line(AttachPoint *ap, Diag *d) {
     return -1;
   }
   add_target(ap, ap->parts[0], real, &f, f.name, f.offset);
-  Target *t = ap->targets;
-  while (t->next) t = t->next;
-  if (in_func) {   /* `func` is the function the line is in */
-    free(t->event);
-    t->event = strdup(in_func);
-  }
+  if (in_func) name_last_target(ap, in_func);   /* the line's function */
   return 0;
 }
 
@@ -291,8 +332,14 @@ static void each_globbed_file(const char *pattern,
 
 static int uprobe_expand(AttachPoint *ap, Diag *d) {
   const char *pname = ap->prov->name;
-  if (ap->nparts != 2 || !*ap->parts[0] || !*ap->parts[1]) {
+  /* uprobe:BINARY:cpp:NAME: NAME is a C++ name, demangled */
+  bool cpp = ap->nparts == 3 && !strcmp(ap->parts[1], "cpp");
+  if ((ap->nparts != 2 && !cpp) || !*ap->parts[0] ||
+      !*ap->parts[ap->nparts - 1]) {
     diag_error(d, ap->span, "%s probe type requires 2 arguments", pname);
+    if (ap->nparts == 3)
+      diag_hint(d, "a C++ name is written %s:BINARY:cpp:NAME, quoted when "
+                "it holds '::'", pname);
     return -1;
   }
   if (probe_pmu_type("uprobe") < 0) {
@@ -300,19 +347,19 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
                "uprobe PMU: CONFIG_UPROBES is off)");
     return -1;
   }
-  const char *binary = ap->parts[0], *func = ap->parts[1];
-  if (strchr(binary, '@') && !has_wildcard(binary))
+  const char *binary = ap->parts[0], *func = ap->parts[ap->nparts - 1];
+  if (strchr(binary, '@') && !has_wildcard(binary) && !cpp)
     return expand_source_line(ap, d);
   char what[2 * PATH_MAX];
   if (has_wildcard(binary)) {
     /* with -p the files the process maps, else the file system's */
-    MappedMatch m = {.ap = ap, .binary = binary, .func = func};
+    MappedMatch m = {.ap = ap, .binary = binary, .func = func, .cpp = cpp};
     if (probe_target_pid > 0)
       elf_each_mapped_file(probe_target_pid, match_mapped, &m);
     else
       each_globbed_file(binary, match_mapped, &m);
     if (m.found > 0) return 0;
-    snprintf(what, sizeof what, "%s:%s", binary, func);
+    snprintf(what, sizeof what, "%s:%s%s", binary, cpp ? "cpp:" : "", func);
     return probe_no_matches(ap, d, what);
   }
   char found[PATH_MAX], real[PATH_MAX], err[PATH_MAX + 100];
@@ -328,12 +375,13 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
   }
   /* `probe` shows a path as written, a bare name as found on PATH. */
   const char *shown = strchr(binary, '/') ? binary : found;
-  int n = has_wildcard(func) ? add_matches(ap, &funcs, shown, real, func)
-                             : add_exact(ap, &funcs, shown, real, func, d);
+  int n = has_wildcard(func) || cpp
+              ? add_matches(ap, &funcs, shown, real, func, cpp)
+              : add_exact(ap, &funcs, shown, real, func, d);
   elf_funcs_free(&funcs);
   if (n > 0) return 0;
   if (n < 0) return -1;
-  snprintf(what, sizeof what, "%s:%s", shown, func);
+  snprintf(what, sizeof what, "%s:%s%s", shown, cpp ? "cpp:" : "", func);
   return probe_no_matches(ap, d, what);
 }
 
@@ -382,17 +430,19 @@ static void list_functions(const char *pname, const char *pattern,
   char written[PATH_MAX], found[PATH_MAX], real[PATH_MAX], err[PATH_MAX + 100];
   snprintf(written, sizeof written, "%.*s", (int)blen, binary);
   const char *func_pattern = binary[blen] == ':' ? binary + blen + 1 : "*";
+  bool cpp = !strncmp(func_pattern, "cpp:", 4);
+  if (cpp) func_pattern += 4;
   if (!*func_pattern) func_pattern = "*";
   if (probe_target_pid > 0 && has_wildcard(written)) {
     /* -p: the files the process maps */
-    MappedMatch m = {.binary = written, .func = func_pattern, .list = out,
-                     .pname = pname};
+    MappedMatch m = {.binary = written, .func = func_pattern, .cpp = cpp,
+                     .list = out, .pname = pname};
     elf_each_mapped_file(probe_target_pid, match_mapped, &m);
     return;
   }
   if (has_wildcard(written)) {
-    MappedMatch m = {.binary = written, .func = func_pattern, .list = out,
-                     .pname = pname};
+    MappedMatch m = {.binary = written, .func = func_pattern, .cpp = cpp,
+                     .list = out, .pname = pname};
     each_globbed_file(written, match_mapped, &m);
     return;
   }
@@ -400,9 +450,11 @@ static void list_functions(const char *pname, const char *pattern,
   FuncList funcs = {0};
   if (elf_read_functions(real, &funcs, err, sizeof err) < 0) return;
   const char *shown = strchr(written, '/') ? written : found;
+  char label[1024];
   for (int i = 0; i < funcs.n; i++)
-    if (glob_match(func_pattern, funcs.funcs[i].name)) {
-      fprintf(out, "%s:%s:%s\n", pname, shown, funcs.funcs[i].name);
+    if (func_matches(&funcs.funcs[i], func_pattern, cpp, label,
+                     sizeof label)) {
+      fprintf(out, "%s:%s:%s\n", pname, shown, label);
       if (probe_list_verbose) list_params(real, funcs.funcs[i].name, out);
     }
   elf_funcs_free(&funcs);

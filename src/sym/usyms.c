@@ -125,13 +125,18 @@ static void demangled_grow(void) {
   demangled_cap = cap;
 }
 
+char *usyms_demangle(const char *name, bool with_params) {
+  if (!name || strncmp(name, "_Z", 2) != 0) return NULL;
+  return cplus_demangle(name, DMGL_ANSI | (with_params ? DMGL_PARAMS : 0));
+}
+
 static const char *demangled(const char *name) {
   if (!name || strncmp(name, "_Z", 2) != 0) return name;
   if (2 * (demangled_n + 1) > demangled_cap) demangled_grow();
   if (!demangled_cap) return name;
   size_t h = demangled_slot(demangled_cache, demangled_cap, name);
   if (demangled_cache[h].mangled) return demangled_cache[h].plain;
-  char *plain = cplus_demangle(name, DMGL_PARAMS | DMGL_ANSI);
+  char *plain = usyms_demangle(name, true);
   demangled_cache[h].mangled = name;
   demangled_cache[h].plain = plain ? plain : name;
   demangled_n++;

@@ -25,6 +25,11 @@ typedef struct USym {
   int src_line;
 } USym;
 
+/* The C++ name of a mangled symbol ("_ZN5MyApp6Server5closeEv" ->
+ * "MyApp::Server::close()", or without the parameter list
+ * "MyApp::Server::close"), malloc'd; NULL if name is not a mangled C++
+ * name. */
+char *usyms_demangle(const char *name, bool with_params);
 /* Looks up addr in process pid (0: unknown), with its source file and
  * line from the DWARF line table if want_line. False if no file holds
  * it. */
