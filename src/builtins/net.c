@@ -47,17 +47,19 @@ static void check_ntop(Checker *c, Node *n) {
   n->type.named = NAMED_INET;
 }
 
-/* macaddr(mac): six bytes of an array, a string or where a pointer points */
+/* macaddr(mac): six bytes of an array, a string or where a pointer points;
+ * a 64-bit integer is an address too (macaddr(arg1)), as for str(). */
 static void check_macaddr(Checker *c, Node *n) {
   Node *a = n->args;
   check_expr(c, a);
   if (a->type.kind == TY_NONE) return;
-  bool pointer = a->type.kind == TY_INT && a->type.is_pointer;
-  if (!pointer && (a->type.kind == TY_INT ||
+  bool address = a->type.kind == TY_INT &&
+                 (a->type.is_pointer || a->type.size == 8);
+  if (!address && (a->type.kind == TY_INT ||
                    address_bytes(a->type) < MAC_BYTES)) {
     error_at(c, a->span, "macaddr() expects an array of at least 6 bytes "
-             "or a pointer to them, e.g. (uint8 *)arg0 (%s provided)",
-             TYPE_NAME(a->type));
+             "or an address of them, e.g. arg0 or (uint8 *)arg0 (%s "
+             "provided)", TYPE_NAME(a->type));
     return;
   }
   n->type.kind = TY_BUF;
@@ -98,17 +100,23 @@ static void check_pton(Checker *c, Node *n) {
 
 /* ---- code ------------------------------------------------------------ */
 
+/* Reads `max` bytes where integer a points to dst (zeroed up to cap
+ * first). */
+static void read_address_bytes(Gen *g, Node *a, int dst, int cap, int max) {
+  int r = gen_int(g, a);
+  emit_zero(g, dst, cap);
+  emit(g, I_MOV64_REG(BPF_REG_3, r));
+  reg_free(g, r);
+  emit_scratch(g, BPF_REG_1, dst);
+  emit(g, I_MOV64_IMM(BPF_REG_2, max));
+  emit_call(g, read_helper(a->type.as));
+}
+
 /* Copies up to `max` bytes of the address argument a to dst (zeroed up to
  * cap first). */
 static void gen_address_bytes(Gen *g, Node *a, int dst, int cap, int max) {
   if (a->type.kind == TY_INT && a->type.is_pointer) {
-    int r = gen_int(g, a);
-    emit_zero(g, dst, cap);
-    emit(g, I_MOV64_REG(BPF_REG_3, r));
-    reg_free(g, r);
-    emit_scratch(g, BPF_REG_1, dst);
-    emit(g, I_MOV64_IMM(BPF_REG_2, max));
-    emit_call(g, read_helper(a->type.as));
+    read_address_bytes(g, a, dst, cap, max);
     return;
   }
   if (a->type.kind == TY_INT) {
@@ -148,7 +156,10 @@ static void gen_ntop(Gen *g, Node *n, int dst, int cap) {
 }
 
 static void gen_macaddr(Gen *g, Node *n, int dst, int cap) {
-  gen_address_bytes(g, n->args, dst + 8, cap - 8, MAC_BYTES);
+  if (n->args->type.kind == TY_INT)   /* an address, as of a pointer */
+    read_address_bytes(g, n->args, dst + 8, cap - 8, MAC_BYTES);
+  else
+    gen_address_bytes(g, n->args, dst + 8, cap - 8, MAC_BYTES);
   emit(g, I_ST(BPF_DW, SCRATCH, dst, MAC_BYTES));
 }
 
