@@ -103,13 +103,7 @@ static void check_pton(Checker *c, Node *n) {
 /* Reads `max` bytes where integer a points to dst (zeroed up to cap
  * first). */
 static void read_address_bytes(Gen *g, Node *a, int dst, int cap, int max) {
-  int r = gen_int(g, a);
-  emit_zero(g, dst, cap);
-  emit(g, I_MOV64_REG(BPF_REG_3, r));
-  reg_free(g, r);
-  emit_scratch(g, BPF_REG_1, dst);
-  emit(g, I_MOV64_IMM(BPF_REG_2, max));
-  emit_call(g, read_helper(a->type.as));
+  emit_read_at(g, gen_int(g, a), dst, cap, max, read_helper(a->type.as));
 }
 
 /* Copies up to `max` bytes of the address argument a to dst (zeroed up to

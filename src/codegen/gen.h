@@ -202,6 +202,9 @@ int unknown_space_str_helper(Gen *g);
 void gen_field_str(Gen *g, Node *n, int dst, int cap);
 bool in_memory(Node *n);
 int read_helper(AddrSpace as);
+/* Zeroes dst up to cap, then reads len bytes at the address in register
+ * addr (freed) into it with helper. */
+void emit_read_at(Gen *g, int addr, int dst, int cap, int len, int helper);
 int gen_addr(Gen *g, Node *n);
 int gen_mem_int(Gen *g, Node *n);
 void gen_mem_str(Gen *g, Node *n, int dst, int cap);

@@ -211,16 +211,20 @@ int gen_mem_int(Gen *g, Node *n) {
   return r;
 }
 
-/* Reads n (in memory) into dst with a probe_read helper, up to cap bytes,
- * after zeroing dst up to cap. */
-static void gen_mem_read(Gen *g, Node *n, int dst, int cap, int helper) {
-  int addr = gen_addr(g, n);
+void emit_read_at(Gen *g, int addr, int dst, int cap, int len, int helper) {
   emit_zero(g, dst, cap);
   emit(g, I_MOV64_REG(BPF_REG_3, addr));
   reg_free(g, addr);
   emit_scratch(g, BPF_REG_1, dst);
-  emit(g, I_MOV64_IMM(BPF_REG_2, n->type.size < cap ? n->type.size : cap));
+  emit(g, I_MOV64_IMM(BPF_REG_2, len));
   emit_call(g, helper);
+}
+
+/* Reads n (in memory) into dst with a probe_read helper, up to cap bytes,
+ * after zeroing dst up to cap. */
+static void gen_mem_read(Gen *g, Node *n, int dst, int cap, int helper) {
+  emit_read_at(g, gen_addr(g, n), dst, cap,
+               n->type.size < cap ? n->type.size : cap, helper);
 }
 
 /* A char array in memory, read as a string. Its last char counts even
