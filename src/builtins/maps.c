@@ -116,6 +116,13 @@ static void check_delete(Checker *c, Node *n) {
 }
 
 static void check_has_key(Checker *c, Node *n) {
+  if (n->args->kind == N_MAP && !n->args->args && !n->args->next) {
+    /* has_key(@m): a map without keys always has its one value */
+    error_at(c, n->span, "call to has_key() expects a map with explicit "
+             "keys (non-scalar map); %s holds one value", n->args->name);
+    n->type = ty_bool();
+    return;
+  }
   if (!want_entry(c, n)) return;
   n->type = ty_bool();
   n->args->map->may_miss = true;
