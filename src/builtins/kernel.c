@@ -32,6 +32,10 @@ static void check_kaddr(Checker *c, Node *n) {
   uint64_t addr = 0;
   if (!kallsyms_address(a->sval, &addr)) {
     error_at(c, n->span, "Failed to resolve kernel symbol: %s", a->sval);
+    if (c->pass == 2 && !kallsyms_lists_data())   /* after the error */
+      diag_hint(c->d, "this kernel's /proc/kallsyms lists functions only "
+                "(CONFIG_KALLSYMS_ALL is off): kaddr() cannot find a "
+                "variable there");
     return;
   }
   if (addr == 0) {

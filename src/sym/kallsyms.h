@@ -10,6 +10,9 @@
  * not root). */
 bool kallsyms_address(const char *name, uint64_t *addr);
 
+/* Whether kallsyms lists data symbols (variables) at all: only with
+ * CONFIG_KALLSYMS_ALL. True if it cannot be read. */
+bool kallsyms_lists_data(void);
 /* The kernel symbol that holds addr (the nearest one at or below it) and
  * addr's offset from it; NULL if there is none (an address below every
  * symbol, or addresses hidden). The table is read once, then kept. */
