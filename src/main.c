@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <signal.h>
 #include <stdbool.h>
@@ -125,9 +126,13 @@ static const char usage_text[] =
     "                   available_filter_functions\n"
     "    --include HEADER\n"
     "                   as if the script began with #include \"HEADER\"\n"
-    "                   when HEADER is a file here (its struct, union and\n"
-    "                   enum definitions and #defines); a system header is\n"
-    "                   ignored, as #include <HEADER> is\n"
+    "                   when HEADER is a file here or in a -I DIR (its\n"
+    "                   struct, union and enum definitions and #defines);\n"
+    "                   a system header is ignored, as #include <HEADER>\n"
+    "                   is when no -I DIR has it\n"
+    "    -I DIR         look for the headers of #include <h>, #include \"h\"\n"
+    "                   (after the script's own directory) and --include\n"
+    "                   in DIR; may be given several times\n"
     "    --usdt-file-activation\n"
     "                   accepted for bpftrace's sake: usdt semaphores are\n"
     "                   always set in every process running the file\n"
@@ -314,7 +319,7 @@ static void parse_options(int argc, char **argv, Options *o) {
    * that start with '-' go after "--". The leading ':' reports a missing
    * argument as ':' rather than '?'. */
   int c;
-  while ((c = getopt_long(argc, argv, ":e:o:B:f:c:p:lqdvkhV", long_opts, NULL)) !=
+  while ((c = getopt_long(argc, argv, ":e:o:B:f:c:p:I:lqdvkhV", long_opts, NULL)) !=
          -1) {
     switch (c) {
     case 'e': o->program = optarg; break;
@@ -373,14 +378,24 @@ static void parse_options(int argc, char **argv, Options *o) {
      * which loupe does not need (types come from BTF), as it ignores
      * #include <...> lines; a file of the user's own is read as
      * #include "FILE" would read it */
-    case OPT_INCLUDE:
-      if (access(optarg, F_OK) == 0) {   /* read as #include "FILE" */
-        lex_pre_includes = realloc(lex_pre_includes,
-                                   sizeof(char *) * (size_t)(lex_npre_includes + 1));
-        if (!lex_pre_includes) abort();
-        lex_pre_includes[lex_npre_includes++] = optarg;
-      }
+    case OPT_INCLUDE:   /* found here or in a -I DIR, else ignored */
+      lex_pre_includes = realloc(lex_pre_includes,
+                                 sizeof(char *) * (size_t)(lex_npre_includes + 1));
+      if (!lex_pre_includes) abort();
+      lex_pre_includes[lex_npre_includes++] = optarg;
       break;
+    case 'I': {   /* where #include and --include look for headers */
+      struct stat st;
+      if (stat(optarg, &st) != 0 || !S_ISDIR(st.st_mode)) {
+        fprintf(stderr, "ERROR: -I: %s is not a directory\n", optarg);
+        exit(1);
+      }
+      lex_include_dirs = realloc(lex_include_dirs,
+                                 sizeof(char *) * (size_t)(lex_ninclude_dirs + 1));
+      if (!lex_include_dirs) abort();
+      lex_include_dirs[lex_ninclude_dirs++] = optarg;
+      break;
+    }
     case OPT_MODE:
       if (strcmp(optarg, "run") && strcmp(optarg, "bench")) {
         fprintf(stderr, "loupe: --mode must be 'run' or 'bench', not "

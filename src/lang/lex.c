@@ -54,6 +54,8 @@ static void lex_error(Lexer *lx, Span at, const char *fmt, ...) {
 }
 
 static bool push_file(Lexer *lx, const char *path, Span at);
+static bool find_header(const Lexer *lx, const char *name, int nlen,
+                        bool quoted, char *path, size_t size);
 
 void lex_init(Lexer *lx, const Source *src, Diag *d, jmp_buf *on_error) {
   lx->src = src;
@@ -71,9 +73,17 @@ void lex_init(Lexer *lx, const Source *src, Diag *d, jmp_buf *on_error) {
   const char *slash = src->name ? strrchr(src->name, '/') : NULL;
   lx->dir = slash ? strndup(src->name, (size_t)(slash - src->name)) : ".";
   if (!lx->dir) abort();
+  /* --include FILE: as #include <FILE> before the script's first line */
   Span none = {0};
-  for (int i = lex_npre_includes - 1; i >= 0; i--)
-    push_file(lx, lex_pre_includes[i], none);
+  char path[4096];
+  for (int i = lex_npre_includes - 1; i >= 0; i--) {
+    const char *name = lex_pre_includes[i];   /* here, or in a -I DIR */
+    if (access(name, F_OK) == 0)
+      push_file(lx, name, none);
+    else if (find_header(lx, name, (int)strlen(name), false, path,
+                         sizeof path))
+      push_file(lx, path, none);
+  }
 }
 
 static void newline_at(Lexer *lx, const char *nl) {
@@ -246,27 +256,61 @@ static bool push_file(Lexer *lx, const char *path, Span at) {
   return true;
 }
 
+const char **lex_pre_includes;
+int lex_npre_includes;
+const char **lex_include_dirs;
+int lex_ninclude_dirs;
+
+/* Where the header `name` (nlen bytes) is (path, size bytes): beside the
+ * file that includes it when `quoted` (#include "name"), else, or if it
+ * is not there, in the -I directories in order. False if none has it
+ * (path then holds the first place looked at). */
+static bool find_header(const Lexer *lx, const char *name, int nlen,
+                        bool quoted, char *path, size_t size) {
+  if (name[0] == '/') {
+    snprintf(path, size, "%.*s", nlen, name);
+    return access(path, F_OK) == 0;
+  }
+  if (quoted) {
+    if (!strcmp(lx->dir, "."))
+      snprintf(path, size, "%.*s", nlen, name);
+    else
+      snprintf(path, size, "%s/%.*s", lx->dir, nlen, name);
+    if (access(path, F_OK) == 0) return true;
+  }
+  char tried[4096];
+  for (int i = 0; i < lex_ninclude_dirs; i++) {
+    snprintf(tried, sizeof tried, "%s/%.*s", lex_include_dirs[i], nlen, name);
+    if (access(tried, F_OK) == 0) {
+      snprintf(path, size, "%s", tried);
+      return true;
+    }
+  }
+  return false;
+}
+
+/* #include "file" and #include <file>: a file of the user's own, found
+ * by find_header; a <file> found nowhere is a system header, for
+ * bpftrace's clang, and is ignored (loupe takes types from BTF). */
 static void include_file(Lexer *lx, const char *directive, const char *p,
                          const char *eol) {
   while (*p == ' ' || *p == '\t') p++;
-  if (*p != '"') return;
+  if (*p != '"' && *p != '<') return;
+  bool quoted = *p == '"';
   Span at = span_from(lx, directive, eol);
-  const char *close = memchr(p + 1, '"', (size_t)(eol - p - 1));
-  if (!close || close == p + 1)
+  const char *close = memchr(p + 1, quoted ? '"' : '>', (size_t)(eol - p - 1));
+  if (!close || close == p + 1) {
+    if (!quoted) return;
     lex_error(lx, at, "#include expects a file name in quotes");
-  if (!lex_includes_allowed)
-    lex_error(lx, at, "#include of a file is not allowed here");
+  }
   int nlen = (int)(close - p - 1);
   char path[4096];
-  if (p[1] == '/' || !strcmp(lx->dir, "."))
-    snprintf(path, sizeof path, "%.*s", nlen, p + 1);
-  else
-    snprintf(path, sizeof path, "%s/%.*s", lx->dir, nlen, p + 1);
+  if (!find_header(lx, p + 1, nlen, quoted, path, sizeof path) && !quoted)
+    return;
+  if (!lex_includes_allowed)
+    lex_error(lx, at, "#include of a file is not allowed here");
   if (!push_file(lx, path, at)) longjmp(*lx->on_error, 1);
 }
-
-const char **lex_pre_includes;
-int lex_npre_includes;
 
 /* A '#' line at top level: #define and #undef; #ifdef/#ifndef/#if 0 skip
  * the branch not taken; #include "file" reads the file (include_file);

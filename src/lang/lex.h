@@ -60,6 +60,9 @@ extern bool lex_includes_allowed;
  * order (--include of a file of one's own). */
 extern const char **lex_pre_includes;
 extern int lex_npre_includes;
+/* -I DIR: where #include and --include also look for headers, in order. */
+extern const char **lex_include_dirs;
+extern int lex_ninclude_dirs;
 
 typedef struct Lexer {
   const Source *src;
