@@ -243,6 +243,20 @@ static void list_funcs(const char *pname, const char *pattern, FILE *out) {
   }
 }
 
+void list_kernel_func_params(const char *module, const char *func,
+                             FILE *out) {
+  load_indexes();
+  for (int i = 0; i < nindexes; i++) {
+    FuncIndex *ix = &indexes[i];
+    if (module ? strcmp(ix->kb->module, module) : i > 0) continue;
+    KFunc *f = kfunc_find(ix, func);
+    if (f) {
+      list_fields(kfunc_format(ix, f, false), out);
+      return;
+    }
+  }
+}
+
 static void fentry_list(const char *pattern, FILE *out) {
   list_funcs("fentry", pattern, out);
 }

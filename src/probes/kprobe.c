@@ -27,6 +27,7 @@
 #include <unistd.h>
 #include <sys/utsname.h>
 
+#include "probes/list.h"
 #include "probes/provider.h"
 #include "sym/kallsyms.h"
 
@@ -539,8 +540,9 @@ static int attach_multi(const AttachPoint *ap, uint32_t attach_type,
   return n;
 }
 
-/* Lists provider:FUNC for every function matching pattern. Without a
- * kprobe PMU nothing can be attached, so nothing is listed. */
+/* Lists provider:FUNC for every function matching pattern (-lv: with its
+ * parameters, from BTF). Without a kprobe PMU nothing can be attached, so
+ * nothing is listed. */
 static void list_functions(const char *pname, const char *pattern,
                            FILE *out) {
   if (probe_pmu_type("kprobe") < 0) return;
@@ -552,8 +554,10 @@ static void list_functions(const char *pname, const char *pattern,
     const KFunc *f = &funcs->v[i];
     snprintf(name, sizeof name, "%s:%s%s%s", pname, f->mod ? f->mod : "",
              f->mod ? ":" : "", f->name);
-    if (!pattern || !*pattern || glob_match(pattern, name))
+    if (!pattern || !*pattern || glob_match(pattern, name)) {
       fprintf(out, "%s\n", name);
+      if (probe_list_verbose) list_kernel_func_params(f->mod, f->name, out);
+    }
   }
 }
 

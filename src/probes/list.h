@@ -15,6 +15,12 @@ int list_probes(const char *pattern, FILE *out);
 /* -lv: a probe's arguments, "    TYPE NAME" a line. */
 void list_fields(const TpFormat *fmt, FILE *out);
 
+/* -lv of a kprobe: the parameters of kernel function `func` (of module
+ * `module`, NULL for vmlinux or any) as its BTF declares them, as
+ * list_fields prints them; nothing if BTF does not have it (fentry.c). */
+void list_kernel_func_params(const char *module, const char *func,
+                             FILE *out);
+
 /* The C text of BTF type id ("struct sk_buff *", "const char *", "u64",
  * "char[16]"); a function pointer is "void *". */
 struct btf;

@@ -14,7 +14,7 @@
 #      too; the exit time of kprobe:vfs_* and nothing left behind;
 #      kprobe:vfs_read+0, kprobe:vmlinux:vfs_read, kprobe:vmlinu*:...;
 #      errors for an offset inside an instruction and a missing module;
-#      loupe -l 'kprobe:vfs_*';
+#      loupe -l 'kprobe:vfs_*', and -lv with parameters from BTF;
 #   6. a function that does not exist: a located error, exit 1; arg0 in
 #      a kretprobe: bpftrace's error.
 #
@@ -126,6 +126,14 @@ if grep -qx 'kprobe:vfs_read' "$WORK/out" && grep -qx 'kprobe:vfs_write' "$WORK/
   pass "-l 'kprobe:vfs_*'"
 else
   fail "-l 'kprobe:vfs_*'" "stdout: $(head -c 600 "$WORK/out")"
+fi
+
+"$LOUPE" -lv 'kprobe:vfs_read,kprobe:vfs_write' >"$WORK/out" 2>"$WORK/err"
+if [ "$(sed -n 1,5p "$WORK/out")" = "$(printf 'kprobe:vfs_read\n    struct file * file\n    char * buf\n    size_t count\n    loff_t * pos')" ] &&
+   grep -qx 'kprobe:vfs_write' "$WORK/out" && grep -qx '    const char \* buf' "$WORK/out"; then
+  pass "-lv kprobe:vfs_read,kprobe:vfs_write lists each function's parameters from BTF"
+else
+  fail "-lv kprobe:vfs_read,kprobe:vfs_write" "stdout: $(head -c 600 "$WORK/out")"
 fi
 
 check_error "kprobe on a missing function is a located error" 'kprobe:nosuch_fn_x { }' \
