@@ -30,6 +30,9 @@ static int kind_index(const char *name) {
 int check_map_decls(Script *s, Diag *d) {
   int errors = d->errors;
   for (MapDecl *m = s->map_decls; m; m = m->next) {
+    if (s->settings.forbid_map_decl)
+      diag_error(d, m->span, "map declarations are an unstable feature, "
+                 "which the config forbids (unstable_map_decl = error)");
     if (kind_index(m->kind) < 0)
       diag_error(d, m->kind_span, "unknown map type %s: expected hash, "
                  "lruhash, percpuhash or percpulruhash", m->kind);

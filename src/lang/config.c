@@ -24,7 +24,7 @@ typedef enum { K_INT, K_BOOL, K_WORD } KeyKind;
 typedef enum {
   F_IGNORED, F_STRLEN, F_MAP_KEYS, F_PRINT_MAPS, F_MISSING, F_LICENSE,
   F_RB_PAGES, F_CAT_BYTES, F_STACK_MODE, F_DEBUG_INFO, F_TRAILER,
-  F_BPF_PROGS
+  F_BPF_PROGS, F_UNSTABLE_MAP_DECL, F_UNSTABLE_TSERIES
 } Field;
 
 typedef struct Key {
@@ -47,6 +47,7 @@ static const char *const stack_words[] = {"bpftrace", "perf", "raw",
                                           "build_id", NULL};
 static const char *const cache_words[] = {"PER_PROGRAM", "PER_PID", "NONE",
                                           NULL};
+/* An unstable feature: "error" forbids it; loupe warns of neither. */
 static const char *const unstable_words[] = {"error", "warn", "enable",
                                              NULL};
 
@@ -78,7 +79,10 @@ static const Key keys[] = {
     WORD_KEY("stack_mode", stack_words, false, F_STACK_MODE, "bpftrace"),
     WORD_KEY("str_trunc_trailer", NULL, true, F_TRAILER, ".."),
     WORD_KEY("unstable_dw_ustack", unstable_words, false, F_IGNORED, "warn"),
-    WORD_KEY("unstable_tseries", unstable_words, false, F_IGNORED, "warn"),
+    WORD_KEY("unstable_map_decl", unstable_words, false, F_UNSTABLE_MAP_DECL,
+             "warn"),
+    WORD_KEY("unstable_tseries", unstable_words, false, F_UNSTABLE_TSERIES,
+             "warn"),
 };
 #define NKEYS (int)(sizeof keys / sizeof keys[0])
 _Static_assert(sizeof keys / sizeof keys[0] == CONFIG_NKEYS,
@@ -166,6 +170,8 @@ static void apply(Settings *st, const Key *k, long long v, const char *w) {
   case F_STACK_MODE: st->stack_mode = (int)v; break;
   case F_DEBUG_INFO: st->show_debug_info = v != 0; break;
   case F_TRAILER: st->str_trunc_trailer = w; break;
+  case F_UNSTABLE_MAP_DECL: st->forbid_map_decl = v == 0; break;
+  case F_UNSTABLE_TSERIES: st->forbid_tseries = v == 0; break;
   case F_IGNORED: break;
   }
 }

@@ -22,9 +22,11 @@ typedef struct Settings {
   bool show_debug_info;     /* user frames in bpftrace mode: @file:line */
   const char *str_trunc_trailer;  /* printed after a string cut at
                                      max_strlen */
+  bool forbid_map_decl;     /* unstable_map_decl = error */
+  bool forbid_tseries;      /* unstable_tseries = error */
   /* every key's value, whether loupe acts on it or not, in config.c's
    * order: for config() */
-#define CONFIG_NKEYS 19
+#define CONFIG_NKEYS 20
   long long value[CONFIG_NKEYS];   /* integers and booleans */
   const char *word[CONFIG_NKEYS];  /* words and strings */
 } Settings;
