@@ -109,6 +109,7 @@ static const char usage_text[] =
     "                   bench:NAME probe many times, print the average time\n"
     "                   of one run (with the system call that runs it),\n"
     "                   then run END; without it bench probes are ignored\n"
+    "    --bench        the same as --mode bench\n"
     "    --probe-filter REGEX\n"
     "                   attach only the probes whose full names\n"
     "                   (\"interval:ms:200\", \"tracepoint:sched:sched_switch\")\n"
@@ -268,7 +269,7 @@ static int parse_pid(const char *arg) {
 }
 
 /* Long options without a short form, beyond every char value. */
-enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_PROBE_FILTER, OPT_MODE, OPT_INFO,
+enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_PROBE_FILTER, OPT_MODE, OPT_BENCH, OPT_INFO,
        OPT_USDT_FILE_ACTIVATION, OPT_FLAMEGRAPH, OPT_INCLUDE,
        OPT_TRACEABLE_FUNCTIONS };
 
@@ -301,6 +302,7 @@ static void parse_options(int argc, char **argv, Options *o) {
       {"no-warnings", no_argument, NULL, OPT_NO_WARNINGS},
       {"probe-filter", required_argument, NULL, OPT_PROBE_FILTER},
       {"mode", required_argument, NULL, OPT_MODE},
+      {"bench", no_argument, NULL, OPT_BENCH},
       {"pid", required_argument, NULL, 'p'},
       {"cmd", required_argument, NULL, 'c'},
       {"output", required_argument, NULL, 'o'},
@@ -404,6 +406,7 @@ static void parse_options(int argc, char **argv, Options *o) {
       }
       o->bench = !strcmp(optarg, "bench");
       break;
+    case OPT_BENCH: o->bench = true; break;   /* the reference's spelling */
     /* the kernel raises usdt semaphores in every process (uprobe reference
      * counters), which is what this asks bpftrace to do by hand */
     case OPT_USDT_FILE_ACTIVATION: break;
