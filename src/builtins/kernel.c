@@ -1,6 +1,6 @@
 /* kernel: builtins about the kernel itself — kaddr() of a kernel symbol,
  * signal() to the current task, path() of a struct path, is_err() of a
- * returned pointer, kfunc_exist() — and those loupe does not have yet,
+ * returned pointer, kfunc_exist(), override() — and those loupe does not have yet,
  * which the user is told about. */
 #define _GNU_SOURCE   /* name_to_handle_at */
 #include <errno.h>
@@ -49,6 +49,38 @@ static void check_kaddr(Checker *c, Node *n) {
   n->type = ty_int(8, false);
   n->type.is_pointer = true;
   n->type.as = AS_KERNEL;
+}
+
+/* override(rc): the probed kernel function does not run and returns rc
+ * to its caller (bpf_override_return): in kprobes, with --unsafe, on the
+ * functions the kernel lets errors be injected into (its
+ * ALLOW_ERROR_INJECTION list, which it checks as it attaches). */
+static void check_override(Checker *c, Node *n) {
+  Node *a = n->args;
+  check_expr(c, a);
+  if (!want_unsafe(c, n) || !want_int(c, n, a)) return;
+  for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
+    if (strcmp(ap->provider, "kprobe")) {
+      error_at(c, n->span, "override() can only be used in kprobes (it "
+               "makes the probed function return at once), not in %s "
+               "probes", ap->provider);
+      return;
+    }
+  if (c->frame != 0) {
+    error_at(c, n->span, "override() can not be used inside a for loop "
+             "over a map (its body runs as a separate function)");
+    return;
+  }
+  c->probe->uses_ctx = true;   /* the prologue keeps it */
+}
+
+static bool emit_override(Gen *g, Node *n) {
+  int rc = gen_int(g, n->args);
+  emit(g, I_MOV64_REG(BPF_REG_2, rc));
+  reg_free(g, rc);
+  emit_ctx(g, BPF_REG_1);
+  emit_call(g, BPF_FUNC_override_return);
+  return false;
 }
 
 /* kfunc_exist("name"): whether the kernel has that kfunc (a function its
@@ -378,7 +410,8 @@ const Builtin builtins_kernel[] = {
      0, NULL},
     {"kfunc_exist", BI_CALL, 1, 1, true, check_kfunc_exist, NULL, NULL, NULL,
      NULL, 0, NULL},
-    NOT_YET("override", BI_CALL),
+    {"override", BI_CALL, 1, 1, false, check_override, NULL, NULL,
+     emit_override, NULL, 0, NULL},
     {"is_err", BI_CALL, 1, 1, true, check_is_err, emit_is_err, NULL, NULL,
      NULL, 0, NULL},
     {"path", BI_CALL, 1, 2, true, check_path, NULL, emit_path, NULL, NULL,

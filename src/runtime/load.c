@@ -319,6 +319,13 @@ static const char *explain_reason(const char *reason) {
       {"combined stack size", "the probe uses too much stack"},
       {"invalid mem access", "a read through a pointer the verifier does "
        "not trust"},
+      /* override(): the helper exists with CONFIG_BPF_KPROBE_OVERRIDE */
+      {"func bpf_override_return", "this kernel cannot make a function "
+       "return early (override() needs CONFIG_BPF_KPROBE_OVERRIDE, which "
+       "it was built without)"},
+      {"helper bpf_override_return", "this kernel cannot make a function "
+       "return early (override() needs CONFIG_BPF_KPROBE_OVERRIDE, which "
+       "it was built without)"},
       /* kfuncs (comm(pid)): each kind of program has its own list */
       {"calling kernel function", "this kernel does not let this kind of "
        "probe call kernel functions (kfuncs), which comm(pid) needs; a "

@@ -16,7 +16,8 @@
 #      errors for an offset inside an instruction and a missing module;
 #      loupe -l 'kprobe:vfs_*', and -lv with parameters from BTF;
 #   6. a function that does not exist: a located error, exit 1; arg0 in
-#      a kretprobe: bpftrace's error.
+#      a kretprobe: bpftrace's error; override() on a kernel without
+#      bpf_override_return, and without --unsafe.
 #
 # Prints one PASS or FAIL line per check; exits 0 only if all pass.
 #
@@ -193,6 +194,14 @@ check_error "kprobe at a bare address without --unsafe is a located error" \
   "kprobe:0x$addr { }" '^stdin:1:1-26: ERROR: a kprobe at a bare address needs --unsafe'
 check_error "kprobe at an address where nothing can be probed: the kernel's refusal, located" \
   'kprobe:0x12345678 { }' '^stdin:1:1-18: ERROR: Unable to attach probe: kprobe:0x12345678' --unsafe
+
+# Debian's kernels (6.1, 6.12) are built without CONFIG_BPF_KPROBE_OVERRIDE:
+# override() is refused as the program loads, in words that say so.
+check_error "override() where the kernel lacks bpf_override_return: a located error that says why" \
+  'kprobe:vfs_read { override(0); }' \
+  '^stdin:1:19-30: ERROR: .*override() needs CONFIG_BPF_KPROBE_OVERRIDE' --unsafe
+check_error "override() without --unsafe is an error" 'kprobe:vfs_read { override(0); }' \
+  'ERROR: override() is an unsafe function'
 
 check_error "arg0 in a kretprobe is an error" 'kretprobe:vfs_read { printf("%d\n", arg0); }' \
   "ERROR: The arg0 builtin can only be used with 'kprobes'"
