@@ -317,6 +317,8 @@ static void check_comm_call(Checker *c, Node *n) {
   }
   n->ival = comm.offset;
   n->type = ty_str(COMM_SIZE);
+  /* raw tracepoints load as tracing programs (tp_btf), which may */
+  if (probe_is_rawtracepoint(c->probe)) c->probe->wants_tracing = true;
 }
 
 /* usermode reads the interrupted registers' privilege level from the
@@ -718,12 +720,14 @@ static int pt_regs_offset(const char *builtin) {
  * tracepoint's context is its arguments, a u64 each. */
 static int emit_register(Gen *g, Node *n) {
   if (g->target && g->target->usdt) return usdt_emit_arg(g, atoi(n->name + 3));
+  /* a raw tracepoint's, also loaded as tp_btf: u64 slots */
+  bool slots = g->p->prog_type == BPF_PROG_TYPE_RAW_TRACEPOINT ||
+               g->p->expected_attach_type == BPF_TRACE_RAW_TP;
   /* fexit's retval: a field of the target's arguments */
-  if (g->p->prog_type == BPF_PROG_TYPE_TRACING) return gen_field_int(g, n);
+  if (g->p->prog_type == BPF_PROG_TYPE_TRACING && !slots)
+    return gen_field_int(g, n);
   int r = reg_alloc(g);
-  int offset = g->p->prog_type == BPF_PROG_TYPE_RAW_TRACEPOINT
-                   ? 8 * atoi(n->name + 3)
-                   : pt_regs_offset(n->name);
+  int offset = slots ? 8 * atoi(n->name + 3) : pt_regs_offset(n->name);
   emit_ctx(g, r);
   emit(g, I_LDX(BPF_DW, r, r, offset));
   return r;

@@ -336,7 +336,7 @@ static void check_path(Checker *c, Node *n) {
              "(e.g. args.file->f_path)");
     return;
   }
-  if (!want_tracing_probe(c, n, "bpf_d_path")) return;
+  if (!want_tracing_probe(c, n, "bpf_d_path", false)) return;
   n->type = ty_str((int)size);
 }
 

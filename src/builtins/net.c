@@ -173,7 +173,7 @@ static void check_socket_cookie(Checker *c, Node *n) {
              "(e.g. args.sk)");
     return;
   }
-  if (!want_tracing_probe(c, n, "bpf_get_socket_cookie")) return;
+  if (!want_tracing_probe(c, n, "bpf_get_socket_cookie", true)) return;
   n->type = ty_int(8, false);
 }
 

@@ -57,11 +57,16 @@ static BpfProg *new_prog(Compiled *c, Probe *probe, AttachPoint *ap,
   p->prog_type = ap->prov->prog_type;
   if (ap->prov->attach_type)
     p->expected_attach_type = ap->prov->attach_type(ap, t);
-  if (t && t->btf_id) {
+  if (t && probe->wants_tracing && t->tp_btf_id) {
+    /* a raw tracepoint that must be a tracing program (tp_btf) */
+    p->prog_type = BPF_PROG_TYPE_TRACING;
+    p->expected_attach_type = BPF_TRACE_RAW_TP;
+    p->attach_btf_id = t->tp_btf_id;
+  } else if (t && t->btf_id) {
     p->attach_btf_id = t->btf_id;
-    if (t->category && strcmp(t->category, "vmlinux"))
-      p->attach_btf_module = t->category;
   }
+  if (p->attach_btf_id && t->category && strcmp(t->category, "vmlinux"))
+    p->attach_btf_module = t->category;
   p->fd = -1;
   prog_name(p, ap, t);
   return p;
@@ -272,7 +277,8 @@ static int targets_left(const AttachPoint *ap) {
 
 /* Whether ap gets one program per target rather than one for all. */
 static bool program_per_target(const Probe *probe, const AttachPoint *ap) {
-  return probe->uses_args || probe->uses_probe || ap->prov->prog_per_target;
+  return probe->uses_args || probe->uses_probe || ap->prov->prog_per_target ||
+         probe->wants_tracing;   /* tp_btf programs are tied to theirs */
 }
 
 /* How many programs the probe makes: one per target where each needs its

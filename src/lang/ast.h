@@ -238,6 +238,8 @@ typedef struct Target {
                                by the provider, probes/usdt.h) */
   uint32_t btf_id;   /* fentry, fexit: the function's BTF id in the BTF of
                         module `category` ("vmlinux": the kernel's) */
+  uint32_t tp_btf_id;  /* rawtracepoint: its btf_trace_EVENT typedef in
+                          that BTF, to load a tracing program for it */
   const struct CType *args_record;   /* `args` as one value, once built */
   bool at_address;   /* kprobe, kretprobe: `offset` is the kernel address
                         the probe was given (kprobe:0xADDR), not an offset
@@ -273,6 +275,10 @@ typedef struct Probe {
                         `func` (either makes one program per target) */
   bool uses_ctx;     /* set by check: reads the program's context (`args`,
                         `arg0`..`arg5`, `retval`) */
+  bool wants_tracing;  /* set by check: calls what the kernel allows only
+                          tracing programs (socket_cookie, kfuncs): its raw
+                          tracepoints load as BTF ones (tp_btf), one
+                          program per tracepoint */
   struct VarSym *vars;  /* set by check: the probe's scratch variables */
   struct WideVar {      /* check: variables read after the block they were
                            assigned in (VarSym.probe_wide), with where */

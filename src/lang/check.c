@@ -458,12 +458,17 @@ bool want_unsafe(Checker *c, Node *n) {
   return false;
 }
 
-bool want_tracing_probe(Checker *c, Node *n, const char *helper) {
+bool want_tracing_probe(Checker *c, Node *n, const char *helper,
+                        bool raw_tp_too) {
   if (probe_is_fentry(c->probe, false) || probe_is_iter(c->probe))
     return true;
-  error_at(c, n->span, "%s() can only be used in fentry, fexit and iter "
+  if (raw_tp_too && probe_is_rawtracepoint(c->probe)) {
+    c->probe->wants_tracing = true;   /* loaded as tp_btf */
+    return true;
+  }
+  error_at(c, n->span, "%s() can only be used in fentry, fexit%s and iter "
            "probes (the kernel allows its %s helper in those alone)",
-           n->name, helper);
+           n->name, raw_tp_too ? ", rawtracepoint" : "", helper);
   return false;
 }
 

@@ -155,8 +155,11 @@ bool want_const(Checker *c, Node *arg, const char *fn, const char *what,
 /* Whether --unsafe was given; reports the call if not. */
 bool want_unsafe(Checker *c, Node *n);
 /* Whether the probe is fentry, fexit or iter, the programs the kernel
- * lets call `helper` (bpf_d_path, ...); reports the call n if not. */
-bool want_tracing_probe(Checker *c, Node *n, const char *helper);
+ * lets call `helper` (bpf_d_path, ...), or with raw_tp_too a raw
+ * tracepoint one, which then loads as a tracing program (tp_btf);
+ * reports the call n if not. */
+bool want_tracing_probe(Checker *c, Node *n, const char *helper,
+                        bool raw_tp_too);
 
 /* ---- enums (enums.c) ------------------------------------------------ */
 

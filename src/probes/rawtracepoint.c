@@ -11,7 +11,10 @@
  * typed, with the names and types of the `__probestub_EVENT` function
  * (same prototype, named parameters; its first parameter, `__data`, is
  * the tracepoint's own and is left out), or without names
- * (arg0..) from the typedef's prototype on kernels that lack the stubs. */
+ * (arg0..) from the typedef's prototype on kernels that lack the stubs.
+ * A probe that calls what only tracing programs may (socket_cookie(),
+ * kfuncs) loads as a BTF raw tracepoint (tp_btf: BPF_PROG_TYPE_TRACING,
+ * tied to the btf_trace_EVENT typedef as it loads), one per tracepoint. */
 #include <errno.h>
 #include <linux/bpf.h>
 #include <stdlib.h>
@@ -29,6 +32,7 @@
 
 typedef struct RawTp {
   const char *name;    /* "sys_enter": points into the BTF's strings */
+  int typedef_id;      /* btf_trace_NAME */
   int proto;           /* its FUNC_PROTO, __data first */
   bool named;          /* proto is the stub's: its parameters have names */
   TpFormat *format;    /* the arguments as fields, built on first use */
@@ -77,14 +81,14 @@ static void index_types(TpIndex *ix, int first) {
         cap = cap ? cap * 2 : 1024;
         ix->tps = realloc(ix->tps, cap * sizeof(RawTp));
       }
-      ix->tps[ix->n++] = (RawTp){name + 10, typedef_proto(ix->btf, id),
+      ix->tps[ix->n++] = (RawTp){name + 10, id, typedef_proto(ix->btf, id),
                                  false, NULL};
     } else if (btf_is_func(t) && !strncmp(name, "__probestub_", 12)) {
       if (nstubs == stubcap) {
         stubcap = stubcap ? stubcap * 2 : 1024;
         stubs = realloc(stubs, stubcap * sizeof(RawTp));
       }
-      stubs[nstubs++] = (RawTp){name + 12, (int)t->type, true, NULL};
+      stubs[nstubs++] = (RawTp){name + 12, 0, (int)t->type, true, NULL};
     }
   }
   if (ix->n) qsort(ix->tps, ix->n, sizeof(RawTp), compare_rawtp);
@@ -134,6 +138,7 @@ static void add_target(AttachPoint *ap, TpIndex *ix, RawTp *tp) {
   t->category = strdup(ix->module);
   t->event = strdup(tp->name);
   t->format = rawtp_format(ix, tp);
+  t->tp_btf_id = (uint32_t)tp->typedef_id;
   ap_add_target(ap, t);
 }
 
@@ -176,7 +181,7 @@ static int rawtracepoint_expand(AttachPoint *ap, Diag *d) {
     }
     static TpIndex bare = {"vmlinux", NULL, NULL, 0};
     static TpFormat no_fields = {.id = -1};
-    RawTp tp = {.name = ev, .format = &no_fields};
+    RawTp tp = {.name = ev, .format = &no_fields};   /* no tp_btf either */
     add_target(ap, &bare, &tp);
     return 0;
   }
@@ -196,9 +201,15 @@ static int rawtracepoint_expand(AttachPoint *ap, Diag *d) {
   return probe_no_matches(ap, d, what);
 }
 
+/* A raw tracepoint program is attached by the tracepoint's name; a
+ * tracing one (tp_btf) was tied to its tracepoint as it loaded. */
 static int rawtracepoint_attach(const Target *t, int prog_fd, LinkSet *links,
                                 char *err, size_t errlen) {
-  int fd = bpf_raw_tracepoint_open(t->event, prog_fd);
+  struct bpf_prog_info info = {0};
+  __u32 len = sizeof info;
+  bool tracing = bpf_obj_get_info_by_fd(prog_fd, &info, &len) == 0 &&
+                 info.type == BPF_PROG_TYPE_TRACING;
+  int fd = bpf_raw_tracepoint_open(tracing ? NULL : t->event, prog_fd);
   if (fd < 0) {
     snprintf(err, errlen, "bpf_raw_tracepoint_open: %s", strerror(errno));
     return -1;

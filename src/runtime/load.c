@@ -329,7 +329,7 @@ static const char *explain_reason(const char *reason) {
       /* kfuncs (comm(pid)): each kind of program has its own list */
       {"calling kernel function", "this kernel does not let this kind of "
        "probe call kernel functions (kfuncs), which comm(pid) needs; a "
-       "tracepoint, profile, interval or iter probe may"},
+       "tracepoint, rawtracepoint, profile, interval or iter probe may"},
       /* the kernel withholds it when locked down (lockdown=integrity) */
       {"cannot use helper bpf_probe_write_user", "this kernel does not "
        "let BPF programs write user memory (write_user()): it is locked "
@@ -570,6 +570,14 @@ static int attach_syscall_group(const BpfProg *p, AttachPoint *ap,
   return count;
 }
 
+/* Whether p is a program of prov's kind: of its program type, or a raw
+ * tracepoint's loaded as a tracing program (tp_btf). */
+static bool prog_of(const Provider *prov, const BpfProg *p) {
+  return prov->prog_type == p->prog_type ||
+         (p->expected_attach_type == BPF_TRACE_RAW_TP &&
+          prov->prog_type == BPF_PROG_TYPE_RAW_TRACEPOINT);
+}
+
 /* Attaches p to every target of ap. Returns how many, or -1 after
  * reporting. Providers without attach (BEGIN, END) count as attached:
  * bpftrace's "Attaching N probes" counts them too. */
@@ -577,7 +585,7 @@ static int attach_ap(const BpfProg *p, AttachPoint *ap, const Target *only,
                      LinkSet *links, Diag *d) {
   const Provider *prov = ap->prov;
   if (p->syscall_group) return attach_syscall_group(p, ap, links, d);
-  if (!prov || prov->prog_type != p->prog_type) return 0;
+  if (!prov || !prog_of(prov, p)) return 0;
   if (!only && links && prov->attach_group && p->expected_attach_type) {
     char err[256] = "";
     int n = prov->attach_group(ap, p->expected_attach_type, p->fd, links, err,
