@@ -338,6 +338,7 @@ static void check_path(Checker *c, Node *n) {
   }
   if (!want_tracing_probe(c, n, "bpf_d_path", false)) return;
   n->type = ty_str((int)size);
+  n->type.whole = true;   /* what the kernel wrote, cut at the front */
 }
 
 /* bpf_d_path(p, dst, size). A path longer than size leaves its tail in

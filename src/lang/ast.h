@@ -68,6 +68,8 @@ typedef struct Type {
   bool is_signed;    /* TY_INT */
   bool is_pointer;   /* TY_INT holding an address (e.g. a `char *` field) */
   bool is_bool;      /* TY_INT of size 1 that prints as true / false */
+  bool whole;        /* TY_STR never cut at max_strlen (path()): no
+                        trailer however long it is */
   const char *time_fmt;  /* TY_INT from strftime(): nanoseconds since
                             boot, printed as a time in this format */
   uint8_t named;     /* TY_INT printed as a name in user space: NAMED_ERRNO

@@ -59,11 +59,12 @@ void print_set_truncation(int max_strlen, const char *trailer) {
   trunc_trailer = trailer ? trailer : "";
 }
 
-/* The trailer to print after a string of len bytes held in a buffer of
- * `size`: str() reads up to max_strlen bytes (and a NUL), so a string of
- * that length in such a buffer was (most likely) cut. */
-static const char *str_trailer(int size, size_t len) {
-  if (trunc_strlen <= 0 || size <= trunc_strlen ||
+/* The trailer to print after a string of type t, len bytes held in a
+ * buffer of `size`: str() reads up to max_strlen bytes (and a NUL), so a
+ * string of that length in such a buffer was (most likely) cut; a
+ * `whole` one (path()) never was. */
+static const char *str_trailer(const Type *t, int size, size_t len) {
+  if (trunc_strlen <= 0 || size <= trunc_strlen || t->whole ||
       len < (size_t)trunc_strlen)
     return "";
   return trunc_trailer;
@@ -345,7 +346,7 @@ static void put_conv(const Conv *cv, const FmtArg *arg, const uint8_t *payload,
     int size = arg->type.size;
     const char *text = (const char *)payload + arg->offset;
     size_t len = strnlen(text, size);
-    const char *trailer = str_trailer(size, len);
+    const char *trailer = str_trailer(&arg->type, size, len);
     char *s = malloc(len + strlen(trailer) + 1);
     if (s) {
       memcpy(s, text, len);
@@ -527,7 +528,7 @@ static void put_value(const Type *t, const uint8_t *p, int stored,
   case TY_STR: {
     int max = t->size > 0 && t->size < stored ? t->size : stored;
     size_t len = strnlen((const char *)p, max);
-    const char *trailer = str_trailer(max, len);
+    const char *trailer = str_trailer(t, max, len);
     if (json && *trailer) {
       char *s = malloc(len + strlen(trailer) + 1);
       if (!s) break;
