@@ -859,7 +859,7 @@ int main(int argc, char **argv) {
   Diag d;
   diag_init(&d, &source);
   d.no_warnings = o.no_warnings;
-  compiled.ringbuf_fd = compiled.wake_fd = -1;
+  compiled.ringbuf_fd = compiled.wake_fd = compiled.skb_output_fd = -1;
   compiled.scratch_fd = compiled.big_scratch_fd = -1;
   compiled.counts_fd = -1;
   if (o.command && !o.dry_run && geteuid() == 0 &&

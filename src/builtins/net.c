@@ -1,5 +1,6 @@
 /* net: network addresses — ntop() of an IPv4 or IPv6 address, pton() of
- * an address written in the script, macaddr() of six bytes. ntop and
+ * an address written in the script, macaddr() of six bytes — and
+ * socket_cookie() and skboutput() of the kernel's sockets and packets. ntop and
  * macaddr copy the address's bytes into a buffer in the kernel; user
  * space turns them into text wherever they are printed (see
  * runtime/print_named.c). */
@@ -190,7 +191,80 @@ static int emit_socket_cookie(Gen *g, Node *n) {
   return r;
 }
 
+/* skboutput("file.pcap", skb, len, offset): len bytes of the packet's
+ * data after its first `offset` bytes, written to a pcap file (raw IP
+ * frames) by user space; the value is bpf_skb_output's, 0 or a negative
+ * errno. The kernel allows the helper in tracing programs alone. Each
+ * call site is an entry of Compiled.skb_outputs (n->ival). */
+static void check_skboutput(Checker *c, Node *n) {
+  Node *path = n->args, *skb = path->next, *len = skb->next,
+       *offset = len->next;
+  if (path->kind != N_STR || !*path->sval) {
+    error_at(c, path->span, "skboutput() expects a file name as a string "
+             "literal");
+    return;
+  }
+  check_expr(c, skb);
+  check_expr(c, len);
+  if (!want_int(c, n, skb) || !want_int(c, n, len)) return;
+  if (!skb->type.is_pointer) {
+    error_at(c, skb->span, "skboutput() takes a pointer to a struct "
+             "sk_buff (e.g. args.skb)");
+    return;
+  }
+  int64_t off;
+  if (!want_const(c, offset, "skboutput", "the offset", 0, 65535, &off) ||
+      !want_tracing_probe(c, n, "bpf_skb_output", true))
+    return;
+  n->type = ty_int(8, true);
+  if (c->pass != 2) return;
+  Compiled *out = c->out;
+  out->skb_outputs = realloc(out->skb_outputs,
+                             sizeof *out->skb_outputs *
+                                 (size_t)(out->nskb_outputs + 1));
+  if (!out->skb_outputs) abort();
+  out->skb_outputs[out->nskb_outputs] =
+      (struct SkbOutput){path->sval, (int)off};
+  n->ival = out->nskb_outputs++;
+}
+
+/* bpf_skb_output(skb, the perf event array, this CPU's slot and the bytes
+ * to copy (offset + len, in the upper 32 bits), meta, sizeof meta). */
+static int emit_skboutput(Gen *g, Node *n) {
+  Node *skb = n->args->next, *len = skb->next;
+  int meta = stack_alloc(g, (int)sizeof(SkbMeta));
+  emit_store_const(g, BPF_REG_10, meta, n->ival);
+  emit_call(g, BPF_FUNC_ktime_get_ns);
+  emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, meta + 8));
+  int r = gen_int(g, len);
+  emit(g, I_ALU64_IMM(BPF_ADD, r, (int32_t)n->args->next->next->next->ival));
+  emit(g, I_STX(BPF_DW, BPF_REG_10, r, meta + 16));
+  reg_free(g, r);
+  int p = gen_int(g, skb);
+  Held held = hold(g, p);
+  emit(g, I_LDX(BPF_DW, BPF_REG_3, BPF_REG_10, meta + 16));
+  emit(g, I_ALU64_IMM(BPF_LSH, BPF_REG_3, 32));
+  emit_imm64(g, BPF_REG_4, BPF_F_CURRENT_CPU);
+  emit(g, I_ALU64_REG(BPF_OR, BPF_REG_3, BPF_REG_4));
+  emit_map(g, BPF_REG_2, MAP_ID_SKB_OUTPUT);
+  emit(g, I_MOV64_REG(BPF_REG_4, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_4, meta));
+  emit(g, I_MOV64_IMM(BPF_REG_5, (int32_t)sizeof(SkbMeta)));
+  int sr = held_reg(g, held, BPF_REG_1);
+  if (sr != BPF_REG_1) emit(g, I_MOV64_REG(BPF_REG_1, sr));
+  held_free(g, held);
+  Span saved = g->span;
+  g->span = n->span;   /* a refusal of the helper points at the call */
+  emit_call(g, BPF_FUNC_skb_output);
+  g->span = saved;
+  int ret = reg_alloc(g);
+  emit(g, I_MOV64_REG(ret, BPF_REG_0));
+  return ret;
+}
+
 const Builtin builtins_net[] = {
+    {"skboutput", BI_CALL, 4, 4, true, check_skboutput, emit_skboutput, NULL,
+     NULL, NULL, 0, NULL},
     {"socket_cookie", BI_CALL, 1, 1, true, check_socket_cookie,
      emit_socket_cookie, NULL, NULL, NULL, 0, NULL},
     {"ntop", BI_CALL, 1, 2, true, check_ntop, NULL, gen_ntop, NULL, NULL, 0,

@@ -164,6 +164,8 @@ static void put_map_name(FILE *out, int32_t id, const Compiled *c) {
     fputs("counts", out);
   else if (id == MAP_ID_WAKE)
     fputs("wake", out);
+  else if (id == MAP_ID_SKB_OUTPUT)
+    fputs("skb_output", out);
   else if (c && id >= 0 && id < c->nmaps && c->maps[id] && c->maps[id]->name)
     fputs(c->maps[id]->name, out);
   else

@@ -284,6 +284,14 @@ typedef struct Compiled {
   bool no_warnings;        /* --no-warnings: run-time warnings too */
   HelperSite *helper_sites;
   int nhelper_sites;
+  struct SkbOutput {       /* skboutput() calls: the pcap file each writes */
+    const char *path;
+    int offset;            /* bytes of the packet left out at its front */
+  } *skb_outputs;
+  int nskb_outputs;
+  int skb_output_fd;       /* the perf event array they send through
+                              (MAP_ID_SKB_OUTPUT), created by load */
+  int perf_rb_pages;       /* its pages per CPU; 0: the default */
 } Compiled;
 
 /* Pseudo map ids used in LD_IMM64 map loads for the internal maps. */
@@ -295,6 +303,15 @@ typedef struct Compiled {
  * the reader when it has caught up) while user space waits for records,
  * BPF_RB_NO_WAKEUP while it polls for them (runtime/run.c). */
 #define MAP_ID_WAKE     (-5)
+#define MAP_ID_SKB_OUTPUT (-6)
+/* What a program sends with each packet (bpf_skb_output's meta data):
+ * the skboutput() call (Compiled.skb_outputs), the time (bpf_ktime_get_ns)
+ * and the bytes it asked for (the packet's follow). */
+typedef struct SkbMeta {
+  uint64_t id;
+  uint64_t ns;
+  uint64_t len;
+} SkbMeta;
 #define COUNT_SLOT_LOST 0
 /* Not a counter: holds 1, written by user space before programs load,
  * never by a program. An 8-byte value of 1 for map updates (a count's

@@ -1005,6 +1005,7 @@ static void read_settings(Checker *c) {
   c->out->max_cat_bytes = st->max_cat_bytes;
   c->out->max_strlen = st->max_strlen;
   c->out->str_trailer = st->str_trunc_trailer;
+  c->out->perf_rb_pages = st->perf_rb_pages;
   if (st->perf_rb_pages > 0)
     c->out->ringbuf_size = (uint32_t)st->perf_rb_pages *
                            (uint32_t)sysconf(_SC_PAGESIZE);

@@ -149,6 +149,18 @@ static int create_internal_maps(Compiled *c, Diag *d) {
       return -1;
     }
   }
+  if (c->nskb_outputs > 0) {   /* skboutput(): a slot per CPU */
+    int ncpus = libbpf_num_possible_cpus();
+    c->skb_output_fd = bpf_map_create(BPF_MAP_TYPE_PERF_EVENT_ARRAY,
+                                      "loupe_skb", sizeof(uint32_t),
+                                      sizeof(uint32_t),
+                                      ncpus > 0 ? ncpus : 1, NULL);
+    if (c->skb_output_fd < 0) {
+      report_bpf_failure(d, no_span, errno, "the packet output",
+                         "loupe_skb");
+      return -1;
+    }
+  }
   if (c->big_scratch_size) {
     int ncpus = libbpf_num_possible_cpus();
     c->big_scratch_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "loupe_scratch2",
@@ -230,6 +242,7 @@ static int map_fd_for_id(const Compiled *c, int id) {
   if (id == MAP_ID_BIG_SCRATCH) return c->big_scratch_fd;
   if (id == MAP_ID_COUNTS) return c->counts_fd;
   if (id == MAP_ID_WAKE) return c->wake_fd;
+  if (id == MAP_ID_SKB_OUTPUT) return c->skb_output_fd;
   if (id >= 0 && id < c->nmaps) return c->maps[id]->fd;
   return -1;
 }
@@ -510,7 +523,7 @@ static int load_prog(Compiled *c, int idx, const ScriptBtf *sb, Diag *d) {
  * this run opened. */
 static void reset_fds(Compiled *c) {
   c->ringbuf_fd = c->scratch_fd = c->big_scratch_fd = c->counts_fd = -1;
-  c->wake_fd = -1;
+  c->wake_fd = c->skb_output_fd = -1;
   for (int i = 0; i < c->nmaps; i++) c->maps[i]->fd = -1;
   for (int i = 0; i < c->nprogs; i++) c->progs[i].fd = -1;
 }
@@ -667,6 +680,7 @@ void unload_all(Compiled *c) {
   for (int i = 0; i < c->nmaps; i++) close_fd(&c->maps[i]->fd);
   close_fd(&c->ringbuf_fd);
   close_fd(&c->wake_fd);
+  close_fd(&c->skb_output_fd);
   close_fd(&c->counts_fd);
   close_fd(&c->scratch_fd);
   close_fd(&c->big_scratch_fd);

@@ -21,6 +21,7 @@
  * the output's reader goes away the run stops as after Ctrl-C.
  */
 #include "runtime/run.h"
+#include "runtime/skb_output.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -76,6 +77,7 @@ typedef struct RunState {
   long long drain_until;  /* after Ctrl-C: queued records are handled
                              until this time (ms), then dropped */
   unsigned long long dropped;  /* records dropped once drain_until passed */
+  SkbWriter *skb;    /* skboutput()'s packets to their files, or NULL */
 } RunState;
 
 /* Handles one ring buffer record: an EventHeader and its payload. Drops
@@ -609,6 +611,7 @@ static void event_loop(RunState *st, struct ring_buffer *rb, int timeout_ms) {
       usleep(slice * 1000);
     }
     report_counts(st);
+    skb_writer_poll(st->skb);
     if (usr1_pending) {
       usr1_pending = 0;
       run_special(st, rb, "self");
@@ -652,6 +655,10 @@ Run *run_begin(Compiled *c, const RunOptions *opts) {
   for (int i = 0; i < c->nprogs; i++)
     if (prog_is(&c->progs[i], "self")) has_self = true;
   catch_signals(&r->saved, has_self);
+  if (c->nskb_outputs > 0 && !(r->st.skb = skb_writer_open(c))) {
+    run_abandon(r);
+    return NULL;
+  }
   if (c->ringbuf_fd >= 0) {
     r->rb = ring_buffer__new(c->ringbuf_fd, on_record, &r->st, NULL);
     if (!r->rb)
@@ -726,6 +733,7 @@ int run_finish(Run *r) {
 }
 
 void run_abandon(Run *r) {
+  skb_writer_close(r->st.skb);   /* the packets still to write */
   if (r->child_go_fd >= 0) close(r->child_go_fd);
   r->child_go_fd = -1;
   if (r->st.target_fd >= 0) close(r->st.target_fd);
