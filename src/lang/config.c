@@ -242,21 +242,24 @@ static void read_env(Script *s, Diag *d) {
   }
 }
 
+/* A key's value unless set: its default, or for a word the default's
+ * place in the key's words (as parse_value gives it). */
+static long long default_value(const Key *k) {
+  if (k->kind != K_WORD || !k->words) return k->dflt;
+  for (int i = 0; k->words[i]; i++)
+    if (!strcmp(k->words[i], k->dflt_word)) return i;
+  return 0;
+}
+
 int config_read(Script *s, Diag *d) {
   int before = d->errors;
-  s->settings = (Settings){
-      .max_strlen = DEFAULT_STRLEN,
-      .max_map_keys = DEFAULT_MAP_KEYS,
-      .max_bpf_progs = 1024,
-      .print_maps_on_exit = true,
-      .missing_probes = MISSING_ERROR,
-      .license = "GPL",
-      .str_trunc_trailer = "..",
-  };
-  for (int i = 0; i < NKEYS; i++) {
-    s->settings.value[i] = keys[i].dflt;
-    s->settings.word[i] = keys[i].dflt_word;
-  }
+  s->settings = (Settings){0};
+  for (int i = 0; i < NKEYS; i++)   /* the table's defaults, once */
+    apply(&s->settings, &keys[i], default_value(&keys[i]),
+          keys[i].dflt_word);
+  /* unset, the ring buffer is loupe's 1 MB, not 256 pages of whatever
+   * size pages have */
+  s->settings.perf_rb_pages = 0;
   read_block(s, d);
   read_env(s, d);
   return d->errors - before;

@@ -20,7 +20,7 @@
 #define PCAP_MAGIC 0xa1b2c3d4u   /* microsecond timestamps */
 #define PCAP_LINKTYPE_RAW 101u   /* frames start with the IP header */
 #define PCAP_SNAPLEN 65535u
-#define DEFAULT_PAGES 64         /* per CPU, when perf_rb_pages is unset */
+#define DEFAULT_PAGES 256        /* in all, when perf_rb_pages is unset */
 
 struct SkbWriter {
   const Compiled *c;
@@ -98,8 +98,13 @@ SkbWriter *skb_writer_open(const Compiled *c) {
     write_header(w->files[i]);
   }
   w->wall_minus_mono = clock_ns(CLOCK_REALTIME) - clock_ns(CLOCK_MONOTONIC);
-  size_t pages = c->perf_rb_pages > 0 ? (size_t)c->perf_rb_pages
+  /* perf_rb_pages is the pages of all CPUs' buffers together, as
+   * bpftrace's reference says; each gets a power of two of them */
+  size_t total = c->perf_rb_pages > 0 ? (size_t)c->perf_rb_pages
                                       : DEFAULT_PAGES;
+  int ncpus = libbpf_num_possible_cpus();
+  size_t pages = 1;
+  while (pages * 2 * (size_t)(ncpus > 0 ? ncpus : 1) <= total) pages *= 2;
   w->pb = perf_buffer__new(c->skb_output_fd, pages, on_packet, on_lost, w,
                            NULL);
   if (!w->pb) {
