@@ -1,6 +1,6 @@
 /* kernel: builtins about the kernel itself — kaddr() of a kernel symbol,
  * signal() to the current task, path() of a struct path, is_err() of a
- * returned pointer, kfunc_exist(), override() — and those loupe does not have yet,
+ * returned pointer, kfunc_exist(), override(), unwatch() — and those loupe does not have yet,
  * which the user is told about. */
 #define _GNU_SOURCE   /* name_to_handle_at */
 #include <errno.h>
@@ -81,6 +81,32 @@ static bool emit_override(Gen *g, Node *n) {
   emit_ctx(g, BPF_REG_1);
   emit_call(g, BPF_FUNC_override_return);
   return false;
+}
+
+/* unwatch(addr): the watchpoints on addr stop firing, once user space has
+ * the record (watchpoint_unwatch disables their perf events). */
+static void check_unwatch(Checker *c, Node *n) {
+  check_expr(c, n->args);
+  want_int(c, n, n->args);
+}
+
+static bool emit_unwatch(Gen *g, Node *n) {
+  int addr = gen_int(g, n->args);
+  int rec = emit_header(g, 8, EV_UNWATCH, 0);
+  emit(g, I_STX(BPF_DW, SCRATCH, addr, rec + 8));
+  reg_free(g, addr);
+  emit_output(g, rec, 16);
+  return false;
+}
+
+static void on_unwatch(const EventCtx *e, uint32_t index,
+                       const uint8_t *payload, size_t size) {
+  (void)e;
+  (void)index;
+  uint64_t addr;
+  if (size < sizeof addr) return;
+  memcpy(&addr, payload, sizeof addr);
+  watchpoint_unwatch(addr);
 }
 
 /* kfunc_exist("name"): whether the kernel has that kfunc (a function its
@@ -413,6 +439,8 @@ const Builtin builtins_kernel[] = {
      NULL, 0, NULL},
     {"override", BI_CALL, 1, 1, false, check_override, NULL, NULL,
      emit_override, NULL, 0, NULL},
+    {"unwatch", BI_CALL, 1, 1, false, check_unwatch, NULL, NULL,
+     emit_unwatch, NULL, EV_UNWATCH, on_unwatch},
     {"is_err", BI_CALL, 1, 1, true, check_is_err, emit_is_err, NULL, NULL,
      NULL, 0, NULL},
     {"path", BI_CALL, 1, 2, true, check_path, NULL, emit_path, NULL, NULL,

@@ -182,6 +182,7 @@ typedef enum EventKind {
                        its pid; user space reads its maps while it lives */
   EV_HELPER_ERROR,  /* -k: a helper failed; index: the HelperSite;
                        payload: { int64 retcode; } */
+  EV_UNWATCH,       /* unwatch(addr): payload { uint64 addr; } */
 } EventKind;
 
 #define JOIN_MAX_ARGS 16

@@ -235,7 +235,10 @@ typedef struct Target {
   uint64_t freq;     /* interval hz: firings per second (0 if period used) */
   struct TpFormat *format;   /* tracepoint: fields (owned by the provider) */
   char *binary;      /* uprobe, uretprobe: the ELF file's path as opened */
-  uint64_t offset;   /* uprobe, uretprobe: the function's file offset */
+  uint64_t offset;   /* uprobe, uretprobe: the function's file offset;
+                        watchpoint: the address watched */
+  uint8_t bp_len;    /* watchpoint: the bytes watched */
+  uint8_t bp_type;   /* watchpoint: HW_BREAKPOINT_R, _W, _RW or _X */
   struct UsdtProbe *usdt;   /* usdt: its locations and arguments (owned
                                by the provider, probes/usdt.h) */
   uint32_t btf_id;   /* fentry, fexit: the function's BTF id in the BTF of

@@ -187,8 +187,7 @@ static int interval_attach(const Target *t, int prog_fd, LinkSet *links,
 
 /* ---- every CPU ------------------------------------------------------ */
 
-/* Reads the online CPUs ("0-3,6") into cpus; returns how many. */
-static int online_cpus(int *cpus, int max) {
+int probe_online_cpus(int *cpus, int max) {
   FILE *f = fopen("/sys/devices/system/cpu/online", "r");
   int n = 0;
   if (f) {
@@ -219,7 +218,7 @@ static int online_cpus(int *cpus, int max) {
 static int attach_every_cpu(struct perf_event_attr *attr, int prog_fd,
                             LinkSet *links, char *err, size_t errlen) {
   static int cpus[MAX_CPUS];
-  int n = online_cpus(cpus, MAX_CPUS);
+  int n = probe_online_cpus(cpus, MAX_CPUS);
   for (int i = 0; i < n; i++)
     if (perf_event_attach(attr, -1, cpus[i], prog_fd, links, err, errlen) < 0)
       return -1;

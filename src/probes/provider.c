@@ -28,6 +28,7 @@ extern const Provider kretprobe_provider;
 extern const Provider uprobe_provider;
 extern const Provider uretprobe_provider;
 extern const Provider rawtracepoint_provider;
+extern const Provider watchpoint_provider;
 extern const Provider fentry_provider;
 extern const Provider fexit_provider;
 extern const Provider iter_provider;
@@ -54,7 +55,6 @@ static void list_nothing(const char *pattern, FILE *out) {}
                                .expand = unsupported_expand,             \
                                .list = list_nothing}
 
-UNSUPPORTED(watchpoint_provider, "watchpoint", "w");
 UNSUPPORTED(asyncwatchpoint_provider, "asyncwatchpoint", "aw");
 
 const Provider *const providers[] = {
@@ -68,8 +68,9 @@ const Provider *const providers[] = {
     &rawtracepoint_provider,
     &fentry_provider,    &fexit_provider,
     &usdt_provider,      &iter_provider,
+    &watchpoint_provider,
     /* known, not implemented yet */
-    &watchpoint_provider, &asyncwatchpoint_provider,
+    &asyncwatchpoint_provider,
     NULL,
 };
 
@@ -251,7 +252,7 @@ int perf_event_attach(struct perf_event_attr *attr, int pid, int cpu,
                                   errlen);
 }
 
-int perf_event_attach_cookie(struct perf_event_attr *attr, int pid, int cpu,
+int perf_event_open_attached(struct perf_event_attr *attr, int pid, int cpu,
                              int prog_fd, uint64_t cookie, LinkSet *links,
                              char *err, size_t errlen) {
   attr->size = sizeof(*attr);
@@ -269,7 +270,7 @@ int perf_event_attach_cookie(struct perf_event_attr *attr, int pid, int cpu,
   if (lfd >= 0) {
     links_add(links, pfd);
     links_add(links, lfd);
-    return 0;
+    return pfd;
   }
   if (ioctl(pfd, PERF_EVENT_IOC_SET_BPF, prog_fd) < 0 ||
       ioctl(pfd, PERF_EVENT_IOC_ENABLE, 0) < 0) {
@@ -279,5 +280,12 @@ int perf_event_attach_cookie(struct perf_event_attr *attr, int pid, int cpu,
     return -1;
   }
   links_add(links, pfd);
-  return 0;
+  return pfd;
+}
+
+int perf_event_attach_cookie(struct perf_event_attr *attr, int pid, int cpu,
+                             int prog_fd, uint64_t cookie, LinkSet *links,
+                             char *err, size_t errlen) {
+  return perf_event_open_attached(attr, pid, cpu, prog_fd, cookie, links, err,
+                                  errlen) < 0 ? -1 : 0;
 }

@@ -157,6 +157,16 @@ int perf_event_attach(struct perf_event_attr *attr, int pid, int cpu,
 int perf_event_attach_cookie(struct perf_event_attr *attr, int pid, int cpu,
                              int prog_fd, uint64_t cookie, LinkSet *links,
                              char *err, size_t errlen);
+/* The same again, returning the perf event's fd (>= 0: it is in links,
+ * and closed with them), for a provider that disables it later. */
+int perf_event_open_attached(struct perf_event_attr *attr, int pid, int cpu,
+                             int prog_fd, uint64_t cookie, LinkSet *links,
+                             char *err, size_t errlen);
+/* unwatch(addr): disables the watchpoints attached on addr (their events
+ * stay open until the run ends); returns how many (watchpoint.c). */
+int watchpoint_unwatch(uint64_t addr);
+/* The online CPUs ("0-3,6" in sysfs) into cpus; returns how many. */
+int probe_online_cpus(int *cpus, int max);
 
 /* The dynamic probe PMUs, "kprobe" and "uprobe", of
  * /sys/bus/event_source/devices: the PMU's event type, or -1 if the
