@@ -237,7 +237,7 @@ static int emit_skboutput(Gen *g, Node *n) {
   emit_call(g, BPF_FUNC_ktime_get_ns);
   emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, meta + 8));
   int r = gen_int(g, len);
-  emit(g, I_ALU64_IMM(BPF_ADD, r, (int32_t)n->args->next->next->next->ival));
+  emit(g, I_ALU64_IMM(BPF_ADD, r, g->c->skb_outputs[n->ival].offset));
   emit(g, I_STX(BPF_DW, BPF_REG_10, r, meta + 16));
   reg_free(g, r);
   int p = gen_int(g, skb);

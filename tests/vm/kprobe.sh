@@ -17,7 +17,8 @@
 #      loupe -l 'kprobe:vfs_*', and -lv with parameters from BTF;
 #   6. a function that does not exist: a located error, exit 1; arg0 in
 #      a kretprobe: bpftrace's error; override() on a kernel without
-#      bpf_override_return, and without --unsafe.
+#      bpf_override_return, and without --unsafe; a watchpoint on
+#      jiffies.
 #
 # Prints one PASS or FAIL line per check; exits 0 only if all pass.
 #
@@ -202,6 +203,17 @@ check_error "override() where the kernel lacks bpf_override_return: a located er
   '^stdin:1:19-30: ERROR: .*override() needs CONFIG_BPF_KPROBE_OVERRIDE' --unsafe
 check_error "override() without --unsafe is an error" 'kprobe:vfs_read { override(0); }' \
   'ERROR: override() is an unsafe function'
+
+# a kernel address: watched on every CPU (this kernel has kprobes and
+# lists its variables in kallsyms, which the development machines lack)
+jiffies=$(awk '$3 == "jiffies" {print $1; exit}' /proc/kallsyms)
+"$LOUPE" -e "watchpoint:0x$jiffies:4:w { @hits = count(); if (@hits >= 3) { exit(); } }" \
+  >"$WORK/out" 2>"$WORK/err"
+if grep -qE '^@hits: [3-9]$' "$WORK/out"; then
+  pass "watchpoint on a kernel variable (jiffies, written at each tick) fires on any CPU"
+else
+  fail "watchpoint on jiffies" "stdout: $(head -c 300 "$WORK/out")" "stderr: $(head -c 600 "$WORK/err")"
+fi
 
 check_error "arg0 in a kretprobe is an error" 'kretprobe:vfs_read { printf("%d\n", arg0); }' \
   "ERROR: The arg0 builtin can only be used with 'kprobes'"
