@@ -176,6 +176,40 @@ static void check_strcap(Checker *c, Node *n) {
   n->type = ty_int(8, true);
 }
 
+/* assert_str(v): a compile-time check that v is string-like: a string, a
+ * char array or a char pointer; v is not evaluated. */
+static void check_assert_str(Checker *c, Node *n) {
+  Node *a = n->args;
+  check_expr(c, a);
+  Type t = a->type;
+  if (t.kind == TY_NONE) return;
+  const CType *elem = NULL;
+  if ((t.kind == TY_CVAL || t.kind == TY_RECORD) && t.ctype &&
+      t.ctype->kind == C_ARRAY)
+    elem = t.ctype->target;
+  else if (t.kind == TY_INT && t.is_pointer && t.ctype)
+    elem = t.ctype;
+  bool chars = elem && elem->kind == C_INT && elem->size == 1;
+  if (t.kind != TY_STR && !chars)
+    error_at(c, a->span, "assert_str() expects a string, a char array or a "
+             "char pointer (%s provided)", kind_name(t));
+}
+
+static bool emit_nothing(Gen *g, Node *n) {
+  (void)g;
+  (void)n;
+  return false;
+}
+
+/* default_str_length: the size strings have unless the script says
+ * otherwise (max_strlen), a constant. */
+static void check_default_str_length(Checker *c, Node *n) {
+  n->kind = N_INT;
+  n->ival = c->strlen;
+  n->args = NULL;
+  n->type = ty_int(8, true);
+}
+
 /* has_cpid: whether cpid has a value (a -c command runs): a constant. */
 static void check_has_cpid(Checker *c, Node *n) {
   n->kind = N_INT;
@@ -907,6 +941,11 @@ const Builtin builtins_context[] = {
      emit_static_assert, NULL, 0, NULL},
     {"strcap", BI_CALL, 1, 1, true, check_strcap, NULL, NULL, NULL, NULL, 0,
      NULL},
+    {"assert_str", BI_CALL, 1, 1, false, check_assert_str, NULL, NULL,
+     emit_nothing, NULL, 0, NULL},
+    {"default_str_length", BI_CALL, 0, 0, true, check_default_str_length,
+     NULL, NULL, NULL, NULL, 0, NULL},
+    WORD("default_str_length", check_default_str_length, NULL),
     {"reg", BI_CALL, 1, 1, true, check_reg, emit_reg, NULL, NULL, NULL, 0,
      NULL},
     {"getopt", BI_CALL, 1, 3, true, check_getopt, NULL, NULL, NULL, NULL, 0,
