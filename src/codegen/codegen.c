@@ -64,8 +64,10 @@ static BpfProg *new_prog(Compiled *c, Probe *probe, AttachPoint *ap,
     p->attach_btf_id = t->tp_btf_id;
   } else if (t && t->btf_id) {
     p->attach_btf_id = t->btf_id;
+    p->attach_prog_id = t->bpf_prog_id;   /* fentry:bpf */
   }
-  if (p->attach_btf_id && t->category && strcmp(t->category, "vmlinux"))
+  if (p->attach_btf_id && !p->attach_prog_id && t->category &&
+      strcmp(t->category, "vmlinux"))
     p->attach_btf_module = t->category;
   p->fd = -1;
   prog_name(p, ap, t);

@@ -226,6 +226,8 @@ typedef struct BpfProg {
   uint32_t expected_attach_type;  /* BPF_* attach type it loads for, or 0 */
   uint32_t attach_btf_id;  /* fentry, fexit: the function it is for, in */
   const char *attach_btf_module;  /* this module's BTF (NULL: vmlinux's) */
+  uint32_t attach_prog_id;        /* fentry:bpf: the BPF program whose BTF
+                                     holds attach_btf_id */
   struct bpf_insn *insns;  /* map loads carry the map id in imm until load */
   Span *insn_span;         /* source span each instruction came from */
   int ninsns;

@@ -243,6 +243,8 @@ typedef struct Target {
                                by the provider, probes/usdt.h) */
   uint32_t btf_id;   /* fentry, fexit: the function's BTF id in the BTF of
                         module `category` ("vmlinux": the kernel's) */
+  uint32_t bpf_prog_id;  /* fentry:bpf: the running BPF program whose
+                            function (btf_id, in its BTF) is traced */
   uint32_t tp_btf_id;  /* rawtracepoint: its btf_trace_EVENT typedef in
                           that BTF, to load a tracing program for it */
   const struct CType *args_record;   /* `args` as one value, once built */

@@ -146,8 +146,106 @@ static void add_matches(AttachPoint *ap, const char *mod, const char *fn) {
   }
 }
 
+/* ---- fentry:bpf[:ID]:NAME: functions of running BPF programs ---------- */
+
+/* Calls fn for each function (the main one and each subprogram) of each
+ * running BPF program with BTF, its id `id` if not 0: the program's id,
+ * the function's name and BTF id in the program's BTF. */
+static void each_bpf_func(uint32_t id,
+                          void (*fn)(uint32_t prog, const char *name,
+                                     uint32_t btf_id, void *arg),
+                          void *arg) {
+  for (uint32_t next = 0; bpf_prog_get_next_id(next, &next) == 0;) {
+    if (id && next != id) continue;
+    int fd = bpf_prog_get_fd_by_id(next);
+    if (fd < 0) continue;
+    struct bpf_prog_info info = {0};
+    __u32 len = sizeof info;
+    if (bpf_obj_get_info_by_fd(fd, &info, &len) || !info.btf_id ||
+        !info.nr_func_info) {
+      close(fd);
+      continue;
+    }
+    __u32 n = info.nr_func_info, btf_id = info.btf_id;
+    struct bpf_func_info *funcs = calloc(n, sizeof *funcs);
+    memset(&info, 0, sizeof info);
+    info.nr_func_info = n;
+    info.func_info_rec_size = sizeof *funcs;
+    info.func_info = (__u64)(uintptr_t)funcs;
+    len = sizeof info;
+    struct btf *btf = NULL;
+    if (funcs && !bpf_obj_get_info_by_fd(fd, &info, &len))
+      btf = btf__load_from_kernel_by_id(btf_id);
+    for (__u32 i = 0; btf && i < n; i++) {
+      const struct btf_type *t = btf__type_by_id(btf, funcs[i].type_id);
+      if (t && btf_is_func(t))
+        fn(next, btf__name_by_offset(btf, t->name_off), funcs[i].type_id,
+           arg);
+    }
+    btf__free(btf);
+    free(funcs);
+    close(fd);
+  }
+}
+
+typedef struct BpfMatch {
+  AttachPoint *ap;
+  const char *pattern;
+  FILE *list;          /* -l: print, do not add */
+  const char *pname;
+} BpfMatch;
+
+static void bpf_func_matched(uint32_t prog, const char *name, uint32_t btf_id,
+                             void *arg) {
+  BpfMatch *m = arg;
+  if (!glob_match(m->pattern, name)) return;
+  if (m->list) {
+    fprintf(m->list, "%s:bpf:%u:%s\n", m->pname, prog, name);
+    return;
+  }
+  static TpFormat no_args = {.id = -1};   /* args are not read here */
+  Target *t = calloc(1, sizeof *t);
+  if (!t) abort();
+  size_t len = strlen(m->ap->prov->name) + strlen(name) + 32;
+  t->name = malloc(len);
+  if (!t->name) abort();
+  snprintf(t->name, len, "%s:bpf:%u:%s", m->ap->prov->name, prog, name);
+  t->category = strdup("bpf");
+  t->event = strdup(name);
+  t->btf_id = btf_id;
+  t->bpf_prog_id = prog;
+  t->format = &no_args;
+  ap_add_target(m->ap, t);
+}
+
+/* fentry:bpf:NAME and fentry:bpf:ID:NAME (parts after "bpf"). */
+static int expand_bpf(AttachPoint *ap, Diag *d) {
+  const char *pname = ap->prov->name;
+  uint32_t id = 0;
+  if (ap->nparts == 3) {
+    char *end;
+    unsigned long v = strtoul(ap->parts[1], &end, 10);
+    if (!*ap->parts[1] || *end || v == 0 || v > UINT32_MAX) {
+      diag_error(d, ap->span, "%s:bpf: '%s' is not a program id", pname,
+                 ap->parts[1]);
+      return -1;
+    }
+    id = (uint32_t)v;
+  }
+  BpfMatch m = {.ap = ap, .pattern = ap->parts[ap->nparts - 1]};
+  each_bpf_func(id, bpf_func_matched, &m);
+  if (ap->ntargets > 0) return 0;
+  probe_no_matches(ap, d, ap->text + strlen(pname) + 1);
+  if (d->demote == DEMOTE_NONE)
+    diag_hint(d, "loupe -l '%s:bpf:*' lists the functions of the running "
+              "BPF programs that have BTF", pname);
+  return -1;
+}
+
 static int fentry_expand(AttachPoint *ap, Diag *d) {
   const char *pname = ap->prov->name;
+  if ((ap->nparts == 2 || ap->nparts == 3) && !strcmp(ap->parts[0], "bpf"))
+    return expand_bpf(ap, d);
   bool parts_ok = ap->nparts == 1 || ap->nparts == 2;
   for (int i = 0; parts_ok && i < ap->nparts; i++)
     if (!*ap->parts[i]) parts_ok = false;
@@ -257,14 +355,30 @@ void list_kernel_func_params(const char *module, const char *func,
   }
 }
 
+/* -l 'fentry:bpf:*': the functions of the running BPF programs. */
+static bool list_bpf(const char *pname, const char *pattern, FILE *out) {
+  size_t plen = strlen(pname);
+  if (!pattern || strncmp(pattern, pname, plen) ||
+      strncmp(pattern + plen, ":bpf:", 5))
+    return false;
+  const char *rest = pattern + plen + 5;
+  const char *colon = strchr(rest, ':');
+  uint32_t id = colon ? (uint32_t)strtoul(rest, NULL, 10) : 0;
+  BpfMatch m = {.pattern = colon ? colon + 1 : rest, .list = out,
+                .pname = pname};
+  each_bpf_func(id, bpf_func_matched, &m);
+  return true;
+}
+
 static void fentry_list(const char *pattern, FILE *out) {
-  list_funcs("fentry", pattern, out);
+  if (!list_bpf("fentry", pattern, out)) list_funcs("fentry", pattern, out);
 }
 
 /* Every function is also an fexit probe: like kretprobes, they are listed
  * only when asked for by name. */
 static void fexit_list(const char *pattern, FILE *out) {
-  if (pattern && !strncmp(pattern, "fexit:", 6))
+  if (pattern && !strncmp(pattern, "fexit:", 6) &&
+      !list_bpf("fexit", pattern, out))
     list_funcs("fexit", pattern, out);
 }
 

@@ -418,6 +418,11 @@ static void report_rejection(const BpfProg *p, char *log, Diag *d) {
   free(lines);
 }
 
+/* The fd that says where attach_btf_id is (btf_obj_fd below): a module's
+ * BTF object, or for fentry:bpf the BPF program whose function it is. */
+#define TARGET_BTF_FD(p, fd) ((p)->attach_prog_id || (fd) <= 0 ? 0 : (fd))
+#define TARGET_PROG_FD(p, fd) ((p)->attach_prog_id && (fd) > 0 ? (fd) : 0)
+
 /* Loads once more with the verifier's log on, growing the buffer while the
  * kernel says it was too small (kernels before 6.4 keep the head of the log,
  * and the failure is at its tail). */
@@ -432,7 +437,8 @@ static int load_with_log(const BpfProg *p, const char *name,
                 .log_buf = log,
                 .expected_attach_type = p->expected_attach_type,
                 .attach_btf_id = p->attach_btf_id,
-                .attach_btf_obj_fd = btf_obj_fd > 0 ? btf_obj_fd : 0);
+                .attach_btf_obj_fd = TARGET_BTF_FD(p, btf_obj_fd),
+                .attach_prog_fd = TARGET_PROG_FD(p, btf_obj_fd));
     script_btf_opts(sb, idx, &opts);
     int fd = bpf_prog_load(p->prog_type, name, license, insns, p->ninsns,
                            &opts);
@@ -459,7 +465,8 @@ static int load_quietly(Compiled *c, BpfProg *p, const char *name,
   LIBBPF_OPTS(bpf_prog_load_opts, opts,
               .expected_attach_type = p->expected_attach_type,
               .attach_btf_id = p->attach_btf_id,
-              .attach_btf_obj_fd = btf_obj_fd > 0 ? btf_obj_fd : 0);
+              .attach_btf_obj_fd = TARGET_BTF_FD(p, btf_obj_fd),
+              .attach_prog_fd = TARGET_PROG_FD(p, btf_obj_fd));
   if (stats) {
     stats[0] = '\0';
     opts.log_level = 4;
@@ -485,6 +492,17 @@ static int load_prog(Compiled *c, int idx, const ScriptBtf *sb, Diag *d) {
    * that module's BTF, which the kernel knows by an fd */
   int btf_obj_fd = p->attach_btf_module
                        ? kernel_btf_obj_fd(p->attach_btf_module) : -1;
+  /* fentry:bpf: the function is in the running program's BTF */
+  if (p->attach_prog_id) {
+    btf_obj_fd = bpf_prog_get_fd_by_id(p->attach_prog_id);
+    if (btf_obj_fd < 0) {
+      diag_error(d, p->ap ? p->ap->span : no_span, "the BPF program %u "
+                 "that %s traces is gone: %s", p->attach_prog_id,
+                 prog_probe_name(p), strerror(errno));
+      free(insns);
+      return -1;
+    }
+  }
   p->fd = load_quietly(c, p, name, license, insns, sb, idx, btf_obj_fd);
   int err = errno;
   const Provider *prov = p->ap ? p->ap->prov : NULL;

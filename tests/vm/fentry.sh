@@ -88,6 +88,28 @@ else
   fail "skboutput() pcap file" "$(od -A x -t x1 "$WORK/syn.pcap" | head -6)"
 fi
 
+# fentry:bpf and fexit:bpf: a function of another loupe's running program,
+# named after its probe, found by -l, traced each time that program runs
+"$LOUPE" -e 'tracepoint:sched:sched_process_exec { @execs = count(); }' \
+  >"$WORK/a.out" 2>"$WORK/a.err" &
+other=$!
+for ((i = 0; i < 600; i++)); do
+  grep -q 'Attached' "$WORK/a.err" && break
+  sleep 0.1
+done
+"$LOUPE" -l 'fentry:bpf:*' >"$WORK/bpf.list"
+id=$(awk -F: '$4 == "tracepoint_sched_sched_process_exec" {print $3; exit}' "$WORK/bpf.list")
+trace "fexit:bpf:$id:tracepoint_sched_sched_process_exec { @[probe] = count(); } fentry:bpf:tracepoint_sched_sched_proc* { @entries = count(); }" \
+  '/bin/true; /bin/true'
+kill -INT "$other"
+wait "$other"
+if [ -n "$id" ]; then
+  check "fexit:bpf:ID:NAME and fentry:bpf:GLOB on another program's function" \
+    "^@\[fexit:bpf:$id:tracepoint_sched_sched_process_exec\]: [2-9]" '^@entries: [2-9]'
+else
+  fail "-l 'fentry:bpf:*' lists the other program's function" "$(head -c 600 "$WORK/bpf.list")"
+fi
+
 trace 'fentry:vfs_rea* /comm == "dd"/ { @[probe, func] = count(); }' \
   "$READ_IT"
 check "wildcard fentry:vfs_rea*" \
