@@ -191,9 +191,10 @@ static int emit_socket_cookie(Gen *g, Node *n) {
   return r;
 }
 
-/* skboutput("file.pcap", skb, len, offset): len bytes of the packet's
- * data after its first `offset` bytes, written to a pcap file (raw IP
- * frames) by user space; the value is bpf_skb_output's, 0 or a negative
+/* skboutput("file.pcap", skb, len, offset): the first len bytes of the
+ * packet's data, of which user space writes those after the first
+ * `offset` to a pcap file (raw IP frames: an offset of 14 leaves out an
+ * ethernet header, as bpftrace's reference shows with len skb->len); the value is bpf_skb_output's, 0 or a negative
  * errno. The kernel allows the helper in tracing programs alone. Each
  * call site is an entry of Compiled.skb_outputs (n->ival). */
 static void check_skboutput(Checker *c, Node *n) {
@@ -229,7 +230,7 @@ static void check_skboutput(Checker *c, Node *n) {
 }
 
 /* bpf_skb_output(skb, the perf event array, this CPU's slot and the bytes
- * to copy (offset + len, in the upper 32 bits), meta, sizeof meta). */
+ * to copy (len, in the upper 32 bits), meta, sizeof meta). */
 static int emit_skboutput(Gen *g, Node *n) {
   Node *skb = n->args->next, *len = skb->next;
   int meta = stack_alloc(g, (int)sizeof(SkbMeta));
@@ -237,7 +238,6 @@ static int emit_skboutput(Gen *g, Node *n) {
   emit_call(g, BPF_FUNC_ktime_get_ns);
   emit(g, I_STX(BPF_DW, BPF_REG_10, BPF_REG_0, meta + 8));
   int r = gen_int(g, len);
-  emit(g, I_ALU64_IMM(BPF_ADD, r, g->c->skb_outputs[n->ival].offset));
   emit(g, I_STX(BPF_DW, BPF_REG_10, r, meta + 16));
   reg_free(g, r);
   int p = gen_int(g, skb);

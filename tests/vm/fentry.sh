@@ -78,7 +78,7 @@ check "socket_cookie(args.sk) in fentry:tcp_v4_connect" '^cookie 1$'
 
 # a TCP SYN to 127.0.0.1: IP header (45...), its addresses, port 9
 ip link set lo up 2>/dev/null
-trace "fentry:__dev_queue_xmit { printf(\"ret %d\n\", skboutput(\"$WORK/syn.pcap\", args.skb, args.skb->len - 14, 14)); exit(); }" \
+trace "fentry:__dev_queue_xmit { printf(\"ret %d\n\", skboutput(\"$WORK/syn.pcap\", args.skb, args.skb->len, 14)); exit(); }" \
   "bash -c 'exec 3<>/dev/tcp/127.0.0.1/9' 2>/dev/null; true"
 check "skboutput() in fentry:__dev_queue_xmit returns 0" '^ret 0$'
 if od -A n -t x1 -j 40 -N 20 "$WORK/syn.pcap" | tr -d ' \n' | grep -qE '^45.{22}7f0000017f000001$' &&
