@@ -108,11 +108,22 @@ static bool want_entry(Checker *c, Node *n) {
   return true;
 }
 
-/* delete(): true if the entry was there (and is now gone). */
+/* delete(): true if the entry was there (and is now gone). Where its
+ * value is not used, a key that was not there is warned of at run time,
+ * as bpftrace's reference says (n->ival: the warning's PrintfDef is
+ * n->printf_id). */
 static void check_delete(Checker *c, Node *n) {
+  n->ival = 0;
   if (!want_entry(c, n)) return;
   n->type = ty_bool();
   n->args->map->may_miss = true;   /* so it stays a hash (map_layout) */
+  if (c->pass != 2 || c->d->no_warnings) return;
+  PrintfDef def = {.fmt = "Can't delete map element because it does not "
+                          "exist.\n",
+                   .span = n->span};
+  def.prefix = diag_prefix(c->d, n->span, "WARNING");
+  n->printf_id = add_printf_def(c, def);
+  n->ival = n->printf_id >= 0;
 }
 
 static void check_has_key(Checker *c, Node *n) {
@@ -157,17 +168,27 @@ static bool emit_zero_map(Gen *g, Node *n) {
   return false;
 }
 
-static bool emit_delete(Gen *g, Node *n) {
+static void emit_delete_call(Gen *g, Node *n) {
   int key = gen_key(g, n->args);
   emit_map(g, BPF_REG_1, n->args->map->id);
   emit_scratch(g, BPF_REG_2, key);
   emit_call(g, BPF_FUNC_map_delete_elem);
+}
+
+/* delete() as a statement: a key that was not there is warned of (with
+ * -k the helper's failure is reported instead). */
+static bool emit_delete(Gen *g, Node *n) {
+  emit_delete_call(g, n);
+  if (!n->ival || g->c->helper_errors) return false;
+  int deleted = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  emit_event(g, EV_WARNF, (uint32_t)n->printf_id);
+  patch_here(g, deleted);
   return false;
 }
 
 /* delete() as a value: the helper returns 0 once the entry is deleted. */
 static int emit_delete_value(Gen *g, Node *n) {
-  emit_delete(g, n);
+  emit_delete_call(g, n);
   int r = reg_alloc(g);
   emit(g, I_MOV64_IMM(r, 0));
   emit(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 1));

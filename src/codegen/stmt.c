@@ -547,6 +547,11 @@ void gen_while(Gen *g, Node *n) {
  * continues after it. Calls with no value, blocks and ternaries of them
  * are statements in disguise. */
 static bool gen_effect(Gen *g, Node *e) {
+  /* a call with a value that has a form of its own for when the value is
+   * not used (delete(): a warning when the key was not there) */
+  if (e->kind == N_CALL && e->type.kind != TY_VOID && e->builtin &&
+      e->builtin->emit_stmt)
+    return e->builtin->emit_stmt(g, e);
   if (e->kind == N_CALL && e->type.kind == TY_VOID) {
     const Builtin *b = e->builtin;
     if (b && b->emit_stmt) return b->emit_stmt(g, e);
