@@ -294,7 +294,8 @@ typedef struct Compiled {
   int nskb_outputs;
   int skb_output_fd;       /* the perf event array they send through
                               (MAP_ID_SKB_OUTPUT), created by load */
-  int perf_rb_pages;       /* its pages per CPU; 0: the default */
+  int perf_rb_pages;       /* its pages, all CPUs' together; 0: the
+                              default */
 } Compiled;
 
 /* Pseudo map ids used in LD_IMM64 map loads for the internal maps. */

@@ -912,10 +912,19 @@ int ctype_define_script_structs(Script *s, Diag *d) {
 /* ---- kernel functions BPF programs call (kfuncs) ----------------------- */
 
 int ctype_kernel_func_id(const char *name) {
+  /* each lookup walks all of BTF; check and codegen ask for the same few
+   * names again and again */
+  static struct FuncSeen { const char *name; int id; } seen[16];
+  static int nseen;
+  for (int i = 0; i < nseen; i++)
+    if (!strcmp(seen[i].name, name)) return seen[i].id;
   struct btf *btf = kernel_btf();
   if (!btf) return 0;
   int id = btf__find_by_name_kind(btf, name, BTF_KIND_FUNC);
-  return id > 0 ? id : 0;
+  if (id < 0) id = 0;
+  if (nseen < (int)(sizeof seen / sizeof seen[0]))
+    seen[nseen++] = (struct FuncSeen){xstrdup(name), id};
+  return id;
 }
 
 /* Per type id of the kernel's BTF: whether it is a FUNC that BTF tags

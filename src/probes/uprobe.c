@@ -213,10 +213,12 @@ static bool name_is(const char *pattern, bool wild, const char *name) {
  * qualifier its C++ name, with or without its parameter list (a symbol
  * that is no mangled C++ name stands for itself). On a match, label
  * (size bytes) gets the name its target shows: the symbol, or
- * "cpp:NAME". */
+ * "cpp:NAME"; and with full_out, *full_out the C++ name with its
+ * parameters (malloc'd; NULL if the symbol is not a mangled C++ name). */
 static bool func_matches(const Func *f, const char *pattern, bool cpp,
-                         char *label, size_t size) {
+                         char *label, size_t size, char **full_out) {
   bool wild = has_wildcard(pattern);
+  if (full_out) *full_out = NULL;
   if (!cpp) {
     snprintf(label, size, "%s", f->name);
     return name_is(pattern, wild, f->name);
@@ -228,7 +230,10 @@ static bool func_matches(const Func *f, const char *pattern, bool cpp,
              (full && name_is(pattern, wild, full));
   snprintf(label, size, "cpp:%s", name);
   free(plain);
-  free(full);
+  if (hit && full_out)
+    *full_out = full;
+  else
+    free(full);
   return hit;
 }
 
@@ -241,9 +246,9 @@ static int add_matches(AttachPoint *ap, const FuncList *l,
   char label[1024];
   for (int i = 0; i < l->n; i++) {
     const Func *f = &l->funcs[i];
-    if (func_matches(f, pattern, cpp, label, sizeof label)) {
+    char *full;
+    if (func_matches(f, pattern, cpp, label, sizeof label, &full)) {
       add_target(ap, shown_path, real_path, f, label, f->offset);
-      char *full = cpp ? usyms_demangle(f->name, true) : NULL;
       if (full) name_last_target(ap, full);   /* func: as usym() shows */
       free(full);
       found++;
@@ -275,7 +280,8 @@ static bool match_mapped(const char *path, void *arg) {
   char label[1024];
   if (m->list) {
     for (int i = 0; i < funcs.n; i++)
-      if (func_matches(&funcs.funcs[i], m->func, m->cpp, label, sizeof label))
+      if (func_matches(&funcs.funcs[i], m->func, m->cpp, label, sizeof label,
+                       NULL))
         fprintf(m->list, "%s:%s:%s\n", m->pname, path, label);
   } else {
     m->found += add_matches(m->ap, &funcs, path, real, m->func, m->cpp);
@@ -453,7 +459,7 @@ static void list_functions(const char *pname, const char *pattern,
   char label[1024];
   for (int i = 0; i < funcs.n; i++)
     if (func_matches(&funcs.funcs[i], func_pattern, cpp, label,
-                     sizeof label)) {
+                     sizeof label, NULL)) {
       fprintf(out, "%s:%s:%s\n", pname, shown, label);
       if (probe_list_verbose) list_params(real, funcs.funcs[i].name, out);
     }

@@ -120,6 +120,16 @@ static MapSym *map_new(const char *name, int nkeys, const Type *keys,
   return map_new_sized(name, nkeys, keys, value, size);
 }
 
+/* The kernel map m describes, into m->fd; exits if there can be none. */
+static void create_map(MapSym *m) {
+  m->fd = bpf_map_create(m->bpf_type, "test_print", m->key_size,
+                         m->value_size, m->max_entries, NULL);
+  if (m->fd < 0) {
+    fprintf(stderr, "bpf_map_create: %s (are you root?)\n", strerror(errno));
+    exit(2);
+  }
+}
+
 /* The same with the value size given (histograms). */
 static MapSym *map_new_sized(const char *name, int nkeys, const Type *keys,
                              Type value, int value_size) {
@@ -138,12 +148,7 @@ static MapSym *map_new_sized(const char *name, int nkeys, const Type *keys,
                                      : BPF_MAP_TYPE_HASH;
   m->value_size = value_size;
   m->max_entries = 64;
-  m->fd = bpf_map_create(m->bpf_type, "test_print", m->key_size,
-                         m->value_size, m->max_entries, NULL);
-  if (m->fd < 0) {
-    fprintf(stderr, "bpf_map_create: %s (are you root?)\n", strerror(errno));
-    exit(2);
-  }
+  create_map(m);
   return m;
 }
 
@@ -155,12 +160,7 @@ static MapSym *keyless_array_new(const char *name, Type value) {
   m->bpf_type = BPF_MAP_TYPE_PERCPU_ARRAY;
   m->key_size = 4;
   m->max_entries = 1;
-  m->fd = bpf_map_create(m->bpf_type, "test_print", m->key_size,
-                         m->value_size, m->max_entries, NULL);
-  if (m->fd < 0) {
-    fprintf(stderr, "bpf_map_create: %s (are you root?)\n", strerror(errno));
-    exit(2);
-  }
+  create_map(m);
   return m;
 }
 
