@@ -63,6 +63,11 @@ static const struct btf *vmlinux_btf(void) {
   return n > 0 ? kb[0].btf : NULL;
 }
 
+int iter_btf_id(const char *name) {
+  const struct btf *btf = vmlinux_btf();
+  return btf ? iter_func(btf, name) : 0;
+}
+
 /* Calls fn for each iterator name, in BTF order. */
 static void each_iter(const struct btf *btf,
                       void (*fn)(const struct btf *btf, const char *name,

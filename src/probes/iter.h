@@ -7,4 +7,8 @@
  * the program wrote for as many objects as fit; 0 at the end. */
 int iter_open(int prog_fd);
 
+/* The BTF id of vmlinux's bpf_iter_NAME when NAME is an iterator loupe
+ * can run, else 0. */
+int iter_btf_id(const char *name);
+
 #endif

@@ -3,6 +3,7 @@
  * (loading a tiny program, creating a map) rather than by its version. */
 #include "runtime/info.h"
 #include "runtime/load.h"
+#include "probes/iter.h"
 
 #include <stdbool.h>
 #include <stdio.h>
@@ -38,6 +39,23 @@ static bool loads(enum bpf_prog_type type, int attach) {
   return fd >= 0;
 }
 
+/* Whether the kernel loads a program for iterator NAME (one loupe can
+ * run: iter_btf_id). */
+static bool iter_loads(const char *name) {
+  int id = iter_btf_id(name);
+  if (id <= 0) return false;
+  struct bpf_insn insns[] = {
+      {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0},
+      {.code = BPF_JMP | BPF_EXIT},
+  };
+  LIBBPF_OPTS(bpf_prog_load_opts, opts,
+              .expected_attach_type = BPF_TRACE_ITER,
+              .attach_btf_id = (__u32)id);
+  int fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", insns, 2, &opts);
+  if (fd >= 0) close(fd);
+  return fd >= 0;
+}
+
 static bool helper(enum bpf_prog_type type, enum bpf_func_id id) {
   return libbpf_probe_bpf_helper(type, id, NULL) == 1;
 }
@@ -57,6 +75,7 @@ static void print_helpers(FILE *out) {
       {"jiffies64", BPF_FUNC_jiffies64},
       {"for_each_map_elem", BPF_FUNC_for_each_map_elem},
       {"ringbuf_output", BPF_FUNC_ringbuf_output},
+      {"lookup_percpu_elem", BPF_FUNC_map_lookup_percpu_elem},
   };
   fprintf(out, "Kernel helpers\n");
   for (size_t i = 0; i < sizeof h / sizeof h[0]; i++)
@@ -65,8 +84,24 @@ static void print_helpers(FILE *out) {
                    helper(BPF_PROG_TYPE_TRACING, h[i].id)));
 }
 
+/* Whether the kernel loads a program with a bounded loop (Linux 5.3):
+ * r0 counts down from 3 to 0. */
+static bool loops_load(void) {
+  struct bpf_insn insns[] = {
+      {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0, .imm = 3},
+      {.code = BPF_ALU64 | BPF_SUB | BPF_K, .dst_reg = BPF_REG_0, .imm = 1},
+      {.code = BPF_JMP | BPF_JNE | BPF_K, .dst_reg = BPF_REG_0, .off = -2},
+      {.code = BPF_JMP | BPF_EXIT},
+  };
+  int fd = bpf_prog_load(BPF_PROG_TYPE_RAW_TRACEPOINT, NULL, "GPL", insns, 4,
+                         NULL);
+  if (fd >= 0) close(fd);
+  return fd >= 0;
+}
+
 static void print_features(FILE *out) {
   fprintf(out, "\nKernel features\n");
+  fprintf(out, "  Loop support: %s\n", yes_no(loops_load()));
   fprintf(out, "  btf: %s\n",
           yes_no(access("/sys/kernel/btf/vmlinux", R_OK) == 0));
   fprintf(out, "  kprobes: %s\n",
@@ -86,6 +121,9 @@ static void print_features(FILE *out) {
           yes_no(loads(BPF_PROG_TYPE_RAW_TRACEPOINT, 0)));
   fprintf(out, "  get_current_comm zero-pads: %s\n",
           yes_no(kernel_pads_comm()));
+  static const char *const iters[] = {"task", "task_file", "task_vma"};
+  for (size_t i = 0; i < sizeof iters / sizeof *iters; i++)
+    fprintf(out, "  iter:%s: %s\n", iters[i], yes_no(iter_loads(iters[i])));
 }
 
 static void print_maps(FILE *out) {
@@ -112,7 +150,8 @@ int print_info(FILE *out, const char *version) {
   if (uname(&u) == 0)
     fprintf(out, "  OS: %s %s %s\n  Arch: %s\n", u.sysname, u.release,
             u.version, u.machine);
-  fprintf(out, "\nBuild\n  version: v%s\n  libbpf: %d.%d\n\n", version,
+  fprintf(out, "\nBuild\n  version: v%s\n  libbpf: %d.%d\n"
+          "  libdw (DWARF support): yes\n\n", version,
           LIBBPF_MAJOR_VERSION, LIBBPF_MINOR_VERSION);
   if (geteuid() != 0) {
     fprintf(out, "(the kernel's BPF features need root to be probed)\n");
