@@ -189,7 +189,7 @@ typedef struct Options {
   bool show_programs;      /* -d, -v: print the programs as assembly */
   bool no_warnings;        /* --no-warnings */
   const char *probe_filter;  /* --probe-filter REGEX */
-  bool bench;              /* --mode bench */
+  RunMode mode;            /* --mode */
   bool unsafe;             /* --unsafe: allow system() and signal() */
   const char *command;     /* -c: run this, trace until it exits */
   int pid;                 /* -p: trace only this process; 0: none */
@@ -405,9 +405,9 @@ static void parse_options(int argc, char **argv, Options *o) {
                 "'%s'\n", optarg);
         exit(1);
       }
-      o->bench = !strcmp(optarg, "bench");
+      o->mode = !strcmp(optarg, "bench") ? MODE_BENCH : MODE_RUN;
       break;
-    case OPT_BENCH: o->bench = true; break;   /* the reference's spelling */
+    case OPT_BENCH: o->mode = MODE_BENCH; break;   /* the reference's spelling */
     /* the kernel raises usdt semaphores in every process (uprobe reference
      * counters), which is what this asks bpftrace to do by hand */
     case OPT_USDT_FILE_ACTIVATION: break;
@@ -678,7 +678,7 @@ static int attach_and_run(Compiled *c, const Options *o, FILE *out, Diag *d) {
   RunOptions run_opts = {.out = out, .out_name = o->out_path,
                          .timeout_ms = 0, .format = o->format,
                          .child_pid = child.pid, .child_go_fd = child.go_fd,
-                         .target_pid = o->pid, .bench = o->bench};
+                         .target_pid = o->pid, .mode = o->mode};
   child.go_fd = -1;   /* the run releases (and closes) it */
   Run *run = run_begin(c, &run_opts);
   if (!run) return 1;
@@ -843,7 +843,7 @@ int main(int argc, char **argv) {
   parse_options(argc, argv, &o);
   probe_target_pid = o.pid;
   probe_unsafe = o.unsafe;
-  probe_bench_mode = o.bench;
+  probe_mode = o.mode;
   /* -l -p PID: the process's probes, its uprobes */
   if (o.list && o.pid && !o.list_pattern) o.list_pattern = "uprobe:*:*,usdt:*";
   probe_list_verbose = o.list && o.show_programs;   /* -lv */

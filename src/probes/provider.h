@@ -131,8 +131,10 @@ bool uprobe_in_target_tree(const char *path, char *real);
  * can be read (kprobe.c). */
 bool kernel_function_known(const char *name);
 
-/* --mode bench: bench probes have targets (else they are left out). */
-extern bool probe_bench_mode;
+/* --mode: in bench mode bench probes have targets, in test mode test
+ * probes do; otherwise they are left out. Set by main before expanding. */
+typedef enum RunMode { MODE_RUN, MODE_BENCH, MODE_TEST } RunMode;
+extern RunMode probe_mode;
 
 /* --unsafe: uprobes may go where loupe cannot check the bounds (symbols
  * of size 0), kprobes on functions that can stall the kernel or that the

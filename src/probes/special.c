@@ -55,16 +55,20 @@ const Provider end_provider = {
     .list = special_list,
 };
 
-bool probe_bench_mode;
+RunMode probe_mode;
 
-static int bench_expand(AttachPoint *ap, Diag *d) {
+/* bench:NAME and test:NAME: a probe of the mode's kind has its target
+ * (the event is NAME); in another mode it is left out. */
+static int mode_probe_expand(AttachPoint *ap, Diag *d) {
+  const char *kind = ap->prov->name;
   if (ap->nparts != 1 || !*ap->parts[0]) {
-    diag_error(d, ap->span, "bench probe type requires 1 argument");
+    diag_error(d, ap->span, "%s probe type requires 1 argument", kind);
     return -1;
   }
-  if (!probe_bench_mode) return 0;   /* no target: the probe is left out */
+  RunMode want = !strcmp(kind, "bench") ? MODE_BENCH : MODE_TEST;
+  if (probe_mode != want) return 0;   /* no target: the probe is left out */
   char name[512];
-  snprintf(name, sizeof name, "bench:%s", ap->parts[0]);
+  snprintf(name, sizeof name, "%s:%s", kind, ap->parts[0]);
   one_target(ap, name, ap->parts[0]);
   return 0;
 }
@@ -73,7 +77,7 @@ const Provider bench_provider = {
     .name = "bench",
     .alias = NULL,
     .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
-    .expand = bench_expand,
+    .expand = mode_probe_expand,
     .attach = NULL,
     .list = special_list,
 };

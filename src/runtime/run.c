@@ -72,7 +72,7 @@ typedef struct RunState {
   int child_pid;     /* the -c command while it runs, else <= 0 */
   int target_pid;    /* -p: the traced process, else 0 */
   int target_fd;     /* its pidfd (readable once it exits), else -1 */
-  bool bench;        /* --mode bench */
+  RunMode mode;      /* --mode */
   uint64_t *seen;    /* each loupe_counts slot as last reported */
   long long drain_until;  /* after Ctrl-C: queued records are handled
                              until this time (ms), then dropped */
@@ -379,10 +379,11 @@ typedef struct BenchResult {
   long runs;
 } BenchResult;
 
-static const char *bench_name(const BpfProg *p) {
+/* NAME of the bench:NAME or test:NAME probe (kind) program p is for. */
+static const char *mode_probe_name(const BpfProg *p, const char *kind) {
   const AttachPoint *ap = p->ap ? p->ap : p->probe ? p->probe->aps : NULL;
   for (; ap; ap = ap->next)
-    if (ap->targets && ap->prov && !strcmp(ap->prov->name, "bench"))
+    if (ap->targets && ap->prov && !strcmp(ap->prov->name, kind))
       return ap->targets->event;
   return "?";
 }
@@ -394,7 +395,7 @@ static BenchResult bench_one(RunState *st, struct ring_buffer *rb,
   uint64_t args[RAW_TP_MAX_ARGS] = {0};
   LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = args,
               .ctx_size_in = sizeof args);
-  BenchResult r = {bench_name(p), 0, 0};
+  BenchResult r = {mode_probe_name(p, "bench"), 0, 0};
   long long start = now_ns(), spent = 0;
   while (r.runs < BENCH_MAX_RUNS && spent < BENCH_NS && !st->exit_seen &&
          !loupe_stop_requested) {
@@ -642,7 +643,7 @@ Run *run_begin(Compiled *c, const RunOptions *opts) {
                      .out_name = opts->out_name ? opts->out_name : "stdout",
                      .format = opts->format, .child_pid = opts->child_pid,
                      .target_pid = opts->target_pid, .target_fd = -1,
-                     .bench = opts->bench};
+                     .mode = opts->mode};
   r->st.seen = calloc(c->ncounts > 0 ? (size_t)c->ncounts : 1, sizeof(uint64_t));
 #ifdef SYS_pidfd_open
   if (opts->target_pid > 0)
@@ -699,7 +700,7 @@ void run_wait(Run *r) {
   }
   /* With only BEGIN and END there is nothing to wait for, unless a -c
    * command runs: then the script lasts as long as the command. */
-  if (st->bench)
+  if (st->mode == MODE_BENCH)
     run_benches(st, r->rb);
   else if (has_iter(st->c))
     run_iters(st, r->rb);

@@ -7,6 +7,7 @@
 
 #include "runtime/print.h"
 #include "codegen/program.h"
+#include "probes/provider.h"
 
 typedef struct RunOptions {
   FILE *out;            /* stdout or -o FILE */
@@ -16,7 +17,7 @@ typedef struct RunOptions {
   int child_pid;        /* -c: the command's pid, or <= 0 */
   int child_go_fd;      /* -c: write a byte after BEGIN to start it; -1 */
   int target_pid;       /* -p: stop when this process exits; 0: none */
-  bool bench;           /* --mode bench: run the bench probes, not the
+  RunMode mode;         /* --mode bench: run the bench probes, not the
                            event loop, and print their times */
 } RunOptions;
 
