@@ -105,11 +105,18 @@ static const char usage_text[] =
     "                   helpers) and each read of a map entry that does\n"
     "                   not exist, as a warning with its place in the\n"
     "                   script (with -f json, a helper_error record)\n"
-    "    --mode MODE    'run' (default), or 'bench': run BEGIN, then each\n"
+    "    --mode MODE    'run' (default); 'bench': run BEGIN, then each\n"
     "                   bench:NAME probe many times, print the average time\n"
     "                   of one run (with the system call that runs it),\n"
-    "                   then run END; without it bench probes are ignored\n"
+    "                   then run END; 'test': run BEGIN, then each\n"
+    "                   test:NAME probe once, print PASS or FAIL for each\n"
+    "                   (a test fails if it returns non-zero, reports an\n"
+    "                   error or calls exit() with a non-zero code; only a\n"
+    "                   failed test's output is shown) and exit with 1 if\n"
+    "                   any failed; bench and test probes are ignored in\n"
+    "                   the other modes\n"
     "    --bench        the same as --mode bench\n"
+    "    --test         the same as --mode test\n"
     "    --probe-filter REGEX\n"
     "                   attach only the probes whose full names\n"
     "                   (\"interval:ms:200\", \"tracepoint:sched:sched_switch\")\n"
@@ -270,7 +277,7 @@ static int parse_pid(const char *arg) {
 }
 
 /* Long options without a short form, beyond every char value. */
-enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_PROBE_FILTER, OPT_MODE, OPT_BENCH, OPT_INFO,
+enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_PROBE_FILTER, OPT_MODE, OPT_BENCH, OPT_TEST, OPT_INFO,
        OPT_USDT_FILE_ACTIVATION, OPT_FLAMEGRAPH, OPT_INCLUDE,
        OPT_TRACEABLE_FUNCTIONS };
 
@@ -304,6 +311,7 @@ static void parse_options(int argc, char **argv, Options *o) {
       {"probe-filter", required_argument, NULL, OPT_PROBE_FILTER},
       {"mode", required_argument, NULL, OPT_MODE},
       {"bench", no_argument, NULL, OPT_BENCH},
+      {"test", no_argument, NULL, OPT_TEST},
       {"pid", required_argument, NULL, 'p'},
       {"cmd", required_argument, NULL, 'c'},
       {"output", required_argument, NULL, 'o'},
@@ -400,14 +408,19 @@ static void parse_options(int argc, char **argv, Options *o) {
       break;
     }
     case OPT_MODE:
-      if (strcmp(optarg, "run") && strcmp(optarg, "bench")) {
-        fprintf(stderr, "loupe: --mode must be 'run' or 'bench', not "
-                "'%s'\n", optarg);
+      if (strcmp(optarg, "run") && strcmp(optarg, "bench") &&
+          strcmp(optarg, "test")) {
+        fprintf(stderr, "loupe: --mode must be 'run', 'bench' or 'test', "
+                "not '%s'\n", optarg);
         exit(1);
       }
-      o->mode = !strcmp(optarg, "bench") ? MODE_BENCH : MODE_RUN;
+      o->mode = !strcmp(optarg, "bench")  ? MODE_BENCH
+                : !strcmp(optarg, "test") ? MODE_TEST
+                                          : MODE_RUN;
       break;
-    case OPT_BENCH: o->mode = MODE_BENCH; break;   /* the reference's spelling */
+    /* the reference's spellings */
+    case OPT_BENCH: o->mode = MODE_BENCH; break;
+    case OPT_TEST: o->mode = MODE_TEST; break;
     /* the kernel raises usdt semaphores in every process (uprobe reference
      * counters), which is what this asks bpftrace to do by hand */
     case OPT_USDT_FILE_ACTIVATION: break;

@@ -36,6 +36,7 @@ extern const Provider usdt_provider;
 extern const Provider begin_provider;
 extern const Provider end_provider;
 extern const Provider bench_provider;
+extern const Provider test_provider;
 extern const Provider self_provider;
 
 /* ---- providers loupe knows by name but does not implement yet ------- */
@@ -59,7 +60,7 @@ UNSUPPORTED(asyncwatchpoint_provider, "asyncwatchpoint", "aw");
 
 const Provider *const providers[] = {
     &begin_provider,     &end_provider,       &bench_provider,
-    &self_provider,
+    &test_provider,      &self_provider,
     &interval_provider,  &profile_provider,
     &software_provider,  &hardware_provider,
     &tracepoint_provider,

@@ -1,11 +1,14 @@
-/* special: the BEGIN and END probes, bench:NAME and self:signal:SIGUSR1.
+/* special: the BEGIN and END probes, bench:NAME, test:NAME and
+ * self:signal:SIGUSR1.
  *
  * They attach to nothing. Their programs load as raw tracepoint programs,
  * which the kernel lets user space run directly (BPF_PROG_TEST_RUN), so
  * the run stage executes BEGIN before the event loop and END after it.
  * Under --mode bench, the run stage runs each bench probe many times
  * instead of waiting for events and prints how long one run took;
- * otherwise bench probes are left out, as bpftrace ignores them.
+ * otherwise bench probes are left out, as bpftrace ignores them. Test
+ * probes likewise run once each under --mode test, and are left out
+ * otherwise.
  * self:signal:SIGUSR1 runs whenever loupe receives SIGUSR1. */
 #include <linux/bpf.h>
 #include <stdlib.h>
@@ -75,6 +78,15 @@ static int mode_probe_expand(AttachPoint *ap, Diag *d) {
 
 const Provider bench_provider = {
     .name = "bench",
+    .alias = NULL,
+    .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
+    .expand = mode_probe_expand,
+    .attach = NULL,
+    .list = special_list,
+};
+
+const Provider test_provider = {
+    .name = "test",
     .alias = NULL,
     .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
     .expand = mode_probe_expand,

@@ -78,6 +78,8 @@ typedef struct RunState {
                              until this time (ms), then dropped */
   unsigned long long dropped;  /* records dropped once drain_until passed */
   SkbWriter *skb;    /* skboutput()'s packets to their files, or NULL */
+  int errors;        /* errorf() records handled (test mode's verdict) */
+  int tests_failed;  /* --mode test: test probes that failed */
 } RunState;
 
 /* Handles one ring buffer record: an EventHeader and its payload. Drops
@@ -192,6 +194,11 @@ static long long now_ms(void);
 
 static int on_record(void *ctx, void *data, size_t size) {
   RunState *st = ctx;
+  EventHeader h;
+  if (size >= sizeof h && !st->exit_seen) {
+    memcpy(&h, data, sizeof h);
+    if (h.kind == EV_ERRORF) st->errors++;
+  }
   /* nobody reads what it prints, or it cannot be written */
   if (loupe_output_closed || st->write_error) return -EPIPE;
   if (st->drain_until && now_ms() >= st->drain_until) {
@@ -443,6 +450,114 @@ static void run_benches(RunState *st, struct ring_buffer *rb) {
             results[i].ns_per_run, results[i].runs);
   flush_output(st);
   free(results);
+}
+
+/* ---- test probes ------------------------------------------------------- */
+
+/* After a test called exit(): the other probes, and the next test, run
+ * again (the programs check the script's exit flag first). */
+static void clear_exit_flag(const Compiled *c) {
+  for (int i = 0; i < c->nmaps; i++) {
+    const MapSym *m = c->maps[i];
+    if (m && m->fd >= 0 && !strcmp(m->name, EXITED_MAP_NAME)) {
+      uint32_t key = 0;
+      uint64_t zero = 0;
+      bpf_map_update_elem(m->fd, &key, &zero, BPF_ANY);
+    }
+  }
+}
+
+/* Runs test program p once, with what it prints (on the output and on
+ * stderr) held in a temporary file; says whether it passed: it returned
+ * 0, reported no error (errorf(), a failed assert()) and did not call
+ * exit() with a code other than 0. A failed test's output follows its
+ * FAIL line; a passing test's is dropped. */
+static bool test_one(RunState *st, struct ring_buffer *rb, const BpfProg *p) {
+  const char *name = mode_probe_name(p, "test");
+  FILE *held = tmpfile(), *out = st->out;
+  int saved_err = -1;
+  fflush(out);
+  fflush(stderr);
+  if (held) {
+    saved_err = dup(STDERR_FILENO);
+    if (saved_err >= 0) dup2(fileno(held), STDERR_FILENO);
+    st->out = held;
+  }
+  uint64_t args[RAW_TP_MAX_ARGS] = {0};
+  LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = args,
+              .ctx_size_in = sizeof args);
+  st->errors = 0;
+  bool ran = bpf_prog_test_run_opts(p->fd, &opts) == 0;
+  int err = errno;
+  drain(st, rb);
+  int exit_code = st->exit_seen ? st->exit_seen - 1 : 0;
+  bool exited = st->exit_seen != 0;
+  st->exit_seen = 0;
+  if (exited) clear_exit_flag(st->c);
+  if (held) {
+    fflush(held);
+    if (saved_err >= 0) {
+      dup2(saved_err, STDERR_FILENO);
+      close(saved_err);
+    }
+    st->out = out;
+  }
+  bool passed = ran && opts.retval == 0 && st->errors == 0 && exit_code == 0;
+  if (st->format == OUT_JSON) {
+    fprintf(out, "{\"type\": \"test_result\", \"data\": {");
+    print_json_string(name, strlen(name), out);
+    fprintf(out, ": {\"passed\": %s, \"retval\": %lld, \"errors\": %d",
+            passed ? "true" : "false", ran ? (long long)(int32_t)opts.retval : 0LL,
+            st->errors);
+    if (exited) fprintf(out, ", \"exit\": %d", exit_code);
+    fprintf(out, "}}}\n");
+  } else if (passed) {
+    fprintf(out, "PASS test:%s\n", name);
+  } else {
+    /* why, each reason after ": " or ", " */
+    char why[256] = ", failed";
+    int n = 0;
+    if (!ran)
+      n += snprintf(why + n, sizeof why - n, ", could not run it: %s",
+                    strerror(err));
+    else if (opts.retval != 0)
+      n += snprintf(why + n, sizeof why - n, ", returned %d",
+                    (int32_t)opts.retval);
+    if (st->errors)
+      n += snprintf(why + n, sizeof why - n, ", %d error%s", st->errors,
+                    st->errors == 1 ? "" : "s");
+    if (exit_code) snprintf(why + n, sizeof why - n, ", exit(%d)", exit_code);
+    fprintf(out, "FAIL test:%s: %s\n", name, why + 2);
+  }
+  if (held && !passed) {
+    rewind(held);
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, held)) > 0) fwrite(buf, 1, n, out);
+  }
+  if (held) fclose(held);
+  flush_output(st);
+  return passed;
+}
+
+/* Runs the test probes once each, in script order, and says how many
+ * passed; a failure makes the exit status 1. None runs when BEGIN called
+ * exit(). */
+static void run_tests(RunState *st, struct ring_buffer *rb) {
+  int passed = 0, failed = 0;
+  if (st->exit_seen) return;   /* BEGIN called exit() */
+  for (int i = 0; i < st->c->nprogs && !loupe_stop_requested; i++) {
+    const BpfProg *p = &st->c->progs[i];
+    if (!prog_is(p, "test") || p->fd < 0) continue;
+    if (test_one(st, rb, p))
+      passed++;
+    else
+      failed++;
+  }
+  st->tests_failed = failed;
+  if (st->format != OUT_JSON)
+    fprintf(st->out, "%d passed, %d failed\n", passed, failed);
+  flush_output(st);
 }
 
 /* ---- iterators ---------------------------------------------------------- */
@@ -702,6 +817,8 @@ void run_wait(Run *r) {
    * command runs: then the script lasts as long as the command. */
   if (st->mode == MODE_BENCH)
     run_benches(st, r->rb);
+  else if (st->mode == MODE_TEST)
+    run_tests(st, r->rb);
   else if (has_iter(st->c))
     run_iters(st, r->rb);
   else if (st->child_pid > 0 || st->target_pid > 0 || !only_begin_end(st->c))
@@ -728,7 +845,7 @@ int run_finish(Run *r) {
 
   if (!st->c->no_exit_print) print_all_maps_as(st->c, st->format, st->out);
   flush_output(st);
-  if (st->write_error) status = 1;
+  if (st->write_error || st->tests_failed) status = 1;
   run_abandon(r);
   return status;
 }
