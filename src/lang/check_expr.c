@@ -617,29 +617,14 @@ static bool scalar_type_named(Checker *c, const char *name, Span at,
 }
 
 /* A declared struct, union or array ("struct Foo", "struct Foo *[2]"):
- * a value of that C type. False if name is none of these. */
-static bool value_type_named(Checker *c, const char *name, Span at,
-                             Type *out) {
-  const char *dims = strchr(name, '[');
-  char base[256], err[200];
-  snprintf(base, sizeof base, "%.*s",
-           (int)(dims ? (size_t)(dims - name) : strlen(name)), name);
-  const CType *ct = ctype_parse(base, err, sizeof err);
-  if (!ct && dims) {
-    error_at(c, at, "%s", err);   /* the element type is unknown */
+ * a value of that C type. False if name is none of these (a pointer, an
+ * integer, or no type: scalar_type_named says which). */
+static bool value_type_named(const char *name, Type *out) {
+  char err[200];
+  const CType *ct = ctype_parse(name, err, sizeof err);
+  if (!ct || (ct->kind != C_STRUCT && ct->kind != C_UNION &&
+              ct->kind != C_ARRAY))
     return false;
-  }
-  if (!ct || (!dims && ct->kind != C_STRUCT && ct->kind != C_UNION))
-    return false;
-  int n[8], k = 0;
-  for (const char *p = dims; p && *p == '[' && k < 8; p = strchr(p, ']') + 1)
-    n[k++] = atoi(p + 1);
-  for (int i = k - 1; i >= 0; i--) {
-    CType *arr = ctype_new(C_ARRAY, NULL, ct->size * n[i], ct->align);
-    arr->target = ct;
-    arr->nelems = n[i];
-    ct = arr;
-  }
   *out = (Type){.kind = TY_CVAL, .size = ct->size, .ctype = ct};
   return ct->size > 0;
 }
@@ -651,8 +636,7 @@ bool type_named(Checker *c, const char *name, Span at, Type *out) {
     *out = ty_str(c->strlen + 1);   /* what str() gives */
     return true;
   }
-  if (value_type_named(c, name, at, out)) return true;
-  if (strchr(name, '[')) return false;   /* reported */
+  if (value_type_named(name, out)) return true;
   Type none = {0};
   return scalar_type_named(c, name, at, at, space_of(c, none), out);
 }
@@ -681,7 +665,8 @@ bool type_given(Checker *c, const char *name, Node *expr, Span at,
  * left out, is what fills it). False if the cast is not to an array. */
 static bool check_array_cast(Checker *c, Node *n) {
   const char *dims = strchr(n->name, '[');
-  if (!dims) return false;
+  size_t len = strlen(n->name);
+  if (!dims || n->name[len - 1] != ']') return false;   /* T[4]*: a pointer */
   Type from = n->lhs->type;
   if (from.kind == TY_NONE) return true;
   char elem_name[200], err[200], name[256];
@@ -707,7 +692,7 @@ static bool check_array_cast(Checker *c, Node *n) {
     return true;
   }
   snprintf(name, sizeof name, "%s[%d]", elem_name, count);
-  value_type_named(c, name, n->part_span, &n->type);
+  value_type_named(name, &n->type);
   return true;
 }
 

@@ -547,24 +547,39 @@ static bool is_qualifier(const char *w) {
          !strcmp(w, "restrict") || !strcmp(w, "__restrict");
 }
 
-/* Splits "struct file **" into words (copied into buf) and a count of
- * trailing '*'s, dropping qualifiers. False if the text is not of that
- * shape. */
+#define MAX_TYPE_MODS 16
+
+/* Splits "struct file **" or "int32[4] *" into words (copied into buf),
+ * dropping qualifiers, and the modifiers after them, in order, each '*'
+ * as -1 and each "[N]" as N (N > 0): bpftrace's postfix type syntax, read
+ * left to right ("int32 *[4]" is an array of 4 pointers, "int32[4] *" a
+ * pointer to an array of 4). False if the text is not of that shape. */
 static bool split_type_text(const char *text, char *buf, size_t buflen,
-                            char **words, int *nwords, int *nstars) {
+                            char **words, int *nwords, int *mods,
+                            int *nmods) {
   size_t used = 0;
-  *nwords = *nstars = 0;
+  *nwords = *nmods = 0;
   for (const char *p = text; *p;) {
     if (isspace((unsigned char)*p)) {
       p++;
-    } else if (*p == '*') {
-      ++*nstars;
-      p++;
+    } else if (*p == '*' || *p == '[') {
+      if (*nmods == MAX_TYPE_MODS) return false;
+      if (*p == '*') {
+        mods[(*nmods)++] = -1;
+        p++;
+        continue;
+      }
+      char *end;
+      long n = strtol(p + 1, &end, 10);
+      if (end == p + 1 || *end != ']' || n <= 0 || n > (1 << 20))
+        return false;
+      mods[(*nmods)++] = (int)n;
+      p = end + 1;
     } else if (isalnum((unsigned char)*p) || *p == '_') {
       const char *start = p;
       while (isalnum((unsigned char)*p) || *p == '_') p++;
       size_t n = (size_t)(p - start);
-      if (*nstars || *nwords == MAX_TYPE_WORDS || used + n + 1 > buflen)
+      if (*nmods || *nwords == MAX_TYPE_WORDS || used + n + 1 > buflen)
         return false;
       char *w = buf + used;
       memcpy(w, start, n);
@@ -648,8 +663,9 @@ static const CType *parse_uncached(const char *text, char *err,
                                    size_t errlen) {
   char buf[256];
   char *words[MAX_TYPE_WORDS];
-  int nwords, nstars;
-  if (!split_type_text(text, buf, sizeof buf, words, &nwords, &nstars)) {
+  int nwords, mods[MAX_TYPE_MODS], nmods;
+  if (!split_type_text(text, buf, sizeof buf, words, &nwords, mods,
+                       &nmods)) {
     set_err(err, errlen, "Invalid type: '%s'", text);
     return NULL;
   }
@@ -668,7 +684,8 @@ static const CType *parse_uncached(const char *text, char *err,
     size_t used = strlen(err);
     snprintf(err + used, errlen - used, " (%s)", reg.btf_error);
   }
-  for (int i = 0; t && i < nstars; i++) t = ctype_pointer_to(t);
+  for (int i = 0; t && i < nmods; i++)
+    t = mods[i] < 0 ? ctype_pointer_to(t) : ctype_array_of(t, mods[i]);
   return t;
 }
 
@@ -777,17 +794,18 @@ static const CType *member_type(const StructField *sf, Diag *d) {
   if (!t) {
     /* C allows pointers to structs declared nowhere; they stay opaque. */
     char buf[256], *words[MAX_TYPE_WORDS];
-    int nwords, nstars;
-    if (split_type_text(sf->type, buf, sizeof buf, words, &nwords,
+    int nwords, mods[MAX_TYPE_MODS], nstars;
+    if (split_type_text(sf->type, buf, sizeof buf, words, &nwords, mods,
                         &nstars) &&
-        nstars > 0 && nwords == 2 &&
+        nstars > 0 && mods[0] < 0 && nwords == 2 &&
         (!strcmp(words[0], "struct") || !strcmp(words[0], "union"))) {
       CType *opaque = new_type(!strcmp(words[0], "union") ? C_UNION : C_STRUCT,
                                words[1], 0, 1);
       opaque->incomplete = true;
       opaque->fields_done_ = true;
       t = opaque;
-      for (int i = 0; i < nstars; i++) t = ctype_pointer_to(t);
+      for (int i = 0; i < nstars; i++)
+        t = mods[i] < 0 ? ctype_pointer_to(t) : ctype_array_of(t, mods[i]);
       return t;
     }
     diag_error(d, sf->type_span, "%s", err);

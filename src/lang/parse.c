@@ -182,26 +182,25 @@ static Node *cast_operand(Parser *P, Span open, char *type, Node *of) {
   return n;
 }
 
+static void parse_array_dims(Parser *P, char **text, Span *at);
+
 /* After '(' with a type word next: the type up to ')', then the operand.
- * An array type, "(int8[8])x" or "(uint8[])x", keeps its brackets. */
+ * An array type, "(int8[8])x" or "(uint8[])x", keeps its brackets, and
+ * the postfix modifiers after them ("(int32[4] *)p") their order. */
 static Node *parse_cast(Parser *P, Span open) {
   Span type_span;
   char *type = parse_type_text(P, &type_span);
-  if (is_punct(P, '[')) {
+  if (is_punct(P, '[') && peek(P).kind == TK_PUNCT && peek(P).op == ']') {
     next(P);
-    char dims[32] = "[]";
-    if (P->tok.kind == TK_INT) {
-      snprintf(dims, sizeof dims, "[%llu]", (unsigned long long)P->tok.ival);
-      next(P);
-    }
-    expect(P, ']', "]");
-    char *whole = malloc(strlen(type) + strlen(dims) + 1);
+    next(P);
+    char *whole = malloc(strlen(type) + 3);
     if (!whole) abort();
     strcpy(whole, type);
-    strcat(whole, dims);
+    strcat(whole, "[]");
     free(type);
     type = whole;
   }
+  parse_array_dims(P, &type, &type_span);
   return cast_operand(P, open, type, NULL);
 }
 
@@ -216,8 +215,6 @@ static bool starts_type(Parser *P) {
   Token after = peek(P);
   return after.kind == TK_PUNCT && (after.op == ')' || after.op == '*');
 }
-
-static void parse_array_dims(Parser *P, char **text, Span *at);
 
 /* sizeof(TYPE), sizeof(TYPE[N]) or sizeof(expr), after the keyword. */
 static Node *parse_sizeof(Parser *P) {
@@ -849,17 +846,24 @@ static Node *parse_simple_stmt(Parser *P);
 
 /* A declared type's array dimensions, "[2][3]", appended to its text. */
 static void parse_array_dims(Parser *P, char **text, Span *at) {
-  while (is_punct(P, '[')) {
-    next(P);
-    if (P->tok.kind != TK_INT) unexpected(P, "array size");
+  while (is_punct(P, '[') || is_punct(P, '*')) {
+    bool star = is_punct(P, '*');
     size_t len = strlen(*text) + 24;
     char *grown = malloc(len);
     if (!grown) abort();
-    snprintf(grown, len, "%s[%llu]", *text, (unsigned long long)P->tok.ival);
+    if (star) {
+      snprintf(grown, len, "%s *", *text);
+      *at = span_join(*at, P->tok.span);
+      next(P);
+    } else {
+      next(P);
+      if (P->tok.kind != TK_INT) unexpected(P, "array size");
+      snprintf(grown, len, "%s[%llu]", *text, (unsigned long long)P->tok.ival);
+      next(P);
+      *at = span_join(*at, expect(P, ']', "]"));
+    }
     free(*text);
     *text = grown;
-    next(P);
-    *at = span_join(*at, expect(P, ']', "]"));
   }
 }
 
