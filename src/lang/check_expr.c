@@ -1042,6 +1042,8 @@ static void check_sizeof(Checker *c, Node *n) {
     } else {
       check_expr(c, n->lhs);
       t = n->lhs->type;
+      /* not folded yet: the reporting pass checks it again */
+      if (t.kind == TY_NONE) return;
     }
     int align;
     value = t.kind == TY_INT ? (t.is_pointer ? 8 : t.size)
