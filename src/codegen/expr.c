@@ -73,6 +73,7 @@ void emit_op(Gen *g, int op, int dst, int src, int32_t imm,
 }
 
 static void gen_buf_here(Gen *g, Node *n, int dst, int cap);
+static void gen_string_cast(Gen *g, Node *n, int dst, int cap);
 
 /* Generates string expression n into the scratch buffer at dst (capacity
  * cap >= the string's capacity), zero-padded; its instructions are n's
@@ -116,7 +117,9 @@ static void gen_buf_here(Gen *g, Node *n, int dst, int cap) {
     gen_tuple(g, n, dst, cap);
     return;
   case N_CAST:   /* to an integer array: the operand's bytes */
-    if (n->lhs->type.kind == TY_INT) {
+    if (n->type.kind == TY_STR) {
+      gen_string_cast(g, n, dst, cap);
+    } else if (n->lhs->type.kind == TY_INT) {
       int r = gen_int(g, n->lhs);
       if (n->type.size < cap) emit_zero(g, dst, cap);
       emit(g, I_STX(BPF_DW, SCRATCH, r, dst));
@@ -268,6 +271,23 @@ void gen_buf_as(Gen *g, Node *n, int dst, Type want) {
   int tmp = scratch_alloc(g, value_cap(n->type));
   gen_buf(g, n, tmp, value_cap(n->type));
   convert_tuple(g, tmp, n->type, dst, want);
+}
+
+/* (string[N])s: s, cut to its first N - 1 bytes and a NUL when it may be
+ * longer (made whole in a buffer of its own first: a helper such as str()
+ * writes all of its size), zero-filled past N up to cap. */
+static void gen_string_cast(Gen *g, Node *n, int dst, int cap) {
+  int size = n->type.size, from = value_cap(n->lhs->type);
+  if (n->lhs->type.size <= size) {
+    gen_buf(g, n->lhs, dst, cap);   /* it fits: gen_buf pads it */
+    return;
+  }
+  int tmp = scratch_alloc(g, from);
+  gen_buf(g, n->lhs, tmp, from);
+  int keep = value_cap(n->type) < cap ? value_cap(n->type) : cap;
+  emit_copy(g, tmp, dst, keep, cap);
+  for (int i = size - 1; i < keep; i++)
+    emit(g, I_ST(BPF_B, SCRATCH, dst + i, 0));
 }
 
 /* $t.N for a string element: copied out of the tuple. */

@@ -13,6 +13,10 @@
 #define MAX_MAP_KEYS 8
 #define MAX_PRINTF_ARGS 16
 #define DEFAULT_STRLEN 64      /* BPFTRACE_STRLEN default */
+/* Strings live in the scratch area, which programs address within 64 KiB:
+ * a larger max_strlen (or string[N]) is taken, and a probe whose buffers
+ * do not fit is refused where it is generated. */
+#define MAX_STRLEN_LIMIT (1 << 20)
 #define COMM_SIZE 16
 #define DEFAULT_MAP_KEYS 4096  /* BPFTRACE_MAP_KEYS_MAX default */
 /* Buffers larger than this are zeroed (from the zero map) and copied by

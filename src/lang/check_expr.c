@@ -629,13 +629,31 @@ static bool value_type_named(const char *name, Type *out) {
   return ct->size > 0;
 }
 
-/* A declared variable's type: an integer, a pointer, `string`, or a
- * struct or array value. */
+/* The string type `string[N]`: N bytes, its NUL included. False if name
+ * is not of that form; an error if N is out of range. */
+static bool string_type_named(Checker *c, const char *name, Span at,
+                              Type *out) {
+  if (strncmp(name, "string[", 7)) return false;
+  char *end;
+  long n = strtol(name + 7, &end, 10);
+  if (n < 1 || n > MAX_STRLEN_LIMIT || strcmp(end, "]")) {
+    error_at(c, at, "%s: the size of a string type is from 1 to %d bytes",
+             name, MAX_STRLEN_LIMIT);
+    *out = (Type){0};
+    return true;
+  }
+  *out = ty_str((int)n);
+  return true;
+}
+
+/* A declared variable's type: an integer, a pointer, `string` (as str()
+ * gives it) or `string[N]`, or a struct or array value. */
 bool type_named(Checker *c, const char *name, Span at, Type *out) {
   if (!strcmp(name, "string")) {
     *out = ty_str(c->strlen + 1);   /* what str() gives */
     return true;
   }
+  if (string_type_named(c, name, at, out)) return out->kind == TY_STR;
   if (value_type_named(name, out)) return true;
   Type none = {0};
   return scalar_type_named(c, name, at, at, space_of(c, none), out);
@@ -730,6 +748,19 @@ static void check_cast(Checker *c, Node *n) {
       cast_to_int(c, n, t);
       return;
     }
+  }
+  if (string_type_named(c, n->name, n->part_span, &t)) {
+    /* (string[N])s: the string cut to N - 1 bytes or padded */
+    Type from = n->lhs->type;
+    if (t.kind != TY_STR || from.kind == TY_NONE) return;
+    if (from.kind != TY_STR) {
+      error_at(c, n->part_span, "Cannot cast from \"%s\" to \"%s\": only "
+               "a string becomes a string (str(p, N) reads one from an "
+               "address)", TYPE_NAME(from), n->name);
+      return;
+    }
+    n->type = t;
+    return;
   }
   if (check_array_cast(c, n)) return;
   if (!scalar_type_named(c, n->name, n->part_span, n->span,
@@ -1047,7 +1078,8 @@ static void check_sizeof(Checker *c, Node *n) {
     }
     int align;
     value = t.kind == TY_INT ? (t.is_pointer ? 8 : t.size)
-            : t.kind == TY_RECORD || t.kind == TY_CVAL ? t.size
+            : t.kind == TY_RECORD || t.kind == TY_CVAL || t.kind == TY_STR
+                ? t.size
             : t.kind == TY_TUPLE && t.tuple->c_size ? c_size_of(t, &align)
                                                      : value_cap(t);
   } else {

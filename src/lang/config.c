@@ -13,11 +13,6 @@
 #include "codegen/program.h"
 #include "lang/ast.h"
 
-/* Strings live in the scratch area, which programs address within 64 KiB:
- * a larger max_strlen is taken, and a probe whose buffers do not fit is
- * refused where it is generated. */
-#define MAX_STRLEN_LIMIT (1 << 20)
-
 typedef enum { K_INT, K_BOOL, K_WORD } KeyKind;
 
 /* What a key sets; F_IGNORED: checked, then ignored with a warning. */

@@ -204,8 +204,9 @@ static Node *parse_cast(Parser *P, Span open) {
   return cast_operand(P, open, type, NULL);
 }
 
-/* True if a type, not an expression, starts here: a type word, or a
- * plain identifier (a typedef such as pid_t) followed by ')' or '*'. */
+/* True if a type, not an expression, starts here: a type word, a plain
+ * identifier (a typedef such as pid_t) followed by ')' or '*', or
+ * string[N]. */
 static bool starts_type(Parser *P) {
   if (is_type_word(&P->tok)) return true;
   if (P->tok.kind != TK_IDENT) return false;
@@ -213,7 +214,9 @@ static bool starts_type(Parser *P) {
   if (strcmp(lex_token_name(&P->tok, buf, sizeof buf), "identifier"))
     return false;
   Token after = peek(P);
-  return after.kind == TK_PUNCT && (after.op == ')' || after.op == '*');
+  return after.kind == TK_PUNCT &&
+         (after.op == ')' || after.op == '*' ||
+          (after.op == '[' && is_word(P, "string")));   /* string[N] */
 }
 
 /* sizeof(TYPE), sizeof(TYPE[N]) or sizeof(expr), after the keyword. */
@@ -242,7 +245,7 @@ static Node *parse_typeof(Parser *P) {
   expect(P, '(', "(");
   Token after = peek(P);
   if (is_type_word(&P->tok) ||
-      (starts_type(P) && after.kind == TK_PUNCT && after.op == '*')) {
+      (starts_type(P) && !(after.kind == TK_PUNCT && after.op == ')'))) {
     Span type_span;
     n->name = parse_type_text(P, &type_span);
     parse_array_dims(P, &n->name, &type_span);
@@ -385,7 +388,9 @@ static Node *parse_record(Parser *P, Span open) {
 static Node *parse_paren(Parser *P) {
   Span open = P->tok.span;
   next(P);
-  if (is_type_word(&P->tok) || starts_named_cast(P))
+  if (is_type_word(&P->tok) || starts_named_cast(P) ||
+      (is_word(P, "string") && peek(P).kind == TK_PUNCT &&
+       peek(P).op == '['))   /* (string[N])s */
     return parse_cast(P, open);
   if (is_word(P, "typeof") && peek(P).kind == TK_PUNCT && peek(P).op == '(') {
     /* (typeof(TYPE or expr))x: a cast to that type, kept in rhs */
