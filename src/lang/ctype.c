@@ -553,7 +553,8 @@ static bool is_qualifier(const char *w) {
  * dropping qualifiers, and the modifiers after them, in order, each '*'
  * as -1 and each "[N]" as N (N > 0): bpftrace's postfix type syntax, read
  * left to right ("int32 *[4]" is an array of 4 pointers, "int32[4] *" a
- * pointer to an array of 4). False if the text is not of that shape. */
+ * pointer to an array of 4; with_mods). False if the text is not of that
+ * shape. */
 static bool split_type_text(const char *text, char *buf, size_t buflen,
                             char **words, int *nwords, int *mods,
                             int *nmods) {
@@ -591,6 +592,23 @@ static bool split_type_text(const char *text, char *buf, size_t buflen,
     }
   }
   return *nwords > 0;
+}
+
+/* t with the modifiers split_type_text found applied, left to right; a
+ * run of sizes is one C array declarator, "[2][3]" two arrays of 3. */
+static const CType *with_mods(const CType *t, const int *mods, int nmods) {
+  for (int i = 0; i < nmods;) {
+    if (mods[i] < 0) {
+      t = ctype_pointer_to(t);
+      i++;
+      continue;
+    }
+    int end = i;
+    while (end < nmods && mods[end] > 0) end++;
+    for (int k = end - 1; k >= i; k--) t = ctype_array_of(t, mods[k]);
+    i = end;
+  }
+  return t;
 }
 
 static const CType *tagged(const char *tag, const char *name, char *err,
@@ -684,9 +702,7 @@ static const CType *parse_uncached(const char *text, char *err,
     size_t used = strlen(err);
     snprintf(err + used, errlen - used, " (%s)", reg.btf_error);
   }
-  for (int i = 0; t && i < nmods; i++)
-    t = mods[i] < 0 ? ctype_pointer_to(t) : ctype_array_of(t, mods[i]);
-  return t;
+  return t ? with_mods(t, mods, nmods) : NULL;
 }
 
 /* ---- names for messages ----------------------------------------------- */
@@ -804,9 +820,7 @@ static const CType *member_type(const StructField *sf, Diag *d) {
       opaque->incomplete = true;
       opaque->fields_done_ = true;
       t = opaque;
-      for (int i = 0; i < nstars; i++)
-        t = mods[i] < 0 ? ctype_pointer_to(t) : ctype_array_of(t, mods[i]);
-      return t;
+      return with_mods(opaque, mods, nstars);
     }
     diag_error(d, sf->type_span, "%s", err);
     return NULL;
