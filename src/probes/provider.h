@@ -131,6 +131,26 @@ bool uprobe_in_target_tree(const char *path, char *real);
  * can be read (kprobe.c). */
 bool kernel_function_known(const char *name);
 
+/* ---- uprobe_multi links (Linux 6.6), uprobe.c ----------------------------
+ * One link puts a program at many places of one file, and the kernel
+ * takes them all down after one grace period when it closes, where one
+ * perf event per place costs a grace period each to close (about 0.1 s;
+ * a minute for a JVM's 500 hotspot probes). */
+#define ATTACH_UPROBE_MULTI 48   /* BPF_TRACE_UPROBE_MULTI */
+
+/* ATTACH_UPROBE_MULTI if the kernel loads programs for it, else 0. */
+uint32_t uprobe_multi_attach_type(void);
+
+/* Puts the program prog_fd (loaded for ATTACH_UPROBE_MULTI) at the n file
+ * offsets of path, entries or (retprobe) returns, in every process or
+ * only in process pid (> 0), with their reference counters (usdt
+ * semaphores) and cookies (either may be NULL). Returns 0, or -1 with a
+ * message in err. */
+int uprobe_multi_link(const char *path, int n, const uint64_t *offsets,
+                      const uint64_t *ref_ctrs, const uint64_t *cookies,
+                      bool retprobe, int pid, int prog_fd, LinkSet *links,
+                      char *err, size_t errlen);
+
 /* --mode: in bench mode bench probes have targets, in test mode test
  * probes do; otherwise they are left out. Set by main before expanding. */
 typedef enum RunMode { MODE_RUN, MODE_BENCH, MODE_TEST } RunMode;

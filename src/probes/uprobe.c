@@ -19,6 +19,7 @@
  * points at the file's path and config2 holds the offset; it fires in
  * every process that maps the file. Nothing is written to uprobe_events,
  * so nothing outlives loupe. */
+#include <errno.h>
 #include <glob.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -28,6 +29,9 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
+
+#include <bpf/bpf.h>
 
 #include "probes/provider.h"
 #include "sym/disasm.h"
@@ -389,6 +393,60 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
   if (n < 0) return -1;
   snprintf(what, sizeof what, "%s:%s%s", shown, cpp ? "cpp:" : "", func);
   return probe_no_matches(ap, d, what);
+}
+
+/* ---- uprobe_multi links ---------------------------------------------------
+ * Debian 12's libbpf predates these links, so the attribute is laid out
+ * here as the kernel's uapi header has it. */
+
+#define UPROBE_MULTI_RETURN (1U << 0)   /* BPF_F_UPROBE_MULTI_RETURN */
+
+struct uprobe_multi_link_attr {
+  uint32_t prog_fd, target_fd, attach_type, flags;
+  uint64_t path, offsets, ref_ctr_offsets, cookies;
+  uint32_t cnt, multi_flags, pid, pad;
+};
+
+uint32_t uprobe_multi_attach_type(void) {
+  static int known = -1;
+  if (known < 0) {
+    const struct bpf_insn ret0[] = {
+        {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0},
+        {.code = BPF_JMP | BPF_EXIT},
+    };
+    LIBBPF_OPTS(bpf_prog_load_opts, opts,
+                .expected_attach_type = ATTACH_UPROBE_MULTI);
+    int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "loupe_probe", "GPL",
+                           ret0, 2, &opts);
+    known = fd >= 0;
+    if (fd >= 0) close(fd);
+  }
+  return known ? ATTACH_UPROBE_MULTI : 0;
+}
+
+int uprobe_multi_link(const char *path, int n, const uint64_t *offsets,
+                      const uint64_t *ref_ctrs, const uint64_t *cookies,
+                      bool retprobe, int pid, int prog_fd, LinkSet *links,
+                      char *err, size_t errlen) {
+  struct uprobe_multi_link_attr attr = {
+      .prog_fd = (uint32_t)prog_fd,
+      .attach_type = ATTACH_UPROBE_MULTI,
+      .path = (uint64_t)(uintptr_t)path,
+      .offsets = (uint64_t)(uintptr_t)offsets,
+      .ref_ctr_offsets = (uint64_t)(uintptr_t)ref_ctrs,
+      .cookies = (uint64_t)(uintptr_t)cookies,
+      .cnt = (uint32_t)n,
+      .multi_flags = retprobe ? UPROBE_MULTI_RETURN : 0,
+      .pid = pid > 0 ? (uint32_t)pid : 0,
+  };
+  int fd = (int)syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof attr);
+  if (fd < 0) {
+    snprintf(err, errlen, "creating its uprobe_multi link: %s",
+             strerror(errno));
+    return -1;
+  }
+  links_add(links, fd);
+  return 0;
 }
 
 static int attach_uprobe(const Target *t, bool retprobe, int prog_fd,

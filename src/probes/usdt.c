@@ -343,46 +343,14 @@ static int attach_location(const char *path, const UsdtNote *loc,
                                   cookie, links, err, errlen);
 }
 
-/* ---- uprobe_multi links (Linux 6.6) ---------------------------------------
- * One link puts the program at every location of a probe, and the kernel
- * takes them all down after one grace period when it closes: one perf
- * event per location costs a grace period each to close (about 0.1 s;
- * a minute for a JVM's 500 hotspot probes). Debian 12's libbpf predates
- * these links, so the attribute is laid out here as the kernel's uapi
- * header has it. */
-
-#define ATTACH_UPROBE_MULTI 48   /* BPF_TRACE_UPROBE_MULTI */
-
-struct uprobe_multi_link_attr {
-  uint32_t prog_fd, target_fd, attach_type, flags;
-  uint64_t path, offsets, ref_ctr_offsets, cookies;
-  uint32_t cnt, multi_flags, pid, pad;
-};
-
-/* ATTACH_UPROBE_MULTI if the kernel loads programs for it, else 0. */
-static uint32_t usdt_kernel_attach_type(void) {
-  static int known = -1;
-  if (known < 0) {
-    const struct bpf_insn ret0[] = {
-        {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0},
-        {.code = BPF_JMP | BPF_EXIT},
-    };
-    LIBBPF_OPTS(bpf_prog_load_opts, opts,
-                .expected_attach_type = ATTACH_UPROBE_MULTI);
-    int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "loupe_probe", "GPL",
-                           ret0, 2, &opts);
-    known = fd >= 0;
-    if (fd >= 0) close(fd);
-  }
-  return known ? ATTACH_UPROBE_MULTI : 0;
-}
-
 static uint32_t usdt_attach_type(const AttachPoint *ap, const Target *t) {
   (void)ap;
   (void)t;
-  return usdt_kernel_attach_type();
+  return uprobe_multi_attach_type();
 }
 
+/* All of the probe's locations in one uprobe_multi link, each with its
+ * index as cookie, as attach_location gives it. */
 static int attach_multi(const Target *t, int prog_fd, LinkSet *links,
                         char *err, size_t errlen) {
   int n = t->usdt->nlocs;
@@ -395,33 +363,17 @@ static int attach_multi(const Target *t, int prog_fd, LinkSet *links,
     ref_ctrs[i] = t->usdt->locs[i]->semaphore;
     cookies[i] = (uint64_t)i;
   }
-  struct uprobe_multi_link_attr attr = {
-      .prog_fd = (uint32_t)prog_fd,
-      .attach_type = ATTACH_UPROBE_MULTI,
-      .path = (uint64_t)(uintptr_t)t->binary,
-      .offsets = (uint64_t)(uintptr_t)offsets,
-      .ref_ctr_offsets = (uint64_t)(uintptr_t)ref_ctrs,
-      .cookies = (uint64_t)(uintptr_t)cookies,
-      .cnt = (uint32_t)n,
-      .pid = attach_pid() > 0 ? (uint32_t)attach_pid() : 0,
-  };
-  int fd = syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof attr);
-  int saved = errno;
+  int ret = uprobe_multi_link(t->binary, n, offsets, ref_ctrs, cookies, false,
+                              attach_pid(), prog_fd, links, err, errlen);
   free(offsets);
   free(ref_ctrs);
   free(cookies);
-  if (fd < 0) {
-    snprintf(err, errlen, "creating its uprobe_multi link: %s",
-             strerror(saved));
-    return -1;
-  }
-  links_add(links, fd);
-  return 0;
+  return ret;
 }
 
 static int usdt_attach(const Target *t, int prog_fd, LinkSet *links,
                        char *err, size_t errlen) {
-  if (usdt_kernel_attach_type() == ATTACH_UPROBE_MULTI)
+  if (uprobe_multi_attach_type() == ATTACH_UPROBE_MULTI)
     return attach_multi(t, prog_fd, links, err, errlen);
   for (int i = 0; i < t->usdt->nlocs; i++)
     if (attach_location(t->binary, t->usdt->locs[i], (uint64_t)i, prog_fd,

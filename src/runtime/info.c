@@ -19,7 +19,6 @@
 /* Attach types newer than Debian 12's headers, by their kernel values. */
 enum {
   ATTACH_KPROBE_MULTI = 42,     /* 5.18 */
-  ATTACH_UPROBE_MULTI = 48,     /* 6.6 */
   ATTACH_KPROBE_SESSION = 56,   /* 6.10 */
 };
 
@@ -116,7 +115,7 @@ static void print_features(FILE *out) {
   fprintf(out, "  kprobe_session: %s\n",
           yes_no(loads(BPF_PROG_TYPE_KPROBE, ATTACH_KPROBE_SESSION)));
   fprintf(out, "  uprobe_multi: %s\n",
-          yes_no(loads(BPF_PROG_TYPE_KPROBE, ATTACH_UPROBE_MULTI)));
+          yes_no(uprobe_multi_attach_type() != 0));
   fprintf(out, "  raw_tracepoint: %s\n",
           yes_no(loads(BPF_PROG_TYPE_RAW_TRACEPOINT, 0)));
   fprintf(out, "  get_current_comm zero-pads: %s\n",
