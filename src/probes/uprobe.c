@@ -469,6 +469,41 @@ static int uretprobe_attach(const Target *t, int prog_fd, LinkSet *links,
   return attach_uprobe(t, true, prog_fd, links, err, errlen);
 }
 
+/* A program that serves several places (a wildcard's, or of several
+ * attach points) goes on with uprobe_multi links where the kernel has
+ * them: one per file, for all of its places at once. */
+static uint32_t uprobe_attach_type(const AttachPoint *ap, const Target *t) {
+  if (t || ap->ntargets < 2) return 0;
+  return uprobe_multi_attach_type();
+}
+
+static int attach_group(const AttachPoint *ap, uint32_t attach_type,
+                        int prog_fd, LinkSet *links, char *err,
+                        size_t errlen) {
+  if (attach_type != ATTACH_UPROBE_MULTI) return 0;
+  bool retprobe = !strcmp(ap->prov->name, "uretprobe");
+  int pid = probe_target_pid > 0 ? probe_target_pid : -1;   /* -p */
+  uint64_t *offsets = calloc((size_t)ap->ntargets, sizeof *offsets);
+  if (!offsets) abort();
+  /* a file's places: the targets of its path, each file once */
+  for (const Target *t = ap->targets; t; t = t->next) {
+    bool seen = false;
+    for (const Target *b = ap->targets; b != t && !seen; b = b->next)
+      seen = !strcmp(b->binary, t->binary);
+    if (seen) continue;
+    int n = 0;
+    for (const Target *o = t; o; o = o->next)
+      if (!strcmp(o->binary, t->binary)) offsets[n++] = o->offset;
+    if (uprobe_multi_link(t->binary, n, offsets, NULL, NULL, retprobe, pid,
+                          prog_fd, links, err, errlen) < 0) {
+      free(offsets);
+      return -1;
+    }
+  }
+  free(offsets);
+  return ap->ntargets;
+}
+
 /* -lv: the function's parameters, one per line as bpftrace shows them
  * ("    int* n"), when the binary's debug information describes it. */
 static void list_params(const char *path, const char *func, FILE *out) {
@@ -539,6 +574,8 @@ const Provider uprobe_provider = {
     .expand = uprobe_expand,
     .attach = uprobe_attach,
     .list = uprobe_list,
+    .attach_type = uprobe_attach_type,
+    .attach_group = attach_group,
     .fires_newest_first = true,
 };
 
@@ -549,5 +586,7 @@ const Provider uretprobe_provider = {
     .expand = uprobe_expand,
     .attach = uretprobe_attach,
     .list = uretprobe_list,
+    .attach_type = uprobe_attach_type,
+    .attach_group = attach_group,
     .fires_newest_first = true,
 };
