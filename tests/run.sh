@@ -40,6 +40,8 @@
 #             (which holds loupe's `stdout` and `stderr`); must exit 0;
 #             $LOUPE_ROOT is the repository
 #   REQUIRES: commands that must exist, else the test is skipped
+#   REQUIRES_FEATURE: kernel features `loupe --info` must say yes to
+#             ("uprobe_multi"), else the test is skipped
 #
 # A sanitizer report on stderr fails any test. After each test no tracing BPF
 # program loaded during the test may remain: loupe must leave nothing behind.
@@ -188,6 +190,12 @@ run_test() {
   for req in ${T[REQUIRES]:-}; do
     if ! command -v "$req" >/dev/null; then
       echo "SKIP $name (needs $req)"; skipped=$((skipped + 1)); return
+    fi
+  done
+  for req in ${T[REQUIRES_FEATURE]:-}; do
+    if ! "$LOUPE" --info 2>/dev/null | grep -qx "  $req: yes"; then
+      echo "SKIP $name (the kernel lacks $req)"; skipped=$((skipped + 1))
+      return
     fi
   done
 

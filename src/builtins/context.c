@@ -383,8 +383,17 @@ static void check_probetype(Checker *c, Node *n) {
   n->type = ty_str(size);
 }
 
+/* `probe` and `func` are constants of each target's program, or read by
+ * a program serving many targets through its cookie (names_by_cookie),
+ * which needs the context. */
+static void uses_target_name(Checker *c) {
+  c->probe->uses_target_name = true;
+  for (const AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
+    if (ap->prov && ap->prov->names_by_cookie) c->probe->uses_ctx = true;
+}
+
 static void check_probe(Checker *c, Node *n) {
-  c->probe->uses_probe = true;
+  uses_target_name(c);
   n->type = ty_str(probe_name_size(c->probe));
 }
 
@@ -591,8 +600,7 @@ static void check_func(Checker *c, Node *n) {
              "probes", other);
     return;
   }
-  /* Like `probe`, the name is a constant of each target's program. */
-  c->probe->uses_probe = true;
+  uses_target_name(c);
   n->type = ty_str(func_name_size(c->probe));
 }
 
@@ -816,11 +824,19 @@ static void emit_probe(Gen *g, Node *n, int dst, int cap) {
     syscall_raw_probe_name(g, dst, cap);
     return;
   }
+  if (!g->target && g->p->ap && g->p->ap->prov->names_by_cookie) {
+    emit_target_name(g, false, dst, cap);
+    return;
+  }
   const char *name = g->target ? g->target->name : g->p->ap->text;
   emit_literal(g, name, (int)strlen(name), dst, cap);
 }
 
 static void emit_func(Gen *g, Node *n, int dst, int cap) {
+  if (!g->target && g->p->ap && g->p->ap->prov->names_by_cookie) {
+    emit_target_name(g, true, dst, cap);
+    return;
+  }
   if (!g->target || !g->target->event) {
     fail(g, n->span, "loupe cannot generate code for '%s' yet", n->name);
     return;

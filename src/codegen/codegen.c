@@ -279,7 +279,9 @@ static int targets_left(const AttachPoint *ap) {
 
 /* Whether ap gets one program per target rather than one for all. */
 static bool program_per_target(const Probe *probe, const AttachPoint *ap) {
-  return probe->uses_args || probe->uses_probe || ap->prov->prog_per_target ||
+  return probe->uses_args || probe->uses_probe ||
+         (probe->uses_target_name && !ap->prov->names_by_cookie) ||
+         ap->prov->prog_per_target ||
          probe->wants_tracing;   /* tp_btf programs are tied to theirs */
 }
 
@@ -317,9 +319,26 @@ static int check_program_count(Script *s, Diag *d) {
   return -1;
 }
 
+/* The longest `probe` or `func` (with its NUL, in whole words) of the
+ * targets whose programs read them by cookie (emit_target_name). */
+static int target_name_stride(const Script *s) {
+  size_t longest = 0;
+  for (const Probe *probe = s->probes; probe; probe = probe->next) {
+    if (!probe->uses_target_name) continue;
+    for (const AttachPoint *ap = probe->aps; ap; ap = ap->next) {
+      if (!ap->prov || !ap->prov->names_by_cookie) continue;
+      for (const Target *t = ap->targets; t; t = t->next) {
+        if (strlen(t->name) > longest) longest = strlen(t->name);
+        if (t->event && strlen(t->event) > longest) longest = strlen(t->event);
+      }
+    }
+  }
+  return (int)((longest + 1 + 7) & ~(size_t)7);
+}
+
 int codegen_script(Script *s, Compiled *c, Diag *d) {
   if (check_program_count(s, d) < 0) return -1;
-  Gen g = {.d = d, .c = c};
+  Gen g = {.d = d, .c = c, .name_stride = target_name_stride(s)};
   g.nmap_slots = c->nmaps + CODEGEN_MAPS;
   g.nsubs = SUB_FULL + 3 * g.nmap_slots;
   g.subcalls = calloc((size_t)g.nsubs, sizeof *g.subcalls);

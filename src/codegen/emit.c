@@ -605,3 +605,67 @@ int find_map(Gen *g, const char *name) {
     if (!strcmp(g->c->maps[i]->name, name)) return i;
   return -1;
 }
+
+MapSym *add_codegen_array(Gen *g, const char *name, int value_size,
+                          uint32_t max_entries) {
+  /* one of the CODEGEN_MAPS the per-map arrays have room for */
+  if (g->c->nmaps >= g->nmap_slots) abort();
+  MapSym *m = calloc(1, sizeof *m);
+  if (!m) abort();
+  m->name = strdup(name);
+  m->id = g->c->nmaps;
+  m->key_size = 4;
+  m->value_type = (Type){.kind = TY_STR, .size = value_size};
+  m->value_size = value_size;
+  m->bpf_type = BPF_MAP_TYPE_ARRAY;
+  m->max_entries = max_entries;
+  m->fd = -1;
+  m->internal = true;
+  m->init_values = calloc(max_entries ? max_entries : 1, (size_t)value_size);
+  g->c->maps = realloc(g->c->maps, sizeof(MapSym *) * (g->c->nmaps + 1));
+  if (!m->init_values || !g->c->maps) abort();
+  g->c->maps[g->c->nmaps++] = m;
+  return m;
+}
+
+#define TARGET_NAMES_MAP "@@target_names"
+
+/* Gives each target of the program's attach point an entry of the names
+ * map, `probe` then `func`, once. */
+static MapSym *target_names(Gen *g) {
+  int id = find_map(g, TARGET_NAMES_MAP);
+  MapSym *m = id >= 0 ? g->c->maps[id]
+                      : add_codegen_array(g, TARGET_NAMES_MAP,
+                                          2 * g->name_stride, 0);
+  for (Target *t = g->p->ap->targets; t; t = t->next) {
+    if (t->name_slot) continue;
+    size_t at = (size_t)m->max_entries * (size_t)m->value_size;
+    m->init_values = realloc(m->init_values, at + (size_t)m->value_size);
+    if (!m->init_values) abort();
+    memset(m->init_values + at, 0, (size_t)m->value_size);
+    snprintf(m->init_values + at, (size_t)g->name_stride, "%s", t->name);
+    snprintf(m->init_values + at + g->name_stride, (size_t)g->name_stride,
+             "%s", t->event ? t->event : "");
+    t->name_slot = ++m->max_entries;
+  }
+  return m;
+}
+
+void emit_target_name(Gen *g, bool func, int dst, int cap) {
+  MapSym *m = target_names(g);
+  int key = stack_alloc(g, 8);
+  emit_ctx(g, BPF_REG_1);
+  emit_call(g, BPF_FUNC_get_attach_cookie);
+  emit(g, I_STX(BPF_W, BPF_REG_10, BPF_REG_0, key));
+  emit_map(g, BPF_REG_1, m->id);
+  emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, key));
+  emit_call(g, BPF_FUNC_map_lookup_elem);
+  int missing = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  emit_copy_from(g, BPF_REG_0, func ? g->name_stride : 0, dst,
+                 g->name_stride, cap);
+  int done = emit_jump(g, I_JA(0));
+  patch_here(g, missing);
+  emit_zero(g, dst, cap);
+  patch_here(g, done);
+}

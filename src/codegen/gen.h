@@ -22,8 +22,9 @@
 enum { SUB_OUTPUT, SUB_COUNT, SUB_EVENT, SUB_FULL = SUB_EVENT + 16 };
 /* The maps codegen itself adds to the script's: the names of the
  * syscall tracepoints of the sys_enter and sys_exit raw programs
- * (syscall_raw.c). */
-enum { CODEGEN_MAPS = 2 };
+ * (syscall_raw.c), and the targets' names programs serving many read by
+ * cookie (emit_target_name). */
+enum { CODEGEN_MAPS = 3 };
 #define SLOT_KEY0 (-16)     /* 0 when used: key 0 of the one-slot arrays */
 #define FIRST_TEMP_REG BPF_REG_6
 #define LAST_TEMP_REG BPF_REG_8
@@ -62,6 +63,8 @@ typedef struct Gen {
                                  send through it in this program */
   bool out_inline[SUB_FULL];  /* per output subprogram: its one site has
                                  its body instead of a call (emit_send) */
+  int name_stride;     /* bytes of each name in the targets' names map
+                          (emit_target_name) */
   int buf_base;        /* BPF_REG_10 or BPF_REG_9, see SCRATCH */
   bool too_big;        /* buffers did not fit on the stack */
   int stack_top;       /* bytes in use below the frame pointer */
@@ -193,6 +196,15 @@ void emit_event_r1(Gen *g, uint32_t kind);
 void emit_subprograms(Gen *g);
 int emit_header(Gen *g, int payload, uint32_t kind, uint32_t index);
 int find_map(Gen *g, const char *name);
+/* A new internal array of codegen's own (one of CODEGEN_MAPS), of
+ * max_entries string values of value_size bytes, all zero until its
+ * init_values are written. */
+MapSym *add_codegen_array(Gen *g, const char *name, int value_size,
+                          uint32_t max_entries);
+/* `probe` (func false) or `func` of the target that ran a program serving
+ * many, into dst: its entry of the names map, found by the cookie attach
+ * gave the target (Target.name_slot). */
+void emit_target_name(Gen *g, bool func, int dst, int cap);
 
 /* ---- memory.c ---- */
 const TpField *target_field(Gen *g, Node *n);

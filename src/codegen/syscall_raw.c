@@ -132,7 +132,8 @@ static int group_count(const Probe *probe, int group, bool uses_probe) {
 unsigned syscall_raw_plan(Probe *probe) {
   unsigned groups = 0;
   for (int group = SYSCALL_ENTER; group <= SYSCALL_EXIT; group++) {
-    if (group_count(probe, group, probe->uses_probe) <
+    if (group_count(probe, group,
+                    probe->uses_probe || probe->uses_target_name) <
             SYSCALL_RAW_MIN_TARGETS ||
         raw_path_disabled() || !syscall_layout())
       continue;
@@ -280,24 +281,10 @@ static int names_map(Gen *g) {
   const char *name = group == SYSCALL_EXIT ? "@@sys_exit_names"
                                            : "@@sys_enter_names";
   int id = find_map(g, name);
-  MapSym *m = id >= 0 ? g->c->maps[id] : NULL;
-  if (!m) {
-    /* one of the CODEGEN_MAPS the per-map arrays have room for */
-    if (g->c->nmaps >= g->nmap_slots) abort();
-    m = calloc(1, sizeof *m);
-    m->name = strdup(name);
-    m->id = id = g->c->nmaps;
-    m->key_size = 4;
-    m->value_type = (Type){.kind = TY_STR, .size = NAME_STRIDE};
-    m->value_size = NAME_STRIDE;
-    m->bpf_type = BPF_MAP_TYPE_ARRAY;
-    m->max_entries = (uint32_t)syscall_nr_limit();
-    m->fd = -1;
-    m->internal = true;
-    m->init_values = calloc(m->max_entries, NAME_STRIDE);
-    g->c->maps = realloc(g->c->maps, sizeof(MapSym *) * (g->c->nmaps + 1));
-    g->c->maps[g->c->nmaps++] = m;
-  }
+  MapSym *m = id >= 0 ? g->c->maps[id]
+                      : add_codegen_array(g, name, NAME_STRIDE,
+                                          (uint32_t)syscall_nr_limit());
+  id = m->id;
   const AttachPoint *ap;
   const Target *t;
   int nr;

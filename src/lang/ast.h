@@ -251,6 +251,9 @@ typedef struct Target {
   bool at_address;   /* kprobe, kretprobe: `offset` is the kernel address
                         the probe was given (kprobe:0xADDR), not an offset
                         into `event` */
+  uint32_t name_slot;  /* 1 + its entry in the names a program serving
+                          many targets reads `probe` and `func` from (its
+                          BPF cookie is the entry); 0: none */
 } Target;
 
 /* An attach point as written: "tracepoint:syscalls:sys_enter_*". */
@@ -278,8 +281,11 @@ typedef struct Probe {
   Node *body;        /* N_BLOCK */
   int index;         /* position in the script, from 0 */
   bool uses_args;    /* set by check: body or predicate reads `args` */
-  bool uses_probe;   /* set by check: body or predicate reads `probe` or
-                        `func` (either makes one program per target) */
+  bool uses_probe;   /* set by check: body or predicate reads what makes
+                        one program per target (usdt arguments, ...) */
+  bool uses_target_name;  /* set by check: reads `probe` or `func`, which
+                             makes one program per target, unless the
+                             provider says names_by_cookie */
   bool uses_ctx;     /* set by check: reads the program's context (`args`,
                         `arg0`..`arg5`, `retval`) */
   bool wants_tracing;  /* set by check: calls what the kernel allows only

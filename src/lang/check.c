@@ -1040,6 +1040,7 @@ int check_script(Script *s, Compiled *out, Diag *d) {
   for (c.pass = 1; c.pass <= 2; c.pass++) {
     for (Probe *p = s->probes; p; p = p->next) {
       p->uses_args = p->uses_probe = p->uses_ctx = false;
+      p->uses_target_name = false;
       check_probe(&c, p);
     }
   }

@@ -444,7 +444,7 @@ static int attach_kprobe(const Target *t, bool retprobe, int prog_fd,
   /* at an address: no name, config2 the address itself */
   int rc = probe_pmu_attach("kprobe", retprobe, -1,
                             t->at_address ? 0 : (uint64_t)(uintptr_t)sym,
-                            t->offset, prog_fd, links, err, errlen);
+                            t->offset, 0, prog_fd, links, err, errlen);
   /* the kernel's word for an offset that splits an instruction */
   if (rc < 0 && t->offset && !t->at_address &&
       strstr(err, strerror(EILSEQ)))
@@ -516,8 +516,9 @@ static uint32_t kprobe_attach_type(const AttachPoint *ap, const Target *t) {
 }
 
 static int attach_multi(const AttachPoint *ap, uint32_t attach_type,
-                        int prog_fd, LinkSet *links, char *err,
+                        int prog_fd, LinkSet *links, Diag *d, char *err,
                         size_t errlen) {
+  (void)d;
   if (attach_type != ATTACH_KPROBE_MULTI) return 0;
   const char **syms = calloc(ap->ntargets, sizeof *syms);
   if (!syms) abort();

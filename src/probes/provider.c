@@ -222,8 +222,8 @@ const char *probe_traceable_functions;
 int probe_child_pid;
 
 int probe_pmu_attach(const char *pmu, bool retprobe, int pid, uint64_t config1,
-                     uint64_t config2, int prog_fd, LinkSet *links,
-                     char *err, size_t errlen) {
+                     uint64_t config2, uint64_t cookie, int prog_fd,
+                     LinkSet *links, char *err, size_t errlen) {
   int type = probe_pmu_type(pmu);
   if (type < 0) {
     snprintf(err, errlen, "no %s PMU on this kernel", pmu);
@@ -243,8 +243,8 @@ int probe_pmu_attach(const char *pmu, bool retprobe, int pid, uint64_t config1,
   /* As with tracepoints, one event (pid -1, cpu 0) runs the program for
    * every process on every CPU; for one process, the event follows it on
    * any CPU (cpu -1). */
-  return perf_event_attach(&attr, pid, pid > 0 ? -1 : 0, prog_fd, links, err,
-                           errlen);
+  return perf_event_attach_cookie(&attr, pid, pid > 0 ? -1 : 0, prog_fd,
+                                  cookie, links, err, errlen);
 }
 
 int perf_event_attach(struct perf_event_attr *attr, int pid, int cpu,

@@ -64,16 +64,21 @@ typedef struct Provider {
   uint32_t (*attach_type)(const AttachPoint *ap, const Target *t);
   /* Attaches one program to all of ap's targets at once, for a program
    * loaded for attach_type (a "multi" link): returns how many targets it
-   * attached, 0 to have them attached one by one, or -1 with a message in
-   * err. NULL: always one by one. */
+   * attached (or skipped, with a warning in d), 0 to have them attached
+   * one by one, or -1 with a message in err. NULL: always one by one. */
   int (*attach_group)(const AttachPoint *ap, uint32_t attach_type,
-                      int prog_fd, LinkSet *links, char *err, size_t errlen);
+                      int prog_fd, LinkSet *links, Diag *d, char *err,
+                      size_t errlen);
   /* The kernel runs the probes of one place newest first (uprobes put
    * each new consumer first): attach_all attaches them in reverse. */
   bool fires_newest_first;
   /* Each target needs a program of its own (fentry: the kernel ties a
    * program to its function when loading it, Target.btf_id). */
   bool prog_per_target;
+  /* A program serving many targets reads `probe` and `func` by its BPF
+   * cookie, which attach gives each target (1 - Target.name_slot), so
+   * they do not need a program each. */
+  bool names_by_cookie;
   /* When the kernel refuses to load a program for target t with errno
    * err: reports it in the provider's words and returns true, or returns
    * false for the usual report. NULL: always the usual report. */
@@ -196,10 +201,17 @@ int probe_online_cpus(int *cpus, int max);
 int probe_pmu_type(const char *pmu);
 /* Opens a probe on the PMU — config1 names the function (kprobe) or the
  * file (uprobe), config2 is the offset — as a return probe if asked, and
- * runs prog_fd on it, as perf_event_attach does: in process pid alone, or
- * (pid -1) in every process. */
+ * runs prog_fd on it with the BPF cookie given, as perf_event_attach does:
+ * in process pid alone, or (pid -1) in every process. */
 int probe_pmu_attach(const char *pmu, bool retprobe, int pid, uint64_t config1,
-                     uint64_t config2, int prog_fd, LinkSet *links,
-                     char *err, size_t errlen);
+                     uint64_t config2, uint64_t cookie, int prog_fd,
+                     LinkSet *links, char *err, size_t errlen);
+
+/* The BPF cookie of target t: its entry of the names map (Target.name_slot)
+ * when a program serving many targets reads its `probe` or `func`, else
+ * 0. */
+static inline uint64_t target_cookie(const Target *t) {
+  return t->name_slot ? t->name_slot - 1 : 0;
+}
 
 #endif

@@ -20,6 +20,7 @@
  * every process that maps the file. Nothing is written to uprobe_events,
  * so nothing outlives loupe. */
 #include <errno.h>
+#include <fcntl.h>
 #include <glob.h>
 #include <inttypes.h>
 #include <limits.h>
@@ -151,6 +152,34 @@ static bool on_boundary(AttachPoint *ap, const char *real, const Func *f,
   return false;
 }
 
+/* Whether the instruction at file offset off of path has a prefix x86's
+ * uprobes refuse (lock, and the es, cs, ss and ds segment overrides):
+ * the kernel fails such a uprobe where the file is mapped already, and
+ * drops it without a word where the file is mapped later. */
+static bool kernel_refuses_insn(const char *path, uint64_t off) {
+#if defined(__x86_64__)
+  uint8_t code[15];
+  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  ssize_t n = pread(fd, code, sizeof code, (off_t)off);
+  close(fd);
+  for (ssize_t i = 0; i < n; i++) {
+    switch (code[i]) {
+    case 0xf0: case 0x26: case 0x2e: case 0x36: case 0x3e:
+      return true;
+    case 0xf2: case 0xf3: case 0x64: case 0x65: case 0x66: case 0x67:
+      continue;   /* other prefixes: look on */
+    default:
+      return false;
+    }
+  }
+#else
+  (void)path;
+  (void)off;
+#endif
+  return false;
+}
+
 /* An ADDRESS ("0x1234", "4660") of the file: the function holding it.
  * Returns 1 with a target, -1 after reporting. */
 static int add_address(AttachPoint *ap, const FuncList *l, const char *shown,
@@ -204,6 +233,11 @@ static int add_exact(AttachPoint *ap, const FuncList *l, const char *shown,
     return -1;
   }
   if (!on_boundary(ap, real, f, off, d)) return -1;
+  if (kernel_refuses_insn(real, f->offset + off)) {
+    diag_error(d, ap->span, "the kernel cannot put a uprobe on the "
+               "instruction at %s (it has a lock or segment prefix)", spec);
+    return -1;
+  }
   add_target(ap, shown, real, f, spec, f->offset + off);
   return 1;
 }
@@ -241,17 +275,26 @@ static bool func_matches(const Func *f, const char *pattern, bool cpp,
   return hit;
 }
 
-/* Adds a target for each function matching pattern (see func_matches);
- * how many were. */
+/* Adds a target for each function matching pattern (see func_matches)
+ * but those whose first instruction the kernel cannot probe, left out
+ * with a warning; how many it added. */
 static int add_matches(AttachPoint *ap, const FuncList *l,
                        const char *shown_path, const char *real_path,
-                       const char *pattern, bool cpp) {
+                       const char *pattern, bool cpp, Diag *d) {
   int found = 0;
   char label[1024];
   for (int i = 0; i < l->n; i++) {
     const Func *f = &l->funcs[i];
     char *full;
     if (func_matches(f, pattern, cpp, label, sizeof label, &full)) {
+      if (kernel_refuses_insn(real_path, f->offset)) {
+        diag_warning(d, ap->span, "%s:%s:%s: the kernel cannot put a uprobe "
+                     "on this function's first instruction (it has a lock "
+                     "or segment prefix); skipped", ap->prov->name,
+                     shown_path, label);
+        free(full);
+        continue;
+      }
       add_target(ap, shown_path, real_path, f, label, f->offset);
       if (full) name_last_target(ap, full);   /* func: as usym() shows */
       free(full);
@@ -271,6 +314,7 @@ typedef struct MappedMatch {
   int found;
   FILE *list;
   const char *pname;
+  Diag *d;     /* for the functions left out */
 } MappedMatch;
 
 static bool match_mapped(const char *path, void *arg) {
@@ -288,7 +332,7 @@ static bool match_mapped(const char *path, void *arg) {
                        NULL))
         fprintf(m->list, "%s:%s:%s\n", m->pname, path, label);
   } else {
-    m->found += add_matches(m->ap, &funcs, path, real, m->func, m->cpp);
+    m->found += add_matches(m->ap, &funcs, path, real, m->func, m->cpp, m->d);
   }
   elf_funcs_free(&funcs);
   return false;
@@ -363,7 +407,8 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
   char what[2 * PATH_MAX];
   if (has_wildcard(binary)) {
     /* with -p the files the process maps, else the file system's */
-    MappedMatch m = {.ap = ap, .binary = binary, .func = func, .cpp = cpp};
+    MappedMatch m = {.ap = ap, .binary = binary, .func = func, .cpp = cpp,
+                     .d = d};
     if (probe_target_pid > 0)
       elf_each_mapped_file(probe_target_pid, match_mapped, &m);
     else
@@ -386,7 +431,7 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
   /* `probe` shows a path as written, a bare name as found on PATH. */
   const char *shown = strchr(binary, '/') ? binary : found;
   int n = has_wildcard(func) || cpp
-              ? add_matches(ap, &funcs, shown, real, func, cpp)
+              ? add_matches(ap, &funcs, shown, real, func, cpp, d)
               : add_exact(ap, &funcs, shown, real, func, d);
   elf_funcs_free(&funcs);
   if (n > 0) return 0;
@@ -441,22 +486,32 @@ int uprobe_multi_link(const char *path, int n, const uint64_t *offsets,
   };
   int fd = (int)syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof attr);
   if (fd < 0) {
+    int saved = errno;   /* callers look at it */
     snprintf(err, errlen, "creating its uprobe_multi link: %s",
-             strerror(errno));
+             strerror(saved));
+    errno = saved;
     return -1;
   }
   links_add(links, fd);
   return 0;
 }
 
+/* The kernel's answer to a place whose first instruction it cannot
+ * probe (ENOTSUPP: a lock prefix, ...). */
+#define UPROBE_REFUSED 524
+
 static int attach_uprobe(const Target *t, bool retprobe, int prog_fd,
                          LinkSet *links, char *err, size_t errlen) {
   /* config1: the file's path; config2: where in the file. The event fires
    * in every process that runs that code, or with -p in that one only. */
   int pid = probe_target_pid > 0 ? probe_target_pid : -1;   /* -p */
-  return probe_pmu_attach("uprobe", retprobe, pid,
-                          (uint64_t)(uintptr_t)t->binary,
-                          t->offset, prog_fd, links, err, errlen);
+  int rc = probe_pmu_attach("uprobe", retprobe, pid,
+                            (uint64_t)(uintptr_t)t->binary, t->offset,
+                            target_cookie(t), prog_fd, links, err, errlen);
+  if (rc < 0 && errno == UPROBE_REFUSED)
+    snprintf(err, errlen, "the kernel cannot put a uprobe on the "
+             "function's first instruction (%s)", strerror(errno));
+  return rc;
 }
 
 static int uprobe_attach(const Target *t, int prog_fd, LinkSet *links,
@@ -477,31 +532,75 @@ static uint32_t uprobe_attach_type(const AttachPoint *ap, const Target *t) {
   return uprobe_multi_attach_type();
 }
 
+/* One file's places of a wildcard, linked in as few uprobe_multi links as
+ * the kernel takes: all at once, or, when it refuses an instruction (and
+ * says not which), each half again, down to the places it refuses, which
+ * are left out with a warning. */
+typedef struct FileLinks {
+  const AttachPoint *ap;
+  const Target **targets;   /* the file's, n of them */
+  bool retprobe;
+  int pid, prog_fd;
+  LinkSet *links;
+  Diag *d;
+} FileLinks;
+
+/* Returns how many places it linked, or -1 with a message in err. */
+static int link_places(FileLinks *f, const Target **t, int n, char *err,
+                       size_t errlen) {
+  uint64_t *offsets = calloc((size_t)n, sizeof *offsets),
+           *cookies = calloc((size_t)n, sizeof *cookies);
+  if (!offsets || !cookies) abort();
+  for (int i = 0; i < n; i++) {
+    offsets[i] = t[i]->offset;
+    cookies[i] = target_cookie(t[i]);
+  }
+  int rc = uprobe_multi_link(t[0]->binary, n, offsets, NULL, cookies,
+                             f->retprobe, f->pid, f->prog_fd, f->links, err,
+                             errlen);
+  int refused = rc < 0 && errno == UPROBE_REFUSED;
+  free(offsets);
+  free(cookies);
+  if (rc == 0) return n;
+  if (!refused || !has_wildcard(f->ap->text)) return -1;
+  if (n == 1) {
+    diag_warning(f->d, f->ap->span, "%s: the kernel cannot put a uprobe on "
+                 "this function's first instruction; skipped", t[0]->name);
+    return 0;
+  }
+  int first = link_places(f, t, n / 2, err, errlen);
+  int second = first < 0 ? -1 : link_places(f, t + n / 2, n - n / 2, err,
+                                            errlen);
+  return second < 0 ? -1 : first + second;
+}
+
 static int attach_group(const AttachPoint *ap, uint32_t attach_type,
-                        int prog_fd, LinkSet *links, char *err,
+                        int prog_fd, LinkSet *links, Diag *d, char *err,
                         size_t errlen) {
   if (attach_type != ATTACH_UPROBE_MULTI) return 0;
-  bool retprobe = !strcmp(ap->prov->name, "uretprobe");
-  int pid = probe_target_pid > 0 ? probe_target_pid : -1;   /* -p */
-  uint64_t *offsets = calloc((size_t)ap->ntargets, sizeof *offsets);
-  if (!offsets) abort();
+  FileLinks f = {.ap = ap, .retprobe = !strcmp(ap->prov->name, "uretprobe"),
+                 .pid = probe_target_pid > 0 ? probe_target_pid : -1,   /* -p */
+                 .prog_fd = prog_fd, .links = links, .d = d};
+  f.targets = calloc((size_t)ap->ntargets, sizeof *f.targets);
+  if (!f.targets) abort();
   /* a file's places: the targets of its path, each file once */
-  for (const Target *t = ap->targets; t; t = t->next) {
+  int linked = 0;
+  for (const Target *t = ap->targets; t && linked >= 0; t = t->next) {
     bool seen = false;
     for (const Target *b = ap->targets; b != t && !seen; b = b->next)
       seen = !strcmp(b->binary, t->binary);
     if (seen) continue;
     int n = 0;
     for (const Target *o = t; o; o = o->next)
-      if (!strcmp(o->binary, t->binary)) offsets[n++] = o->offset;
-    if (uprobe_multi_link(t->binary, n, offsets, NULL, NULL, retprobe, pid,
-                          prog_fd, links, err, errlen) < 0) {
-      free(offsets);
-      return -1;
-    }
+      if (!strcmp(o->binary, t->binary)) f.targets[n++] = o;
+    int k = link_places(&f, f.targets, n, err, errlen);
+    linked = k < 0 ? -1 : linked + k;
   }
-  free(offsets);
-  return ap->ntargets;
+  free(f.targets);
+  if (linked == 0)   /* 0 would mean "one by one" */
+    snprintf(err, errlen, "the kernel cannot put a uprobe on the first "
+             "instruction of any function matched");
+  return linked > 0 ? linked : -1;
 }
 
 /* -lv: the function's parameters, one per line as bpftrace shows them
@@ -577,6 +676,7 @@ const Provider uprobe_provider = {
     .attach_type = uprobe_attach_type,
     .attach_group = attach_group,
     .fires_newest_first = true,
+    .names_by_cookie = true,
 };
 
 const Provider uretprobe_provider = {
@@ -589,4 +689,5 @@ const Provider uretprobe_provider = {
     .attach_type = uprobe_attach_type,
     .attach_group = attach_group,
     .fires_newest_first = true,
+    .names_by_cookie = true,
 };

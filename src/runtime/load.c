@@ -619,7 +619,8 @@ static int attach_ap(const BpfProg *p, AttachPoint *ap, const Target *only,
   if (!prov || !prog_of(prov, p)) return 0;
   if (!only && links && prov->attach_group && p->expected_attach_type) {
     char err[256] = "";
-    int n = prov->attach_group(ap, p->expected_attach_type, p->fd, links, err,
+    int n = prov->attach_group(ap, p->expected_attach_type, p->fd, links, d,
+                               err,
                                sizeof err);
     if (n < 0) {
       diag_error(d, ap->span, "Unable to attach probe: %s: %s", ap->text, err);
