@@ -444,7 +444,8 @@ static int attach_kprobe(const Target *t, bool retprobe, int prog_fd,
   /* at an address: no name, config2 the address itself */
   int rc = probe_pmu_attach("kprobe", retprobe, -1,
                             t->at_address ? 0 : (uint64_t)(uintptr_t)sym,
-                            t->offset, 0, prog_fd, links, err, errlen);
+                            t->offset, target_cookie(t), prog_fd, links, err,
+                            errlen);
   /* the kernel's word for an offset that splits an instruction */
   if (rc < 0 && t->offset && !t->at_address &&
       strstr(err, strerror(EILSEQ)))
@@ -521,17 +522,23 @@ static int attach_multi(const AttachPoint *ap, uint32_t attach_type,
   (void)d;
   if (attach_type != ATTACH_KPROBE_MULTI) return 0;
   const char **syms = calloc(ap->ntargets, sizeof *syms);
-  if (!syms) abort();
+  uint64_t *cookies = calloc(ap->ntargets, sizeof *cookies);
+  if (!syms || !cookies) abort();
   int n = 0;
-  for (const Target *t = ap->targets; t; t = t->next) syms[n++] = t->event;
+  for (const Target *t = ap->targets; t; t = t->next) {
+    cookies[n] = target_cookie(t);
+    syms[n++] = t->event;
+  }
   LIBBPF_OPTS(bpf_link_create_opts, opts);
   opts.kprobe_multi.syms = syms;
+  opts.kprobe_multi.cookies = (const __u64 *)cookies;
   opts.kprobe_multi.cnt = (uint32_t)n;
   opts.kprobe_multi.flags =
       strcmp(ap->prov->name, "kretprobe") ? 0 : BPF_F_KPROBE_MULTI_RETURN;
   int fd = bpf_link_create(prog_fd, 0, ATTACH_KPROBE_MULTI, &opts);
   int saved = errno;
   free(syms);
+  free(cookies);
   if (fd < 0) {
     snprintf(err, errlen, "creating its kprobe_multi link for %d functions: "
              "%s", n, strerror(saved));
@@ -584,6 +591,7 @@ const Provider kprobe_provider = {
     .attach_group = attach_multi,
     /* the kernel puts a new kprobe at the head of a function's list */
     .fires_newest_first = true,
+    .names_by_cookie = true,
 };
 
 const Provider kretprobe_provider = {
@@ -595,6 +603,7 @@ const Provider kretprobe_provider = {
     .list = kretprobe_list,
     .attach_type = kprobe_attach_type,
     .attach_group = attach_multi,
+    .names_by_cookie = true,
 };
 
 bool kernel_function_known(const char *name) {
