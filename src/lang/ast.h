@@ -385,6 +385,9 @@ typedef struct Script {
   const Source *src;
   Probe *probes;
   int nprobes;
+  Probe *dropped;      /* probes missing_probes removed (no attach point
+                          matched): checked in the quiet first pass only,
+                          so that maps only they use keep their types */
   ConfigItem *config;  /* NULL without a config block */
   Settings settings;   /* from config and the environment (lang/config.c) */
   char **params;       /* positional parameters $1.. (from the command line) */

@@ -1043,6 +1043,9 @@ int check_script(Script *s, Compiled *out, Diag *d) {
       p->uses_target_name = false;
       check_probe(&c, p);
     }
+    /* probes missing_probes removed: only the maps they use */
+    for (Probe *p = s->dropped; p && c.pass == 1; p = p->next)
+      check_probe(&c, p);
   }
   if (d->errors == errors_before) options_report_unused(s, d);
   for (int i = 0; i < out->nmaps; i++) {

@@ -81,6 +81,7 @@ int expand_script(Script *s, Diag *d) {
   for (Probe **link = &s->probes; *link;) {
     Probe *p = *link;
     Span first = p->aps ? p->aps->span : p->span;
+    AttachPoint *all = p->aps;
     if (expand_probe(p, s->settings.missing_probes, d) < 0) result = -1;
     if (!p->aps) {
       if (s->settings.missing_probes == MISSING_WARN)
@@ -88,6 +89,13 @@ int expand_script(Script *s, Diag *d) {
                      "being removed which may cause issues with program "
                      "behavior.");
       *link = p->next;
+      if (all && s->settings.missing_probes != MISSING_ERROR) {
+        /* kept aside, with its attach points (dropped ones keep their
+         * links to each other; none has a target) */
+        p->aps = all;
+        p->next = s->dropped;
+        s->dropped = p;
+      }
     } else {
       link = &p->next;
     }
