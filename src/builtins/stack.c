@@ -134,6 +134,8 @@ static void check_stack(Checker *c, Node *n) {
   }
   if (user && mode == STACK_BPFTRACE && c->script->settings.show_debug_info)
     mode = STACK_BPFTRACE_LINES;
+  if (user && mode == STACK_PERF && c->script->settings.show_debug_info)
+    mode = STACK_PERF_INLINED;
   want_stack_map(c, n, (int)limit);
   if (c->probe) c->probe->uses_ctx = true;   /* bpf_get_stackid reads it */
   if (user) {

@@ -55,8 +55,11 @@ enum { NAMED_NONE, NAMED_ERRNO, NAMED_SIGNAL,
 /* How kstack and ustack values print (Type.stack_mode). */
 typedef enum StackMode {
   STACK_BPFTRACE, STACK_PERF, STACK_RAW, STACK_BUILD_ID,
-  STACK_BPFTRACE_LINES,   /* bpftrace, user frames with @file:line
-                             (config show_debug_info = 1) */
+  STACK_BPFTRACE_LINES,   /* bpftrace, user frames with @file:line and
+                             the functions inlined there (config
+                             show_debug_info, on by default) */
+  STACK_PERF_INLINED,     /* perf, user frames with the functions inlined
+                             there (show_debug_info) */
 } StackMode;
 
 /* Where a pointer-valued integer points; decides probe_read_user vs kernel. */

@@ -70,7 +70,7 @@ static const Key keys[] = {
     INT_KEY("on_stack_limit", NULL, 0, 1 << 20, F_IGNORED, 32),
     INT_KEY("perf_rb_pages", NULL, 1, 1 << 18, F_RB_PAGES, 256),
     BOOL_KEY("print_maps_on_exit", F_PRINT_MAPS, 1),
-    BOOL_KEY("show_debug_info", F_DEBUG_INFO, 0),
+    BOOL_KEY("show_debug_info", F_DEBUG_INFO, 1),
     WORD_KEY("stack_mode", stack_words, false, F_STACK_MODE, "bpftrace"),
     WORD_KEY("str_trunc_trailer", NULL, true, F_TRAILER, ".."),
     WORD_KEY("unstable_dw_ustack", unstable_words, false, F_IGNORED, "warn"),

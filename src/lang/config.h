@@ -19,7 +19,8 @@ typedef struct Settings {
   int max_cat_bytes;        /* bytes cat() prints; 0: the default */
   int max_bpf_progs;        /* the most programs a script may make */
   int stack_mode;           /* kstack/ustack without a mode: a StackMode */
-  bool show_debug_info;     /* user frames in bpftrace mode: @file:line */
+  bool show_debug_info;     /* user frames: @file:line (bpftrace mode) and
+                               inlined functions (bpftrace, perf modes) */
   const char *str_trunc_trailer;  /* printed after a string cut at
                                      max_strlen */
   bool forbid_map_decl;     /* unstable_map_decl = error */

@@ -123,7 +123,9 @@ const char *type_name(Type t, char *buf, size_t len) {
                                           "build_id"};
       snprintf(buf, len, "%s(%s, %d)",
                t.named == NAMED_KSTACK ? "kstack" : "ustack",
-               modes[t.stack_mode == STACK_BPFTRACE_LINES ? 0 : t.stack_mode],
+               modes[t.stack_mode == STACK_BPFTRACE_LINES ? STACK_BPFTRACE
+                     : t.stack_mode == STACK_PERF_INLINED ? STACK_PERF
+                                                          : t.stack_mode],
                t.stack_limit);
       break;
     }

@@ -84,7 +84,18 @@ static void user_frame(StackMode mode, int pid, uint64_t ip, int indent) {
     text_add("%" PRIx64 "\n", ip);
     return;
   }
-  bool known = usyms_lookup(pid, ip, mode == STACK_BPFTRACE_LINES, &s);
+  bool lines = mode == STACK_BPFTRACE_LINES || mode == STACK_PERF_INLINED;
+  bool known = usyms_lookup(pid, ip, lines, &s);
+  /* the functions inlined there first, innermost first */
+  for (int i = 0; i < s.ninlined; i++) {
+    if (mode == STACK_PERF_INLINED)
+      text_add("\t%" PRIx64 " %s (inlined)\n", ip, s.inlined[i].name);
+    else if (s.inlined[i].file)
+      text_add("%*s[inlined] %s@%s:%d\n", indent, "", s.inlined[i].name,
+               s.inlined[i].file, s.inlined[i].line);
+    else
+      text_add("%*s[inlined] %s\n", indent, "", s.inlined[i].name);
+  }
   if (mode == STACK_BUILD_ID) {
     if (known && s.build_id) {
       for (int i = 0; i < s.build_id_len; i++) text_add("%02x", s.build_id[i]);
@@ -92,7 +103,7 @@ static void user_frame(StackMode mode, int pid, uint64_t ip, int indent) {
     } else {
       text_add("%" PRIx64 "\n", ip);
     }
-  } else if (mode == STACK_PERF) {
+  } else if (mode == STACK_PERF || mode == STACK_PERF_INLINED) {
     text_add("\t%" PRIx64 " %s+%" PRIu64 " (%s)\n", ip,
              s.name ? s.name : "[unknown]", s.name ? s.offset : 0,
              s.module ? s.module : "[unknown]");

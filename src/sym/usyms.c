@@ -4,6 +4,7 @@
  * Dwfl session per process, kept until loupe exits. */
 #include "sym/usyms.h"
 
+#include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -143,6 +144,74 @@ static const char *demangled(const char *name) {
   return demangled_cache[h].plain;
 }
 
+/* A DIE's name, through its abstract origin for an inlined copy. */
+static const char *die_name(Dwarf_Die *die) {
+  Dwarf_Attribute at;
+  const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name,
+                                                           &at));
+  return name ? name : "?";
+}
+
+#define MAX_SCOPES 32
+
+/* The DIEs under parent whose code holds addr, outermost first, into
+ * chain (n of them so far); how many then. dwarf_getscopes follows an
+ * inlined function to its abstract definition, so the concrete nesting
+ * (a function inlined into one inlined into another) is walked here. */
+static int scopes_holding(Dwarf_Die *parent, Dwarf_Addr addr,
+                          Dwarf_Die *chain, int n) {
+  Dwarf_Die child;
+  if (n == MAX_SCOPES || dwarf_child(parent, &child) != 0) return n;
+  do {
+    int tag = dwarf_tag(&child);
+    if (tag == DW_TAG_namespace) {
+      int k = scopes_holding(&child, addr, chain, n);
+      if (k > n) return k;
+    } else if ((tag == DW_TAG_subprogram ||
+                tag == DW_TAG_inlined_subroutine ||
+                tag == DW_TAG_lexical_block) &&
+               dwarf_haspc(&child, addr) == 1) {
+      chain[n] = child;
+      return scopes_holding(&chain[n], addr, chain, n + 1);
+    }
+  } while (dwarf_siblingof(&child, &child) == 0);
+  return n;
+}
+
+/* The functions inlined at addr (bias subtracted: the DWARF address) in
+ * the CU cu, innermost first, with the lines: the innermost is where the
+ * address is (the line table's answer, in out->src_*); each one's call
+ * site is where the next frame out is; the last call site becomes the
+ * real function's out->src_*. */
+static void inline_chain(Dwarf_Die *cu, Dwarf_Addr addr, USym *out) {
+  Dwarf_Die chain[MAX_SCOPES];
+  int n = scopes_holding(cu, addr, chain, 0);
+  Dwarf_Files *files = NULL;
+  size_t nfiles = 0;
+  if (dwarf_getsrcfiles(cu, &files, &nfiles) != 0) files = NULL;
+  const char *file = out->src_file;
+  int line = out->src_line;
+  for (int i = n - 1; i >= 0 && out->ninlined < USYM_MAX_INLINED; i--) {
+    if (dwarf_tag(&chain[i]) != DW_TAG_inlined_subroutine) continue;
+    int k = out->ninlined++;
+    out->inlined[k].name = demangled(die_name(&chain[i]));
+    out->inlined[k].file = file;
+    out->inlined[k].line = line;
+    /* the frame out of it is at its call */
+    Dwarf_Attribute at;
+    Dwarf_Word call_file = 0, call_line = 0;
+    dwarf_formudata(dwarf_attr(&chain[i], DW_AT_call_file, &at), &call_file);
+    dwarf_formudata(dwarf_attr(&chain[i], DW_AT_call_line, &at), &call_line);
+    const char *name = files && call_file < nfiles
+                           ? dwarf_filesrc(files, call_file, NULL, NULL)
+                           : NULL;
+    if (name) file = name;
+    line = (int)call_line;
+  }
+  out->src_file = file;
+  out->src_line = line;
+}
+
 static bool lookup_in(Dwfl *d, uint64_t addr, bool want_line, USym *out) {
   Dwfl_Module *m = d ? dwfl_addrmodule(d, addr) : NULL;
   if (!m) return false;
@@ -159,6 +228,9 @@ static bool lookup_in(Dwfl *d, uint64_t addr, bool want_line, USym *out) {
   if (line)
     out->src_file = dwfl_lineinfo(line, NULL, &out->src_line, NULL, NULL,
                                   NULL);
+  Dwarf_Addr cu_bias = 0;
+  Dwarf_Die *cu = want_line ? dwfl_module_addrdie(m, addr, &cu_bias) : NULL;
+  if (cu) inline_chain(cu, addr - cu_bias, out);
   GElf_Addr bias = 0;
   Elf *e = dwfl_module_getelf(m, &bias);
   if (!file_offset(e, addr - bias, &out->file_offset))

@@ -13,6 +13,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#define USYM_MAX_INLINED 8
+
 /* What is known of one address. */
 typedef struct USym {
   const char *name;     /* the symbol holding it, or NULL */
@@ -21,8 +23,17 @@ typedef struct USym {
   uint64_t file_offset; /* its offset in that file (build_id mode) */
   const uint8_t *build_id;   /* that file's GNU build id, or NULL */
   int build_id_len;
-  const char *src_file;  /* with want_line: its source file, or NULL */
+  const char *src_file;  /* with want_line: its source file, or NULL: for
+                            code inlined there, where the function (name)
+                            calls the outermost inlined one */
   int src_line;
+  int ninlined;          /* with want_line: the functions inlined at the
+                            address, innermost first, each with where in
+                            it the address is (the next one's call) */
+  struct {
+    const char *name, *file;
+    int line;
+  } inlined[USYM_MAX_INLINED];
 } USym;
 
 /* The C++ name of a mangled symbol ("_ZN5MyApp6Server5closeEv" ->
