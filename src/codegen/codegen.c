@@ -336,8 +336,33 @@ static int target_name_stride(const Script *s) {
   return (int)((longest + 1 + 7) & ~(size_t)7);
 }
 
+/* bpftrace's max_probes: a wildcard that matches more places than that
+ * (`kprobe:* { ... }`, tens of thousands of functions) is refused before
+ * anything is loaded: so many probes slow the system down, or freeze it,
+ * and a perf event each can run out of file descriptors. */
+static int check_probe_count(Script *s, Diag *d) {
+  int total = 0;
+  for (Probe *probe = s->probes; probe; probe = probe->next)
+    for (AttachPoint *ap = probe->aps; ap; ap = ap->next) {
+      if (!ap->prov || !ap->prov->attach) continue;   /* BEGIN, END */
+      total += ap->ntargets;
+      if (total > s->settings.max_probes) {
+        diag_error(d, ap->span, "Can't attach to %d probes because it "
+                   "exceeds the current limit of %d probes", total,
+                   s->settings.max_probes);
+        diag_hint(d, "You can increase the limit through the "
+                  "BPFTRACE_MAX_PROBES environment variable (or max_probes "
+                  "in a config block), but many probes can slow the system "
+                  "down or freeze it.");
+        return -1;
+      }
+    }
+  return 0;
+}
+
 int codegen_script(Script *s, Compiled *c, Diag *d) {
-  if (check_program_count(s, d) < 0) return -1;
+  if (check_probe_count(s, d) < 0 || check_program_count(s, d) < 0)
+    return -1;
   Gen g = {.d = d, .c = c, .name_stride = target_name_stride(s)};
   g.nmap_slots = c->nmaps + CODEGEN_MAPS;
   g.nsubs = SUB_FULL + 3 * g.nmap_slots;

@@ -19,7 +19,7 @@ typedef enum { K_INT, K_BOOL, K_WORD } KeyKind;
 typedef enum {
   F_IGNORED, F_STRLEN, F_MAP_KEYS, F_PRINT_MAPS, F_MISSING, F_LICENSE,
   F_RB_PAGES, F_CAT_BYTES, F_STACK_MODE, F_DEBUG_INFO, F_TRAILER,
-  F_BPF_PROGS, F_UNSTABLE_MAP_DECL, F_UNSTABLE_TSERIES
+  F_BPF_PROGS, F_UNSTABLE_MAP_DECL, F_UNSTABLE_TSERIES, F_MAX_PROBES
 } Field;
 
 typedef struct Key {
@@ -63,7 +63,7 @@ static const Key keys[] = {
     INT_KEY("max_cat_bytes", NULL, 1, 1 << 24, F_CAT_BYTES, 10240),
     INT_KEY("max_map_keys", "BPFTRACE_MAP_KEYS_MAX", 1, 1 << 24,
             F_MAP_KEYS, DEFAULT_MAP_KEYS),
-    INT_KEY("max_probes", NULL, 1, 1 << 24, F_IGNORED, 1024),
+    INT_KEY("max_probes", NULL, 1, 1 << 24, F_MAX_PROBES, 1024),
     INT_KEY("max_strlen", "BPFTRACE_STRLEN", 1, MAX_STRLEN_LIMIT, F_STRLEN,
             DEFAULT_STRLEN),
     WORD_KEY("missing_probes", missing_words, false, F_MISSING, "error"),
@@ -162,6 +162,7 @@ static void apply(Settings *st, const Key *k, long long v, const char *w) {
   case F_RB_PAGES: st->perf_rb_pages = (int)v; break;
   case F_CAT_BYTES: st->max_cat_bytes = (int)v; break;
   case F_BPF_PROGS: st->max_bpf_progs = (int)v; break;
+  case F_MAX_PROBES: st->max_probes = (int)v; break;
   case F_STACK_MODE: st->stack_mode = (int)v; break;
   case F_DEBUG_INFO: st->show_debug_info = v != 0; break;
   case F_TRAILER: st->str_trunc_trailer = w; break;

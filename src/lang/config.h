@@ -18,6 +18,7 @@ typedef struct Settings {
   int perf_rb_pages;        /* ring buffer pages; 0: loupe's default */
   int max_cat_bytes;        /* bytes cat() prints; 0: the default */
   int max_bpf_progs;        /* the most programs a script may make */
+  int max_probes;           /* the most places a script may attach to */
   int stack_mode;           /* kstack/ustack without a mode: a StackMode */
   bool show_debug_info;     /* user frames: @file:line (bpftrace mode) and
                                inlined functions (bpftrace, perf modes) */
