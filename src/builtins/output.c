@@ -116,9 +116,12 @@ static void check_join(Checker *c, Node *n) {
 static void check_errorf(Checker *c, Node *n) {
   check_printf(c, n);
   n->ival = n->name[0] == 'w' && c->d->no_warnings;
-  if (c->pass == 2 && n->printf_id >= 0 && c->d->errors == 0)
-    c->out->printfs[n->printf_id].prefix =
-        diag_prefix(c->d, n->span, n->name[0] == 'e' ? "ERROR" : "WARNING");
+  if (c->pass == 2 && n->printf_id >= 0 && c->d->errors == 0) {
+    const char *kind = n->name[0] == 'e' ? "ERROR" : "WARNING";
+    PrintfDef *p = &c->out->printfs[n->printf_id];
+    p->prefix = diag_prefix(c->d, n->span, kind);
+    p->expansions = diag_expansions(c->d, n->span, kind);
+  }
 }
 
 /* fail(fmt, literals...): a compile-time assertion, bpftrace's static
@@ -531,8 +534,9 @@ static void on_errorf(const EventCtx *e, uint32_t index,
   char *text = format_record(p, payload, &len);
   if (!text) return;
   fflush(e->out);
-  fprintf(stderr, "%s%s%s", p->prefix ? p->prefix : "", text,
-          len && text[len - 1] == '\n' ? "" : "\n");
+  fprintf(stderr, "%s%s%s%s", p->prefix ? p->prefix : "", text,
+          len && text[len - 1] == '\n' ? "" : "\n",
+          p->expansions ? p->expansions : "");
   free(text);
 }
 

@@ -206,6 +206,8 @@ typedef struct PrintfDef {
   int size;         /* payload bytes after the EventHeader */
   Span span;
   char *prefix;     /* errorf, warnf: "stdin:1:9-62: ERROR: " */
+  char *expansions; /* errorf, warnf in a macro: where it was expanded
+                       from (diag_expansions), or NULL */
 } PrintfDef;
 
 /* -k: a place in the script where a helper's failure is reported (a read

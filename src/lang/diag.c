@@ -67,15 +67,10 @@ static void print_location(Diag *d, const char *kind, Span at) {
   }
 }
 
-static void report(Diag *d, const char *kind, Span at, const char *fmt,
-                   va_list ap) {
-  print_location(d, kind, at);
-  vfprintf(d->out, fmt, ap);
-  fputc('\n', d->out);
-  if (at.line > 0) show_source_line(d, at);
-  /* text copied from a macro's body: where each expansion was called,
-   * out to the script's own text (a call site comes from an older
-   * expansion, so the chain ends) */
+/* Text copied from a macro's body: where each expansion was called, out
+ * to the script's own text (a call site comes from an older expansion,
+ * so the chain ends). */
+static void show_expansions(Diag *d, const char *kind, Span at) {
   for (int e = at.exp; e > 0 && e <= d->ncalls;) {
     Span call = d->calls[e - 1];
     print_location(d, kind, call);
@@ -83,6 +78,28 @@ static void report(Diag *d, const char *kind, Span at, const char *fmt,
     if (call.line > 0) show_source_line(d, call);
     e = call.exp < e ? call.exp : 0;
   }
+}
+
+static void report(Diag *d, const char *kind, Span at, const char *fmt,
+                   va_list ap) {
+  print_location(d, kind, at);
+  vfprintf(d->out, fmt, ap);
+  fputc('\n', d->out);
+  if (at.line > 0) show_source_line(d, at);
+  show_expansions(d, kind, at);
+}
+
+char *diag_expansions(Diag *d, Span at, const char *kind) {
+  if (at.exp <= 0) return NULL;
+  char *s = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&s, &len), *out = d->out;
+  if (!f) return NULL;
+  d->out = f;
+  show_expansions(d, kind, at);
+  d->out = out;
+  fclose(f);
+  return s;
 }
 
 char *diag_prefix(const Diag *d, Span at, const char *kind) {

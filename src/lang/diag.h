@@ -68,6 +68,10 @@ void diag_verror(Diag *d, Span at, const char *fmt, va_list ap);
 
 /* "stdin:1:9-62: KIND: ", the prefix of a located message, malloc'd. */
 char *diag_prefix(const Diag *d, Span at, const char *kind);
+/* For a place in text a macro expanded: the "expanded from" lines of
+ * each call out to the script's own text, as an error there shows them,
+ * malloc'd; NULL elsewhere. */
+char *diag_expansions(Diag *d, Span at, const char *kind);
 
 /* Records a file read by #include; returns its k (see DIAG_INCLUDE_LINES),
  * or 0 when there are too many. */
