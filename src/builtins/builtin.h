@@ -89,8 +89,10 @@ typedef struct AggOps {
    * the latest interval of them all); NULL if not needed. */
   void (*print_begin)(const MapSym *m, const uint8_t *const *vals, int n);
   const char *json_type;    /* the JSON record's "type": map, hist, stats */
-  bool bare_colon;          /* text: "@m[k]:" with no space after (tseries) */
-  bool multiline;           /* text: on lines after "@m[k]: " (hist) */
+  bool bare_colon;          /* text: "@m[k]:" with no space after
+                               (tseries, and hist and lhist as bpftrace's
+                               reference prints them; 0.17 had one) */
+  bool multiline;           /* text: on lines after "@m[k]:" (hist) */
   bool blank_line_after;    /* text: an empty line after the map */
   bool ignores_top;         /* print(@m, top) prints every entry */
   bool zero_when_empty;     /* keyless and empty, it still prints 0 */

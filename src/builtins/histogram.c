@@ -435,13 +435,15 @@ static const AggOps hist_ops = {
     .emit_update = gen_histogram, .reduced_size = hist_reduced_size,
     .reduce = agg_reduce_sum, .sort_number = sort_total,
     .sorts_signed = signed_never, .print_value = print_hist,
-    .json_type = "hist", .multiline = true};
+    .json_type = "hist", .multiline = true,
+    .bare_colon = true};
 static const AggOps lhist_ops = {
     .kind = AGG_LHIST, .check_map = check_lhist_map,
     .value_size = lhist_size, .emit_update = gen_histogram,
     .reduced_size = hist_reduced_size, .reduce = agg_reduce_sum,
     .sort_number = sort_total, .sorts_signed = signed_never,
-    .print_value = print_hist, .json_type = "hist", .multiline = true};
+    .print_value = print_hist, .json_type = "hist", .multiline = true,
+    .bare_colon = true};
 
 const Builtin builtins_histogram[] = {
     {"hist", BI_CALL, 1, -1, false, check_hist, NULL, NULL, NULL, &hist_ops,

@@ -658,13 +658,13 @@ static void put_entry_value(const MapSym *m, const Entry *e, int64_t div,
     put_value(&m->value_type, e->val, m->value_size, div, json, out);
 }
 
-/* A histogram's rows follow its "@name[k]: " line. */
+/* A histogram's rows follow its "@name[k]:" line. */
 static bool is_multiline(const MapSym *m) {
   return agg_of(m) && agg_of(m)->multiline;
 }
 
 /* bpftrace's text: "@name[k1, k2]: value" lines; a histogram's rows follow
- * its "@name[k]: " line, with an empty line after each histogram; stats()
+ * its "@name[k]:" line, with an empty line after each histogram; stats()
  * and avg() maps end with an empty line. */
 static void text_map(const MapSym *m, const MapDump *d, int first,
                      int64_t div, FILE *out) {
