@@ -463,8 +463,21 @@ uint32_t uprobe_multi_attach_type(void) {
                 .expected_attach_type = ATTACH_UPROBE_MULTI);
     int fd = bpf_prog_load(BPF_PROG_TYPE_KPROBE, "loupe_probe", "GPL",
                            ret0, 2, &opts);
-    known = fd >= 0;
-    if (fd >= 0) close(fd);
+    /* Kernels before 6.6 load it too (they ignore the attach type of a
+     * kprobe program) but refuse the link (EINVAL); those that have the
+     * links try to open the file, and "/" is none (EBADF). */
+    known = 0;
+    if (fd >= 0) {
+      uint64_t offset = 0;
+      struct uprobe_multi_link_attr attr = {
+          .prog_fd = (uint32_t)fd, .attach_type = ATTACH_UPROBE_MULTI,
+          .path = (uint64_t)(uintptr_t)"/",
+          .offsets = (uint64_t)(uintptr_t)&offset, .cnt = 1};
+      int link = (int)syscall(SYS_bpf, BPF_LINK_CREATE, &attr, sizeof attr);
+      known = link < 0 && errno == EBADF;
+      if (link >= 0) close(link);
+      close(fd);
+    }
   }
   return known ? ATTACH_UPROBE_MULTI : 0;
 }

@@ -9,7 +9,8 @@
 #   3. kretprobe:vfs_read, counting reads by `dd` that returned > 0, one
 #      of them the 14 bytes of its input file;
 #   4. the wildcard kprobe:vfs_rea*, counted by probe and func, which
-#      come from each function's cookie in one program;
+#      come from each function's cookie in one program; the same for a
+#      uprobe wildcard on libc;
 #   5. wildcards without `probe` or `func`: one program, one kprobe_multi
 #      link for all functions (where the kernel has fprobe), kretprobes
 #      too; the exit time of kprobe:vfs_* and nothing left behind;
@@ -78,6 +79,29 @@ if [ "$progs" = 1 ]; then
   pass "a wildcard that reads probe and func is one program"
 else
   fail "a wildcard that reads probe and func is one program" "$progs programs"
+fi
+
+# A uprobe wildcard that reads func is one program too, on a kernel that
+# may lack uprobe_multi links (6.1): then a perf event per function, each
+# with its cookie
+libc=$(readlink -f /lib/x86_64-linux-gnu/libc.so.6)
+trace "uprobe:$libc:str* /comm == \"ls\"/ { @[func] = count(); }" 'ls / >/dev/null'
+check "uprobe wildcard counted by func (names from each function's cookie)" \
+  '^@\[str[a-z_]+\]: [1-9]'
+progs=$("$LOUPE" -d -e "uprobe:$libc:str* { @[func] = count(); }" |
+        grep -c '^; .* insns)$')
+[ "$progs" = 1 ] && pass "a uprobe wildcard that reads func is one program" ||
+  fail "a uprobe wildcard that reads func is one program" "$progs programs"
+
+# usdt on a kernel that may lack uprobe_multi links (6.1): a perf event
+# per location, where loupe once took the kernel's loading of a program
+# for them as proof that it has them
+printf '#include <sys/sdt.h>\nint main(void) { DTRACE_PROBE1(loupe, tick, 7); return 0; }\n' >"$WORK/u.c"
+if gcc -O1 -o "$WORK/u" "$WORK/u.c" 2>/dev/null; then
+  trace "usdt:$WORK/u:loupe:tick { @[arg0] = count(); }" "$WORK/u"
+  check "usdt probe fires where uprobe_multi links may be missing" '^@\[7\]: 1$'
+else
+  echo "(no gcc or <sys/sdt.h>: usdt not checked)"
 fi
 
 # One program for all the functions of a wildcard: one kprobe_multi link
