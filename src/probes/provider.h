@@ -64,8 +64,9 @@ typedef struct Provider {
   uint32_t (*attach_type)(const AttachPoint *ap, const Target *t);
   /* Attaches one program to all of ap's targets at once, for a program
    * loaded for attach_type (a "multi" link): returns how many targets it
-   * attached (or skipped, with a warning in d), 0 to have them attached
-   * one by one, or -1 with a message in err. NULL: always one by one. */
+   * attached (it may leave some out, with a warning in d), 0 to have them
+   * attached one by one, or -1 with a message in err. NULL: always one by
+   * one. */
   int (*attach_group)(const AttachPoint *ap, uint32_t attach_type,
                       int prog_fd, LinkSet *links, Diag *d, char *err,
                       size_t errlen);
@@ -76,7 +77,7 @@ typedef struct Provider {
    * program to its function when loading it, Target.btf_id). */
   bool prog_per_target;
   /* A program serving many targets reads `probe` and `func` by its BPF
-   * cookie, which attach gives each target (1 - Target.name_slot), so
+   * cookie, which attach gives each target (Target.name_slot - 1), so
    * they do not need a program each. */
   bool names_by_cookie;
   /* When the kernel refuses to load a program for target t with errno
