@@ -480,7 +480,7 @@ static int kretprobe_attach(const Target *t, int prog_fd, LinkSet *links,
 
 /* Whether the kernel has fprobe, which kprobe_multi links are made of:
  * without it the kernel loads such programs but refuses the link. */
-static bool kernel_has_fprobe(void) {
+bool kernel_has_fprobe(void) {
   static int known = -1;
   if (known >= 0) return known;
   known = 0;

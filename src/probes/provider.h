@@ -137,6 +137,11 @@ bool uprobe_in_target_tree(const char *path, char *real);
  * can be read (kprobe.c). */
 bool kernel_function_known(const char *name);
 
+/* Whether the kernel has fprobe (kallsyms names register_fprobe), which
+ * kprobe_multi links are made of: without it the kernel loads programs
+ * for them but refuses the links (kprobe.c). */
+bool kernel_has_fprobe(void);
+
 /* ---- uprobe_multi links (Linux 6.6), uprobe.c ----------------------------
  * One link puts a program at many places of one file, and the kernel
  * takes them all down after one grace period when it closes, where one

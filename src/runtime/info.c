@@ -110,10 +110,13 @@ static void print_features(FILE *out) {
   fprintf(out, "  uprobe refcount (semaphores): %s\n",
           yes_no(access("/sys/bus/event_source/devices/uprobe/format/"
                         "ref_ctr_offset", F_OK) == 0));
+  /* a kernel that ignores a kprobe program's attach type loads these
+   * too: the links also need fprobe */
+  bool fprobe = kernel_has_fprobe();
   fprintf(out, "  kprobe_multi: %s\n",
-          yes_no(loads(BPF_PROG_TYPE_KPROBE, ATTACH_KPROBE_MULTI)));
+          yes_no(fprobe && loads(BPF_PROG_TYPE_KPROBE, ATTACH_KPROBE_MULTI)));
   fprintf(out, "  kprobe_session: %s\n",
-          yes_no(loads(BPF_PROG_TYPE_KPROBE, ATTACH_KPROBE_SESSION)));
+          yes_no(fprobe && loads(BPF_PROG_TYPE_KPROBE, ATTACH_KPROBE_SESSION)));
   fprintf(out, "  uprobe_multi: %s\n",
           yes_no(uprobe_multi_attach_type() != 0));
   fprintf(out, "  raw_tracepoint: %s\n",
