@@ -818,13 +818,19 @@ static void emit_comm_call(Gen *g, Node *n, int dst, int cap) {
   patch_here(g, done);
 }
 
+/* A program serving many targets of a provider that gives each target
+ * a cookie: its `probe` and `func` are read by that (emit_target_name). */
+static bool names_by_cookie(const Gen *g) {
+  return !g->target && g->p->ap && g->p->ap->prov->names_by_cookie;
+}
+
 /* probe and func are constants of each target's program. */
 static void emit_probe(Gen *g, Node *n, int dst, int cap) {
   if (g->p->syscall_group) {   /* one program for many tracepoints */
     syscall_raw_probe_name(g, dst, cap);
     return;
   }
-  if (!g->target && g->p->ap && g->p->ap->prov->names_by_cookie) {
+  if (names_by_cookie(g)) {
     emit_target_name(g, false, dst, cap);
     return;
   }
@@ -833,7 +839,7 @@ static void emit_probe(Gen *g, Node *n, int dst, int cap) {
 }
 
 static void emit_func(Gen *g, Node *n, int dst, int cap) {
-  if (!g->target && g->p->ap && g->p->ap->prov->names_by_cookie) {
+  if (names_by_cookie(g)) {
     emit_target_name(g, true, dst, cap);
     return;
   }

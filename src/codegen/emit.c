@@ -628,6 +628,20 @@ MapSym *add_codegen_array(Gen *g, const char *name, int value_size,
   return m;
 }
 
+void emit_array_string(Gen *g, int map_id, int key_slot, int off, int n,
+                       int dst, int cap) {
+  emit_map(g, BPF_REG_1, map_id);
+  emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, key_slot));
+  emit_call(g, BPF_FUNC_map_lookup_elem);
+  int missing = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
+  emit_copy_from(g, BPF_REG_0, off, dst, n, cap);
+  int done = emit_jump(g, I_JA(0));
+  patch_here(g, missing);
+  emit_zero(g, dst, cap);
+  patch_here(g, done);
+}
+
 #define TARGET_NAMES_MAP "@@target_names"
 
 /* Gives each target of the program's attach point an entry of the names
@@ -657,15 +671,6 @@ void emit_target_name(Gen *g, bool func, int dst, int cap) {
   emit_ctx(g, BPF_REG_1);
   emit_call(g, BPF_FUNC_get_attach_cookie);
   emit(g, I_STX(BPF_W, BPF_REG_10, BPF_REG_0, key));
-  emit_map(g, BPF_REG_1, m->id);
-  emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
-  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, key));
-  emit_call(g, BPF_FUNC_map_lookup_elem);
-  int missing = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
-  emit_copy_from(g, BPF_REG_0, func ? g->name_stride : 0, dst,
-                 g->name_stride, cap);
-  int done = emit_jump(g, I_JA(0));
-  patch_here(g, missing);
-  emit_zero(g, dst, cap);
-  patch_here(g, done);
+  emit_array_string(g, m->id, key, func ? g->name_stride : 0,
+                    g->name_stride, dst, cap);
 }

@@ -201,6 +201,11 @@ int find_map(Gen *g, const char *name);
  * init_values are written. */
 MapSym *add_codegen_array(Gen *g, const char *name, int value_size,
                           uint32_t max_entries);
+/* dst = the n bytes at off of the entry of array map_id whose key (a
+ * u32) is in stack slot key_slot, zero-filled up to cap; all zero when
+ * there is none. */
+void emit_array_string(Gen *g, int map_id, int key_slot, int off, int n,
+                       int dst, int cap);
 /* `probe` (func false) or `func` of the target that ran a program serving
  * many, into dst: its entry of the names map, found by the cookie attach
  * gave the target (Target.name_slot). */

@@ -298,15 +298,6 @@ static int names_map(Gen *g) {
 }
 
 void syscall_raw_probe_name(Gen *g, int dst, int cap) {
-  int map = names_map(g);
-  emit_map(g, BPF_REG_1, map);
-  emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
-  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, g->sysnr_slot));
-  emit_call(g, BPF_FUNC_map_lookup_elem);
-  int missing = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
-  emit_copy_from(g, BPF_REG_0, 0, dst, NAME_STRIDE, cap);
-  int done = emit_jump(g, I_JA(0));
-  patch_here(g, missing);
-  emit_zero(g, dst, cap);
-  patch_here(g, done);
+  emit_array_string(g, names_map(g), g->sysnr_slot, 0, NAME_STRIDE, dst,
+                    cap);
 }

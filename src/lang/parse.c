@@ -204,6 +204,12 @@ static Node *parse_cast(Parser *P, Span open) {
   return cast_operand(P, open, type, NULL);
 }
 
+/* True at string[N], the string type of N bytes. */
+static bool starts_string_type(Parser *P) {
+  Token after = peek(P);
+  return is_word(P, "string") && after.kind == TK_PUNCT && after.op == '[';
+}
+
 /* True if a type, not an expression, starts here: a type word, a plain
  * identifier (a typedef such as pid_t) followed by ')' or '*', or
  * string[N]. */
@@ -215,8 +221,7 @@ static bool starts_type(Parser *P) {
     return false;
   Token after = peek(P);
   return after.kind == TK_PUNCT &&
-         (after.op == ')' || after.op == '*' ||
-          (after.op == '[' && is_word(P, "string")));   /* string[N] */
+         (after.op == ')' || after.op == '*' || starts_string_type(P));
 }
 
 /* sizeof(TYPE), sizeof(TYPE[N]) or sizeof(expr), after the keyword. */
@@ -388,9 +393,7 @@ static Node *parse_record(Parser *P, Span open) {
 static Node *parse_paren(Parser *P) {
   Span open = P->tok.span;
   next(P);
-  if (is_type_word(&P->tok) || starts_named_cast(P) ||
-      (is_word(P, "string") && peek(P).kind == TK_PUNCT &&
-       peek(P).op == '['))   /* (string[N])s */
+  if (is_type_word(&P->tok) || starts_named_cast(P) || starts_string_type(P))
     return parse_cast(P, open);
   if (is_word(P, "typeof") && peek(P).kind == TK_PUNCT && peek(P).op == '(') {
     /* (typeof(TYPE or expr))x: a cast to that type, kept in rhs */

@@ -152,17 +152,15 @@ static bool on_boundary(AttachPoint *ap, const char *real, const Func *f,
   return false;
 }
 
-/* Whether the instruction at file offset off of path has a prefix x86's
- * uprobes refuse (lock, and the es, cs, ss and ds segment overrides):
- * the kernel fails such a uprobe where the file is mapped already, and
- * drops it without a word where the file is mapped later. */
-static bool kernel_refuses_insn(const char *path, uint64_t off) {
+/* Whether the instruction at file offset off of the file open as fd
+ * (-1: not checked) has a prefix x86's uprobes refuse (lock, and the es,
+ * cs, ss and ds segment overrides): the kernel fails such a uprobe where
+ * the file is mapped already, and drops it without a word where the file
+ * is mapped later. */
+static bool kernel_refuses_insn(int fd, uint64_t off) {
 #if defined(__x86_64__)
   uint8_t code[15];
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return false;
-  ssize_t n = pread(fd, code, sizeof code, (off_t)off);
-  close(fd);
+  ssize_t n = fd >= 0 ? pread(fd, code, sizeof code, (off_t)off) : 0;
   for (ssize_t i = 0; i < n; i++) {
     switch (code[i]) {
     case 0xf0: case 0x26: case 0x2e: case 0x36: case 0x3e:
@@ -174,7 +172,7 @@ static bool kernel_refuses_insn(const char *path, uint64_t off) {
     }
   }
 #else
-  (void)path;
+  (void)fd;
   (void)off;
 #endif
   return false;
@@ -233,7 +231,10 @@ static int add_exact(AttachPoint *ap, const FuncList *l, const char *shown,
     return -1;
   }
   if (!on_boundary(ap, real, f, off, d)) return -1;
-  if (kernel_refuses_insn(real, f->offset + off)) {
+  int fd = open(real, O_RDONLY | O_CLOEXEC);
+  bool refused = kernel_refuses_insn(fd, f->offset + off);
+  if (fd >= 0) close(fd);
+  if (refused) {
     diag_error(d, ap->span, "the kernel cannot put a uprobe on the "
                "instruction at %s (it has a lock or segment prefix)", spec);
     return -1;
@@ -283,11 +284,12 @@ static int add_matches(AttachPoint *ap, const FuncList *l,
                        const char *pattern, bool cpp, Diag *d) {
   int found = 0;
   char label[1024];
+  int fd = open(real_path, O_RDONLY | O_CLOEXEC);   /* read once per file */
   for (int i = 0; i < l->n; i++) {
     const Func *f = &l->funcs[i];
     char *full;
     if (func_matches(f, pattern, cpp, label, sizeof label, &full)) {
-      if (kernel_refuses_insn(real_path, f->offset)) {
+      if (kernel_refuses_insn(fd, f->offset)) {
         diag_warning(d, ap->span, "%s:%s:%s: the kernel cannot put a uprobe "
                      "on this function's first instruction (it has a lock "
                      "or segment prefix); skipped", ap->prov->name,
@@ -301,6 +303,7 @@ static int add_matches(AttachPoint *ap, const FuncList *l,
       found++;
     }
   }
+  if (fd >= 0) close(fd);
   return found;
 }
 

@@ -25,34 +25,29 @@ enum {
 static const char *yes_no(bool v) { return v ? "yes" : "no"; }
 
 /* Whether the kernel loads `r0 = 0; exit` as a program of this type
- * expecting this attach type. */
-static bool loads(enum bpf_prog_type type, int attach) {
+ * expecting this attach type (and, when not 0, this BTF id). */
+static bool loads_for(enum bpf_prog_type type, int attach, int btf_id) {
   struct bpf_insn insns[] = {
       {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0},
       {.code = BPF_JMP | BPF_EXIT},
   };
   LIBBPF_OPTS(bpf_prog_load_opts, opts,
-              .expected_attach_type = (enum bpf_attach_type)attach);
+              .expected_attach_type = (enum bpf_attach_type)attach,
+              .attach_btf_id = (__u32)btf_id);
   int fd = bpf_prog_load(type, NULL, "GPL", insns, 2, &opts);
   if (fd >= 0) close(fd);
   return fd >= 0;
+}
+
+static bool loads(enum bpf_prog_type type, int attach) {
+  return loads_for(type, attach, 0);
 }
 
 /* Whether the kernel loads a program for iterator NAME (one loupe can
  * run: iter_btf_id). */
 static bool iter_loads(const char *name) {
   int id = iter_btf_id(name);
-  if (id <= 0) return false;
-  struct bpf_insn insns[] = {
-      {.code = BPF_ALU64 | BPF_MOV | BPF_K, .dst_reg = BPF_REG_0},
-      {.code = BPF_JMP | BPF_EXIT},
-  };
-  LIBBPF_OPTS(bpf_prog_load_opts, opts,
-              .expected_attach_type = BPF_TRACE_ITER,
-              .attach_btf_id = (__u32)id);
-  int fd = bpf_prog_load(BPF_PROG_TYPE_TRACING, NULL, "GPL", insns, 2, &opts);
-  if (fd >= 0) close(fd);
-  return fd >= 0;
+  return id > 0 && loads_for(BPF_PROG_TYPE_TRACING, BPF_TRACE_ITER, id);
 }
 
 static bool helper(enum bpf_prog_type type, enum bpf_func_id id) {

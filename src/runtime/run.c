@@ -78,7 +78,7 @@ typedef struct RunState {
                              until this time (ms), then dropped */
   unsigned long long dropped;  /* records dropped once drain_until passed */
   SkbWriter *skb;    /* skboutput()'s packets to their files, or NULL */
-  int errors;        /* errorf() records handled (test mode's verdict) */
+  int errors;        /* --mode test: errorf() records of the test */
   int tests_failed;  /* --mode test: test probes that failed */
 } RunState;
 
@@ -195,8 +195,8 @@ static long long now_ms(void);
 static int on_record(void *ctx, void *data, size_t size) {
   RunState *st = ctx;
   EventHeader h;
-  if (size >= sizeof h && !st->exit_seen) {
-    memcpy(&h, data, sizeof h);
+  if (st->mode == MODE_TEST && size >= sizeof h && !st->exit_seen) {
+    memcpy(&h, data, sizeof h);   /* a test's verdict counts its errors */
     if (h.kind == EV_ERRORF) st->errors++;
   }
   /* nobody reads what it prints, or it cannot be written */

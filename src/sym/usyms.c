@@ -144,14 +144,6 @@ static const char *demangled(const char *name) {
   return demangled_cache[h].plain;
 }
 
-/* A DIE's name, through its abstract origin for an inlined copy. */
-static const char *die_name(Dwarf_Die *die) {
-  Dwarf_Attribute at;
-  const char *name = dwarf_formstring(dwarf_attr_integrate(die, DW_AT_name,
-                                                           &at));
-  return name ? name : "?";
-}
-
 #define MAX_SCOPES 32
 
 /* The DIEs under parent whose code holds addr, outermost first, into
@@ -194,7 +186,9 @@ static void inline_chain(Dwarf_Die *cu, Dwarf_Addr addr, USym *out) {
   for (int i = n - 1; i >= 0 && out->ninlined < USYM_MAX_INLINED; i--) {
     if (dwarf_tag(&chain[i]) != DW_TAG_inlined_subroutine) continue;
     int k = out->ninlined++;
-    out->inlined[k].name = demangled(die_name(&chain[i]));
+    /* dwarf_diename reads an inlined copy's name from its origin */
+    const char *fn = dwarf_diename(&chain[i]);
+    out->inlined[k].name = demangled(fn ? fn : "?");
     out->inlined[k].file = file;
     out->inlined[k].line = line;
     /* the frame out of it is at its call */
