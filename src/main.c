@@ -35,8 +35,8 @@
 #define LOUPE_VERSION "0.0.0"
 #endif
 
-/* Set by SIGINT/SIGTERM from just before loading until run_script installs
- * its own handling; run_script treats it as a stop request (see run.h). */
+/* Set by SIGINT/SIGTERM/SIGHUP from loading on (on_stop_signal) and by
+ * run.c's own handlers; the run treats it as a stop request (see run.h). */
 volatile sig_atomic_t loupe_stop_requested;
 volatile sig_atomic_t loupe_output_closed;
 
@@ -49,7 +49,7 @@ static const char usage_text[] =
     "\n"
     "loupe compiles a bpftrace script to eBPF, attaches it to its probes\n"
     "and prints what they report until the script calls exit() or it is\n"
-    "interrupted (Ctrl-C, SIGTERM); then it runs the END probes and prints\n"
+    "interrupted (Ctrl-C, SIGTERM, SIGHUP); then it runs the END probes and prints\n"
     "every non-empty map. A script whose only probes are BEGIN and END\n"
     "ends by itself once BEGIN has run. Loading needs root; -d, --dry-run\n"
     "and -l only need to read tracefs for tracepoints, which is usually\n"
@@ -612,15 +612,31 @@ static void print_programs(const Compiled *c, const Source *src, FILE *out) {
 
 /* ---- running -------------------------------------------------------- */
 
-static void on_stop_signal(int sig) { loupe_stop_requested = 1; }
+/* Set once loading begins. Before that nothing is in the kernel and no
+ * probe has run, so a stop signal ends loupe at once: compiling may be
+ * stuck on a file a traced process controls, and Ctrl-C must still work.
+ * From then on the first one asks the run to stop (END runs, the maps
+ * print); a second one that comes before the run takes over (run.c
+ * handles its own) ends loupe at once: the kernel frees what it holds. */
+static volatile sig_atomic_t stop_is_request;
+
+static void on_stop_signal(int sig) {
+  if (stop_is_request && !loupe_stop_requested) {
+    loupe_stop_requested = 1;
+    return;
+  }
+  signal(sig, SIG_DFL);
+  raise(sig);
+}
 
 /* A write to a pipe nobody reads then fails with EPIPE, which run notices,
  * rather than killing loupe before it detached and ended the -c command.
  * A handler, not SIG_IGN, so the commands loupe starts get the default. */
 static void on_broken_pipe(int sig) { (void)sig; }
 
-/* From here until run_script takes over, Ctrl-C must not kill the process
- * with probes half attached: it only records the wish to stop. */
+/* SIGINT, SIGTERM and SIGHUP (a closed terminal) stop loupe as above.
+ * Installed before compiling, so that one sent early is not lost to a
+ * shell that started loupe with SIGINT ignored. */
 static void catch_stop_signals(void) {
   struct sigaction sa;
   memset(&sa, 0, sizeof(sa));
@@ -629,6 +645,7 @@ static void catch_stop_signals(void) {
   sa.sa_flags = SA_RESTART;
   sigaction(SIGINT, &sa, NULL);
   sigaction(SIGTERM, &sa, NULL);
+  sigaction(SIGHUP, &sa, NULL);
   sa.sa_handler = on_broken_pipe;
   sigaction(SIGPIPE, &sa, NULL);
 }
@@ -822,7 +839,7 @@ static int load_and_run(Compiled *c, const Options *o, Diag *d) {
     if (svg) fclose(svg);
     return 1;
   }
-  catch_stop_signals();
+  stop_is_request = 1;
   int status = 1;
   if (load_all(c, d) == 0) {
     status = attach_and_run(c, o, out, d);
@@ -862,11 +879,6 @@ int main(int argc, char **argv) {
   probe_list_verbose = o.list && o.show_programs;   /* -lv */
   if (o.list) return run_list(&o);
 
-  /* A Ctrl-C from here on ends the run cleanly once loading is done
-   * (nothing attaches, END runs). Catching it now rather than at load
-   * also takes it from a shell that started loupe in the background:
-   * such a shell leaves SIGINT ignored, and a signal sent before the
-   * handler was in place was lost, leaving loupe running. */
   catch_stop_signals();
   if (read_source(&o, &source) < 0) return 1;
   Diag d;

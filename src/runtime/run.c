@@ -77,6 +77,8 @@ typedef struct RunState {
   long long drain_until;  /* after Ctrl-C: queued records are handled
                              until this time (ms), then dropped */
   unsigned long long dropped;  /* records dropped once drain_until passed */
+  bool ending;       /* END runs: its records are all handled, whatever
+                        the stop was */
   SkbWriter *skb;    /* skboutput()'s packets to their files, or NULL */
   int errors;        /* --mode test: errorf() records of the test */
   int tests_failed;  /* --mode test: test probes that failed */
@@ -199,20 +201,23 @@ static int on_record(void *ctx, void *data, size_t size) {
     memcpy(&h, data, sizeof h);   /* a test's verdict counts its errors */
     if (h.kind == EV_ERRORF) st->errors++;
   }
-  /* nobody reads what it prints, or it cannot be written */
-  if (loupe_output_closed || st->write_error) return -EPIPE;
+  /* nobody reads what it prints, or it cannot be written: the probes'
+   * records are left, END's are still handled for what they do besides
+   * printing (system(), a signal) */
+  if ((loupe_output_closed || st->write_error) && !st->ending) return -EPIPE;
   if (st->drain_until && now_ms() >= st->drain_until) {
     st->dropped++;
     return --st->budget > 0 ? 0 : -EAGAIN;
   }
   st->handled++;
   run_handle_record(st->c, st->out, st->format, &st->exit_seen, data, size);
-  if (!output_ok(st)) return -EPIPE;
+  if (!output_ok(st) && !st->ending) return -EPIPE;
   /* A negative return makes libbpf stop consuming and return it; libbpf
    * has moved past this record by then, so it is handled first. A stop
    * (Ctrl-C) ends the poll at once, however slow the records are to
    * handle (system() for each): the run ends promptly. */
-  if (loupe_stop_requested && !st->drain_until) return -EAGAIN;
+  if (loupe_stop_requested && !st->drain_until && !st->ending)
+    return -EAGAIN;
   return --st->budget > 0 ? 0 : -EAGAIN;
 }
 
@@ -273,7 +278,7 @@ static void report_counts(RunState *st) {
 static void on_stop_signal(int sig) { loupe_stop_requested = 1; }
 
 typedef struct SavedSignals {
-  struct sigaction old_int, old_term, old_usr1;
+  struct sigaction old_int, old_term, old_hup, old_usr1;
   bool usr1;         /* SIGUSR1 is caught too */
 } SavedSignals;
 
@@ -293,6 +298,7 @@ static void catch_signals(SavedSignals *saved, bool usr1) {
   sigemptyset(&sa.sa_mask);
   sigaction(SIGINT, &sa, &saved->old_int);
   sigaction(SIGTERM, &sa, &saved->old_term);
+  sigaction(SIGHUP, &sa, &saved->old_hup);
   saved->usr1 = usr1;
   if (usr1) {
     sa.sa_handler = on_usr1;
@@ -303,6 +309,7 @@ static void catch_signals(SavedSignals *saved, bool usr1) {
 static void restore_signals(const SavedSignals *saved) {
   sigaction(SIGINT, &saved->old_int, NULL);
   sigaction(SIGTERM, &saved->old_term, NULL);
+  sigaction(SIGHUP, &saved->old_hup, NULL);
   if (saved->usr1) sigaction(SIGUSR1, &saved->old_usr1, NULL);
 }
 
@@ -840,6 +847,10 @@ int run_finish(Run *r) {
   report_counts(st);
   int status = st->exit_seen ? st->exit_seen - 1 : 0;
   st->exit_seen = 0;
+  /* END runs whole however the run stopped: each of its printf, print()
+   * and clear() records is handled in order (a stop ends the draining of
+   * the probes' records, never END's). */
+  st->ending = true;
   run_special(st, r->rb, "END");
   report_counts(st);
 
