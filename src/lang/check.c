@@ -489,9 +489,12 @@ static Type compound_target_type(Checker *c, Node *lhs) {
 }
 
 void check_assign(Checker *c, Node *n) {
+  const char *outer_map = c->assign_map;
   c->in_assign_rhs = n->op == '=' && n->lhs->kind == N_MAP;
+  c->assign_map = n->lhs->kind == N_MAP ? n->lhs->name : NULL;
   check_expr(c, n->rhs);
   c->in_assign_rhs = false;
+  c->assign_map = outer_map;
   check_assigned(c, n);
 }
 

@@ -483,6 +483,14 @@ Type agg_read_type(int agg) { return ty_int(8, agg != AGG_COUNT); }
 static void check_map_read(Checker *c, Node *n) {
   check_map_keys(c, n);
   MapSym *m = n->map;
+  if (m->value_type.kind == TY_NONE && c->pass == 1 && c->assign_map &&
+      !strcmp(c->assign_map, m->name)) {
+    /* @b = @b + 1 before anything else gave @b a type: an absent entry
+     * reads as zero, so the first pass types the read as an integer and
+     * the assignment gives @b its type from that */
+    n->type = ty_int(8, true);
+    return;
+  }
   if (m->value_type.kind == TY_NONE) {
     error_at(c, n->span, "Undefined map: %s", m->name);
     return;

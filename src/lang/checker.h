@@ -17,6 +17,9 @@ typedef struct Checker {
   int pass;            /* 1: learn map types quietly; 2: check and report */
   VarSym *learnt_vars; /* the probe's variables as pass 1 left them */
   bool in_assign_rhs;  /* aggregation calls are only valid there */
+  const char *assign_map;  /* @m = ...: the map whose value is being
+                              computed (a read of it before it has a type
+                              is an absent value, zero) */
   int loop_depth;      /* while loops around the statement being checked */
   int frame;           /* 0, or the for-over-map body being checked */
   int frame_parent[64];  /* the frame each for-over-map body is in */
