@@ -289,6 +289,15 @@ void check_map_keys(Checker *c, Node *n) {
     }
     keys[nkeys++] = kt;
   }
+  /* @m[(a, b)] is @m[a, b]: a map first keyed by one tuple takes its
+   * parts as its keys, so that both spellings name the same entry */
+  if (m->nkeys < 0 && nkeys == 1 && keys[0].kind == TY_TUPLE &&
+      !keys[0].tuple->names && keys[0].tuple->n > 1 &&
+      keys[0].tuple->n <= MAX_MAP_KEYS) {
+    nkeys = keys[0].tuple->n;
+    memcpy(keys, keys[0].tuple->elems, sizeof(Type) * nkeys);
+    n->ival = 1;   /* codegen: one tuple gives all the keys */
+  }
   if (m->nkeys < 0) {
     m->nkeys = nkeys;
     memcpy(m->key_types, keys, sizeof(Type) * nkeys);
