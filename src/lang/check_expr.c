@@ -939,6 +939,15 @@ static void check_binop(Checker *c, Node *n) {
 /* *p: what p points to, read from memory (a struct stays in memory). */
 static void check_deref(Checker *c, Node *n) {
   Type t = n->lhs->type;
+  if (t.kind == TY_INT && !t.is_pointer && !t.is_bool && !ty_is_stack(t)) {
+    /* *$x of an integer (0xff & *retval, str(*arg1)): an address,
+     * where bpftrace reads a signed 64-bit integer, in the integer's own
+     * address space or else the probe's */
+    n->lhs->type.as = space_of(c, t);
+    t = n->lhs->type;
+    t.is_pointer = true;
+    t.ctype = NULL;
+  }
   if (t.kind != TY_INT || !t.is_pointer) {
     error_at(c, n->span, "Can not dereference type '%s': it is not a "
              "pointer", TYPE_NAME(t));
