@@ -208,6 +208,10 @@ typedef struct PrintfDef {
   char *prefix;     /* errorf, warnf: "stdin:1:9-62: ERROR: " */
   char *expansions; /* errorf, warnf in a macro: where it was expanded
                        from (diag_expansions), or NULL */
+  bool once;        /* a warning said the first time only (a discarded
+                       delete() that found no entry: runqlat-style tools
+                       do it for most events); how often it came is
+                       counted (Compiled.warn_repeats) and said at exit */
 } PrintfDef;
 
 /* -k: a place in the script where a helper's failure is reported (a read
@@ -291,6 +295,8 @@ typedef struct Compiled {
   bool (*comm_padded)(void);  /* asked when comm is used: does
                                  bpf_get_current_comm zero-fill? (NULL: no) */
   bool no_warnings;        /* --no-warnings: run-time warnings too */
+  unsigned long long *warn_repeats;  /* run time: how often each once-only
+                                        warning came, by printf id */
   HelperSite *helper_sites;
   int nhelper_sites;
   struct SkbOutput {       /* skboutput() calls: the pcap file each writes */

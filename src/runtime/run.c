@@ -273,6 +273,19 @@ static void report_counts(RunState *st) {
   memcpy(st->seen, now, (size_t)c->ncounts * sizeof *now);
 }
 
+/* How often each warning said only once came again (PrintfDef.once). */
+static void report_warn_repeats(const Compiled *c) {
+  for (int i = 0; c->warn_repeats && i < c->nprintfs; i++) {
+    unsigned long long more = c->warn_repeats[i];
+    if (more-- < 2) continue;
+    const PrintfDef *p = &c->printfs[i];
+    size_t len = strcspn(p->fmt, "\n");
+    fprintf(stderr, "%s%.*s (%llu more time%s, not shown one by one; -k "
+            "shows each)\n", p->prefix ? p->prefix : "", (int)len, p->fmt,
+            more, more == 1 ? "" : "s");
+  }
+}
+
 /* ---- signals ---------------------------------------------------------- */
 
 static void on_stop_signal(int sig) { loupe_stop_requested = 1; }
@@ -767,6 +780,8 @@ Run *run_begin(Compiled *c, const RunOptions *opts) {
                      .target_pid = opts->target_pid, .target_fd = -1,
                      .mode = opts->mode};
   r->st.seen = calloc(c->ncounts > 0 ? (size_t)c->ncounts : 1, sizeof(uint64_t));
+  if (c->nprintfs > 0)
+    c->warn_repeats = calloc((size_t)c->nprintfs, sizeof *c->warn_repeats);
 #ifdef SYS_pidfd_open
   if (opts->target_pid > 0)
     r->st.target_fd = (int)syscall(SYS_pidfd_open, opts->target_pid, 0);
@@ -853,6 +868,8 @@ int run_finish(Run *r) {
   st->ending = true;
   run_special(st, r->rb, "END");
   report_counts(st);
+  fflush(st->out);
+  report_warn_repeats(st->c);
 
   if (!st->c->no_exit_print) print_all_maps_as(st->c, st->format, st->out);
   flush_output(st);
