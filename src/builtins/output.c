@@ -34,7 +34,8 @@ static void check_printf(Checker *c, Node *n) {
   for (Node *a = fmt->next; a; a = a->next) check_expr(c, a);
   char conv[MAX_PRINTF_ARGS + 1];
   char err[200];
-  int nconv = printf_parse(fmt->sval, conv, MAX_PRINTF_ARGS, err, sizeof(err));
+  int nconv = printf_parse_bytes(fmt->sval, (size_t)fmt->slen, conv,
+                                 MAX_PRINTF_ARGS, err, sizeof(err));
   if (nconv < 0) {
     error_at(c, fmt->span, "%s", err);
     return;
@@ -48,6 +49,7 @@ static void check_printf(Checker *c, Node *n) {
   }
   if (c->pass != 2) return;
   PrintfDef def = {.fmt = fmt->sval, .nargs = nargs, .span = n->span};
+  if (memchr(fmt->sval, 0, (size_t)fmt->slen)) def.fmt_len = fmt->slen;
   int off = 0, i = 0;
   for (Node *a = fmt->next; a; a = a->next, i++) {
     TypeKind want = conv[i] == 's' ? TY_STR

@@ -201,6 +201,7 @@ typedef struct FmtArg {
 /* One printf call site: its format and the layout of its record. */
 typedef struct PrintfDef {
   char *fmt;        /* escapes decoded */
+  int fmt_len;      /* its length when it holds NUL bytes ("a\0b"), else 0 */
   int nargs;
   FmtArg args[MAX_PRINTF_ARGS];
   int size;         /* payload bytes after the EventHeader */

@@ -161,6 +161,18 @@ static bool next_conv(const char *fmt, int *pos, Conv *cv) {
   return false;
 }
 
+int printf_parse_bytes(const char *fmt, size_t len, char *conv_out, int max,
+                       char *err, size_t errlen) {
+  int n = 0;
+  for (size_t at = 0; at <= len; at += strlen(fmt + at) + 1) {
+    int got = printf_parse(fmt + at, conv_out ? conv_out + n : NULL, max - n,
+                           err, errlen);
+    if (got < 0) return -1;
+    n += got;
+  }
+  return n;
+}
+
 int printf_parse(const char *fmt, char *conv_out, int max, char *err,
                  size_t errlen) {
   Conv cv;
@@ -414,19 +426,35 @@ static void put_conv(const Conv *cv, const FmtArg *arg, const uint8_t *payload,
   if (buf != small) free(buf);
 }
 
-void print_printf(const PrintfDef *p, const void *payload, FILE *out) {
-  const char *fmt = p->fmt;
+/* One NUL-free stretch of a format, its conversions taking the record's
+ * arguments from *arg on. */
+static void print_format_part(const PrintfDef *p, const char *fmt, int *arg,
+                              const void *payload, FILE *out) {
   int pos = 0, done = 0;
   Conv cv;
-  for (int i = 0; i < p->nargs && next_conv(fmt, &pos, &cv); i++) {
+  for (; *arg < p->nargs && next_conv(fmt, &pos, &cv); (*arg)++) {
     put_literal(fmt + done, cv.start - done, out);
     if (cv.letter == 'r' || cv.letter == 'R' || cv.letter == 'H')
-      put_buf_conv(&cv, &p->args[i], payload, fmt, out);
+      put_buf_conv(&cv, &p->args[*arg], payload, fmt, out);
     else
-      put_conv(&cv, &p->args[i], payload, out);
+      put_conv(&cv, &p->args[*arg], payload, out);
     done = cv.end;
   }
   fputs(fmt + done, out);
+}
+
+/* A format with NUL bytes in it ("a\0b") prints them, as bpftrace does:
+ * it is formatted a stretch at a time, with a NUL between stretches. */
+void print_printf(const PrintfDef *p, const void *payload, FILE *out) {
+  size_t len = p->fmt_len ? (size_t)p->fmt_len : strlen(p->fmt);
+  int arg = 0;
+  for (size_t at = 0;;) {
+    print_format_part(p, p->fmt + at, &arg, payload, out);
+    at += strlen(p->fmt + at);
+    if (at >= len) break;
+    fputc('\0', out);
+    at++;
+  }
 }
 
 /* ---- values as text and JSON -------------------------------------------- */

@@ -30,6 +30,9 @@ void print_printf(const PrintfDef *p, const void *payload, FILE *out);
  * over 65535). */
 int printf_parse(const char *fmt, char *conv_out, int max, char *err,
                  size_t errlen);
+/* The same for a format of len bytes that may hold NUL bytes. */
+int printf_parse_bytes(const char *fmt, size_t len, char *conv_out, int max,
+                       char *err, size_t errlen);
 
 /* Prints one map as print(@m, top, div) does: sorted as bpftrace sorts
  * (by value for integers and aggregations — hist/lhist by total count,

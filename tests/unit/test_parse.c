@@ -186,6 +186,15 @@ static void dump_node(FILE *f, const Node *n) {
   case N_OFFSETOF:
     fprintf(f, "(offsetof \"%s\" %s)", n->name, n->sval);
     break;
+  case N_TYPEOF:   /* typeof(TYPE) or typeof(expr) */
+    if (n->name) {
+      fprintf(f, "(typeof \"%s\")", n->name);
+      break;
+    }
+    fputs("(typeof ", f);
+    dump_node(f, n->lhs);
+    fputc(')', f);
+    break;
   case N_FOR:
     fputs("(for ", f);
     dump_node(f, n->lhs);
