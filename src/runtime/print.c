@@ -795,8 +795,12 @@ static int compare_map_names(const void *pa, const void *pb) {
   return strcmp(a->name, b->name);
 }
 
-void print_all_maps_as(const Compiled *c, OutFormat fmt, FILE *out) {
+/* Every map of the script, by name; exit's two empty lines first if
+ * at_exit (bpftrace writes them in JSON mode too; not on SIGUSR1). */
+static void print_maps_by_name(const Compiled *c, OutFormat fmt, FILE *out,
+                               bool at_exit) {
   const MapSym **order = malloc(sizeof(MapSym *) * (c->nmaps + 1));
+  if (!order) return;
   int n = 0;
   for (int i = 0; i < c->nmaps; i++)
     if (!c->maps[i]->internal && c->maps[i]->fd >= 0) order[n++] = c->maps[i];
@@ -806,10 +810,17 @@ void print_all_maps_as(const Compiled *c, OutFormat fmt, FILE *out) {
     free(order);
     return;
   }
-  /* bpftrace writes the two empty lines in JSON mode too. */
-  fputs("\n\n", out);
+  if (at_exit) fputs("\n\n", out);
   for (int i = 0; i < n; i++) print_map_as(order[i], 0, 1, fmt, out);
   free(order);
+}
+
+void print_all_maps_as(const Compiled *c, OutFormat fmt, FILE *out) {
+  print_maps_by_name(c, fmt, out, true);
+}
+
+void print_all_maps_now(const Compiled *c, OutFormat fmt, FILE *out) {
+  print_maps_by_name(c, fmt, out, false);
 }
 
 void print_all_maps(const Compiled *c, FILE *out) {

@@ -58,6 +58,8 @@ int print_map(const MapSym *m, FILE *out);
 /* What bpftrace prints at exit: two empty lines (in JSON too), then every
  * map but internal ones, in name order. */
 void print_all_maps_as(const Compiled *c, OutFormat fmt, FILE *out);
+/* The same while the run goes on (SIGUSR1): no empty lines first. */
+void print_all_maps_now(const Compiled *c, OutFormat fmt, FILE *out);
 void print_all_maps(const Compiled *c, FILE *out);  /* in text */
 
 /* Prints a value of type t stored in `stored` bytes at p, as print(value)

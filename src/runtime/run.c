@@ -77,6 +77,7 @@ typedef struct RunState {
   long long drain_until;  /* after Ctrl-C: queued records are handled
                              until this time (ms), then dropped */
   unsigned long long dropped;  /* records dropped once drain_until passed */
+  bool has_self;     /* the script has self:signal:SIGUSR1 probes */
   bool ending;       /* END runs: its records are all handled, whatever
                         the stop was */
   SkbWriter *skb;    /* skboutput()'s packets to their files, or NULL */
@@ -292,19 +293,18 @@ static void on_stop_signal(int sig) { loupe_stop_requested = 1; }
 
 typedef struct SavedSignals {
   struct sigaction old_int, old_term, old_hup, old_usr1;
-  bool usr1;         /* SIGUSR1 is caught too */
 } SavedSignals;
 
-/* Without SA_RESTART, so a signal interrupts the poll at once. A second
- * Ctrl-C while END runs or maps print only sets the flag again. */
-/* SIGUSR1 arrived: the self:signal:SIGUSR1 probes are due. */
+/* SIGUSR1 arrived: the self:signal:SIGUSR1 probes are due, or, in a
+ * script without them, the maps are printed, as bpftrace 0.17 did. */
 static volatile sig_atomic_t usr1_pending;
 
 static void on_usr1(int sig) { usr1_pending = 1; }
 
-/* usr1: the script has self:signal:SIGUSR1 probes, so SIGUSR1 runs them
- * rather than ending loupe. */
-static void catch_signals(SavedSignals *saved, bool usr1) {
+/* Without SA_RESTART, so a signal interrupts the poll at once. A second
+ * Ctrl-C while END runs or maps print only sets the flag again. SIGUSR1
+ * never ends the run. */
+static void catch_signals(SavedSignals *saved) {
   struct sigaction sa;
   memset(&sa, 0, sizeof sa);
   sa.sa_handler = on_stop_signal;
@@ -312,18 +312,15 @@ static void catch_signals(SavedSignals *saved, bool usr1) {
   sigaction(SIGINT, &sa, &saved->old_int);
   sigaction(SIGTERM, &sa, &saved->old_term);
   sigaction(SIGHUP, &sa, &saved->old_hup);
-  saved->usr1 = usr1;
-  if (usr1) {
-    sa.sa_handler = on_usr1;
-    sigaction(SIGUSR1, &sa, &saved->old_usr1);
-  }
+  sa.sa_handler = on_usr1;
+  sigaction(SIGUSR1, &sa, &saved->old_usr1);
 }
 
 static void restore_signals(const SavedSignals *saved) {
   sigaction(SIGINT, &saved->old_int, NULL);
   sigaction(SIGTERM, &saved->old_term, NULL);
   sigaction(SIGHUP, &saved->old_hup, NULL);
-  if (saved->usr1) sigaction(SIGUSR1, &saved->old_usr1, NULL);
+  sigaction(SIGUSR1, &saved->old_usr1, NULL);
 }
 
 /* ---- BEGIN and END ---------------------------------------------------- */
@@ -750,7 +747,12 @@ static void event_loop(RunState *st, struct ring_buffer *rb, int timeout_ms) {
     skb_writer_poll(st->skb);
     if (usr1_pending) {
       usr1_pending = 0;
-      run_special(st, rb, "self");
+      if (st->has_self) {
+        run_special(st, rb, "self");
+      } else {
+        print_all_maps_now(st->c, st->format, st->out);
+        st->handled++;
+      }
     }
     if (st->handled) {
       flush_output(st);
@@ -789,10 +791,9 @@ Run *run_begin(Compiled *c, const RunOptions *opts) {
   r->timeout_ms = opts->timeout_ms;
   r->child_go_fd = opts->child_go_fd;
   r->out = r->st.out;
-  bool has_self = false;
   for (int i = 0; i < c->nprogs; i++)
-    if (prog_is(&c->progs[i], "self")) has_self = true;
-  catch_signals(&r->saved, has_self);
+    if (prog_is(&c->progs[i], "self")) r->st.has_self = true;
+  catch_signals(&r->saved);
   if (c->nskb_outputs > 0 && !(r->st.skb = skb_writer_open(c))) {
     run_abandon(r);
     return NULL;
