@@ -437,6 +437,9 @@ const Provider software_provider = {
     .expand = perf_kind_expand,
     .attach = software_attach,
     .list = software_list,
+    /* the kernel puts each new software event of a CPU first in the list
+     * it runs when the event happens (page faults, context switches) */
+    .fires_newest_first = true,
 };
 
 const Provider hardware_provider = {
