@@ -66,6 +66,8 @@ asan:
 unit: $(UNITBINS)
 	@for t in $(UNITBINS); do $$t || exit 1; done
 
+unit-bins: $(UNITBINS)
+
 check: loupe $(UNITBINS)
 	tests/run.sh
 
@@ -80,6 +82,13 @@ DEB_PKGS := gcc make pkg-config linux-libc-dev libbpf-dev libelf-dev libdw-dev l
 deps:
 	@dpkg -s $(DEB_PKGS) >/dev/null 2>&1 || { apt-get update && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y $(DEB_PKGS); }
+
+# What only the tests use: Chromium drives the flame graph's SVG in a
+# browser, strace watches which files loupe opens.
+TEST_PKGS := chromium strace python3
+test-deps: deps
+	@dpkg -s $(TEST_PKGS) >/dev/null 2>&1 || { apt-get update && \
+	  DEBIAN_FRONTEND=noninteractive apt-get install -y $(TEST_PKGS); }
 
 # The seed one-liner, for 5 seconds, while dd makes a lot of system calls.
 demo: loupe
@@ -108,5 +117,5 @@ FUZZ_SECONDS ?= 60
 fuzz: build/fuzz/fuzz_compile
 	tests/fuzz/run.sh $(FUZZ_SECONDS)
 
-.PHONY: all static asan unit check clean deps demo fuzz
+.PHONY: all static asan unit unit-bins check clean deps test-deps demo fuzz
 -include $(OBJS:.o=.d) $(FUZZ_OBJS:.o=.d)

@@ -72,10 +72,12 @@ held_prog_ids() {
   cat /proc/[0-9]*/fdinfo/* 2>/dev/null | sed -n 's/^prog_id:[[:space:]]*//p' | sort -u
 }
 
+failed_names=()
 fail() {
   echo "FAIL $name"
   echo "$1" | sed 's/^/    /'
   failed=$((failed + 1))
+  failed_names+=("$name")
 }
 
 # --- unit tests: each binary is one test, it prints "X: N passed, M failed"
@@ -352,6 +354,10 @@ main() {
       [ $# -gt 0 ] && ! matches_filter "$file" "$@" && continue
       run_script_test "$file" 900
     done
+  fi
+  if [ $failed -gt 0 ]; then   # listed again, so nobody searches the log
+    echo "Failed:"
+    printf '    %s\n' "${failed_names[@]%% — *}"
   fi
   local summary="$passed passed, $failed failed"
   [ $skipped -gt 0 ] && summary+=", $skipped skipped"
