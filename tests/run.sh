@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs loupe's test suite: the unit test binaries (build/unit/test_*), then
 # every declarative test under tests/runtime and tests/errors, then the
-# test scripts tests/tetris/*.sh and tests/faults/*.sh (exit 0 passes, 77
+# test scripts tests/tetris/*.sh, tests/faults/*.sh and tests/docs/*.py
+# (the documentation's examples, run) (exit 0 passes, 77
 # skips), the verifier oracle's corpus (tests/oracle/run.sh corpus: every
 # script loads), the fuzzing smoke run tests/fuzz/smoke.sh (LOUPE_FUZZ_RUNS
 # inputs, default 100000), the differential corpus run
@@ -331,7 +332,8 @@ main() {
     [ $# -gt 0 ] && ! matches_filter "$file" "$@" && continue
     run_test "$file"
   done
-  for file in "$ROOT"/tests/tetris/*.sh "$ROOT"/tests/faults/*.sh; do
+  for file in "$ROOT"/tests/tetris/*.sh "$ROOT"/tests/faults/*.sh \
+              "$ROOT"/tests/docs/*.py; do
     [ -x "$file" ] || continue
     [ $# -gt 0 ] && ! matches_filter "$file" "$@" && continue
     run_script_test "$file"
