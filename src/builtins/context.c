@@ -758,6 +758,50 @@ static int pt_regs_offset(const char *builtin) {
   return 0;
 }
 
+/* sargN: the Nth argument passed on the stack (x86-64: above the return
+ * address, 8 bytes each, at the probed function's entry), in kprobes and
+ * uprobes, as bpftrace documents it. */
+#define PT_REGS_SP 152
+#define MAX_STACK_ARG 1023
+static void check_stack_arg(Checker *c, Node *n) {
+  long index = strtol(n->name + 4, NULL, 10);
+  if (index > MAX_STACK_ARG) {
+    error_at(c, n->span, "%s: loupe reads the stack arguments sarg0 to "
+             "sarg%d", n->name, MAX_STACK_ARG);
+    return;
+  }
+  if (probe_not_kprobe(c->probe, false)) {
+    error_at(c, n->span, "The %s builtin can only be used with 'kprobes' and "
+             "'uprobes' probes", n->name);
+    return;
+  }
+  if (c->frame != 0) {
+    error_at(c, n->span, "%s can not be used inside a for loop over a map "
+             "(its body runs as a separate function); copy it into a "
+             "variable first", n->name);
+    return;
+  }
+  c->probe->uses_ctx = true;
+  n->ival = index;
+  n->type = ty_int(8, false);
+  /* a pointer found there points where the probe's code runs */
+  n->type.as = probe_is_uprobe(c->probe) ? AS_USER : AS_KERNEL;
+}
+
+static int emit_stack_arg(Gen *g, Node *n) {
+  int r = reg_alloc(g);
+  int slot = stack_alloc(g, 8);
+  emit_ctx(g, r);
+  emit(g, I_LDX(BPF_DW, BPF_REG_3, r, PT_REGS_SP));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, 8 * ((int)n->ival + 1)));
+  emit(g, I_MOV64_REG(BPF_REG_1, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_1, slot));
+  emit(g, I_MOV64_IMM(BPF_REG_2, 8));
+  emit_call(g, read_helper(n->type.as));
+  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, slot));
+  return r;
+}
+
 /* kprobe programs may read their struct pt_regs context directly; a raw
  * tracepoint's context is its arguments, a u64 each. */
 static int emit_register(Gen *g, Node *n) {
@@ -972,6 +1016,6 @@ const Builtin builtins_context[] = {
      NULL},
     {"getopt", BI_CALL, 1, 3, true, check_getopt, NULL, NULL, NULL, NULL, 0,
      NULL},
-    NOT_YET("sarg0"),
+    WORD("sargN", check_stack_arg, emit_stack_arg),
     {0},
 };

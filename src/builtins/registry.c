@@ -1,6 +1,7 @@
 /* registry: every group of builtins, and finding a record by name. The
  * lists are short and each name is looked up once per use in the script,
  * so a linear search is all it takes. */
+#include <stdbool.h>
 #include <string.h>
 
 #include "builtins/builtin.h"
@@ -13,10 +14,23 @@ static const Builtin *const groups[] = {
     NULL,
 };
 
+/* Whether name is pattern, a name that ends in "N", with a number in
+ * place of the N (sarg12 is sargN). */
+static bool numbered_name(const char *pattern, const char *name) {
+  size_t stem = strlen(pattern) - 1;
+  if (pattern[stem] != 'N' || strncmp(pattern, name, stem)) return false;
+  const char *digits = name + stem;
+  return *digits && strspn(digits, "0123456789") == strlen(digits);
+}
+
 const Builtin *builtin_find(const char *name, BuiltinForm form) {
   for (int g = 0; groups[g]; g++)
     for (const Builtin *b = groups[g]; b->name; b++)
       if (b->form == form && strcmp(b->name, name) == 0) return b;
+  /* a family of numbered words, one record for all (sargN) */
+  for (int g = 0; groups[g]; g++)
+    for (const Builtin *b = groups[g]; b->name; b++)
+      if (b->form == form && numbered_name(b->name, name)) return b;
   return NULL;
 }
 
