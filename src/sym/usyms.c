@@ -131,13 +131,23 @@ char *usyms_demangle(const char *name, bool with_params) {
   return cplus_demangle(name, DMGL_ANSI | (with_params ? DMGL_PARAMS : 0));
 }
 
+/* A symbol's name as bpftrace prints it: without the ELF symbol version
+ * a library's symbol table may give it ("clock_nanosleep@GLIBC_2.2.5",
+ * "f@@V2"), C++ names demangled. Cached by the symbol table's string. */
 static const char *demangled(const char *name) {
-  if (!name || strncmp(name, "_Z", 2) != 0) return name;
+  const char *version = name ? strchr(name, '@') : NULL;
+  if (version == name) version = NULL;
+  if (!name || (!version && strncmp(name, "_Z", 2) != 0)) return name;
   if (2 * (demangled_n + 1) > demangled_cap) demangled_grow();
   if (!demangled_cap) return name;
   size_t h = demangled_slot(demangled_cache, demangled_cap, name);
   if (demangled_cache[h].mangled) return demangled_cache[h].plain;
-  char *plain = usyms_demangle(name, true);
+  char *bare = version ? strndup(name, (size_t)(version - name)) : NULL;
+  char *plain = usyms_demangle(bare ? bare : name, true);
+  if (plain)
+    free(bare);
+  else
+    plain = bare;
   demangled_cache[h].mangled = name;
   demangled_cache[h].plain = plain ? plain : name;
   demangled_n++;
