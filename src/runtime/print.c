@@ -83,15 +83,13 @@ typedef struct Conv {
   bool plain;          /* no flags, width, precision or length */
 } Conv;
 
-#define MAX_FIELD_WIDTH 65535
-
-static int parse_number(const char *s, int *i) {
+int printf_field_number(const char *s, int *i) {
   long v = 0;
   while (s[*i] >= '0' && s[*i] <= '9') {
-    if (v <= MAX_FIELD_WIDTH) v = v * 10 + (s[*i] - '0');
+    if (v <= PRINTF_MAX_FIELD_WIDTH) v = v * 10 + (s[*i] - '0');
     (*i)++;
   }
-  return v > MAX_FIELD_WIDTH ? MAX_FIELD_WIDTH + 1 : (int)v;
+  return v > PRINTF_MAX_FIELD_WIDTH ? PRINTF_MAX_FIELD_WIDTH + 1 : (int)v;
 }
 
 /* The length modifier at s[*i]: how many bits of the widened value the C
@@ -116,11 +114,11 @@ static bool parse_conv(const char *fmt, int at, Conv *cv) {
   }
   cv->width = -1;
   cv->prec = -1;
-  if (fmt[i] >= '1' && fmt[i] <= '9') cv->width = parse_number(fmt, &i);
+  if (fmt[i] >= '1' && fmt[i] <= '9') cv->width = printf_field_number(fmt, &i);
   if (fmt[i] == '.') {
     i++;
     if (fmt[i] < '0' || fmt[i] > '9') return false;
-    cv->prec = parse_number(fmt, &i);
+    cv->prec = printf_field_number(fmt, &i);
   }
   int len_at = i;
   cv->bits = parse_length(fmt, &i);
@@ -166,10 +164,11 @@ int printf_parse(const char *fmt, char *conv_out, int max, char *err,
   Conv cv;
   int n = 0, pos = 0;
   while (next_conv(fmt, &pos, &cv)) {
-    if (cv.width > MAX_FIELD_WIDTH || cv.prec > MAX_FIELD_WIDTH) {
+    if (cv.width > PRINTF_MAX_FIELD_WIDTH ||
+        cv.prec > PRINTF_MAX_FIELD_WIDTH) {
       snprintf(err, errlen, "printf: field width or precision of '%.*s' is "
                "too large (at most %d)", cv.end - cv.start, fmt + cv.start,
-               MAX_FIELD_WIDTH);
+               PRINTF_MAX_FIELD_WIDTH);
       return -1;
     }
     if (n == max) {
