@@ -196,10 +196,16 @@ static void format_timestamp(const char *fmt, uint64_t ns, char *buf,
     boot_to_wall = (real.tv_sec - boot.tv_sec) * 1000000000LL +
                    (real.tv_nsec - boot.tv_nsec);
   }
-  int64_t wall = boot_to_wall + (int64_t)ns;
-  time_t secs = (time_t)(wall / 1000000000LL);
+  /* in seconds and nanoseconds apart: ns goes up to 2^64 - 1 (584
+   * years), which the sum in nanoseconds overflowed into the 18th
+   * century */
+  time_t secs = (time_t)(boot_to_wall / 1000000000LL) +
+                (time_t)(ns / 1000000000ULL);
+  int64_t nsec = boot_to_wall % 1000000000LL + (int64_t)(ns % 1000000000ULL);
+  if (nsec >= 1000000000LL) secs++, nsec -= 1000000000LL;
+  if (nsec < 0) secs--, nsec += 1000000000LL;
   char micros[8], expanded[512];
-  snprintf(micros, sizeof micros, "%06d", (int)(wall % 1000000000LL / 1000));
+  snprintf(micros, sizeof micros, "%06d", (int)(nsec / 1000));
   size_t o = 0;
   for (const char *f = fmt; *f && o + 8 < sizeof expanded; f++) {
     if (f[0] == '%' && f[1] == 'f') {
@@ -215,8 +221,10 @@ static void format_timestamp(const char *fmt, uint64_t ns, char *buf,
   }
   expanded[o] = '\0';
   struct tm tm;
-  localtime_r(&secs, &tm);
-  if (strftime(buf, len, expanded, &tm) == 0) buf[0] = '\0';
+  if (!localtime_r(&secs, &tm))   /* a year an int cannot hold */
+    snprintf(buf, len, "(time out of range)");
+  else if (strftime(buf, len, expanded, &tm) == 0)
+    buf[0] = '\0';
 }
 
 /* Literal text between conversions goes through C's printf in bpftrace, so
