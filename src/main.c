@@ -30,6 +30,7 @@
 #include "runtime/print.h"
 #include "runtime/run.h"
 #include "lang/lex.h"
+#include "util/safe_file.h"
 
 #ifndef LOUPE_VERSION
 #define LOUPE_VERSION "0.0.0"
@@ -653,10 +654,10 @@ static void catch_stop_signals(void) {
 static FILE *open_output(const Options *o) {
   FILE *out = stdout;
   if (o->out_path) {
-    out = fopen(o->out_path, "w");
+    char why[SAFE_WHY_MAX];
+    out = safe_fopen_write(o->out_path, why, sizeof why);
     if (!out) {
-      fprintf(stderr, "loupe: cannot open '%s': %s\n", o->out_path,
-              strerror(errno));
+      fprintf(stderr, "loupe: cannot open '%s': %s\n", o->out_path, why);
       return NULL;
     }
   }

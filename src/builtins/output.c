@@ -126,6 +126,79 @@ static void check_errorf(Checker *c, Node *n) {
   }
 }
 
+/* One conversion of fail()'s format as C's printf reads it: flags,
+ * width, precision, length, letter. */
+typedef struct FailConv {
+  const char *start, *end;   /* the text, '%' to the letter */
+  char flags[6];             /* each of "-+ #0" written, once */
+  int width, prec;           /* -1: none */
+  bool length;               /* hh h l ll j z t */
+  char letter;               /* NUL when the format ends first */
+} FailConv;
+
+static void parse_fail_conv(const char *p, FailConv *cv) {
+  memset(cv, 0, sizeof *cv);
+  cv->start = p++;
+  cv->width = cv->prec = -1;
+  for (; *p && strchr("-+ #0", *p); p++)
+    if (!strchr(cv->flags, *p)) cv->flags[strlen(cv->flags)] = *p;
+  int i = 0;
+  if (*p >= '1' && *p <= '9') cv->width = printf_field_number(p, &i);
+  p += i;
+  if (*p == '.') {
+    i = 0;
+    cv->prec = printf_field_number(++p, &i);
+    p += i;
+  }
+  for (; *p && strchr("lhjzt", *p); p++) cv->length = true;
+  cv->letter = *p;
+  cv->end = *p ? p + 1 : p;
+}
+
+/* Formats the literal `arg` as the conversion says; false after
+ * reporting why it cannot. */
+static bool put_fail_arg(Checker *c, Node *n, const FailConv *cv, Node *arg,
+                         FILE *f) {
+  int speclen = (int)(cv->end - cv->start);
+  /* only what takes a string or an integer: the text is formatted by
+   * fprintf, where %n, %S or %f would read or write through nonsense */
+  if (!strchr("sdiouxXc", cv->letter) || (cv->letter == 's' && cv->length)) {
+    error_at(c, n->span, "fail(): %.*s is not a conversion fail() takes "
+             "(%%s, %%d, %%i, %%u, %%o, %%x, %%X, %%c)", speclen, cv->start);
+    return false;
+  }
+  if (cv->width > PRINTF_MAX_FIELD_WIDTH ||
+      cv->prec > PRINTF_MAX_FIELD_WIDTH) {
+    error_at(c, n->span, "fail(): field width or precision of '%.*s' is too "
+             "large (at most %d)", speclen, cv->start, PRINTF_MAX_FIELD_WIDTH);
+    return false;
+  }
+  /* the spec again from what was parsed, so its length is bounded; an
+   * integer as C's long long, the conversion's letter kept */
+  char spec[40];
+  int at = snprintf(spec, sizeof spec, "%%%s", cv->flags);
+  if (cv->width >= 0) at += snprintf(spec + at, sizeof spec - (size_t)at,
+                                     "%d", cv->width);
+  if (cv->prec >= 0) at += snprintf(spec + at, sizeof spec - (size_t)at,
+                                    ".%d", cv->prec);
+  snprintf(spec + at, sizeof spec - (size_t)at, "%s%c",
+           strchr("sc", cv->letter) ? "" : "ll", cv->letter);
+  int64_t v;
+  if (cv->letter == 's' && arg->kind == N_STR) {
+    fprintf(f, spec, arg->sval);
+  } else if (cv->letter == 'c' && const_int(arg, &v)) {
+    fprintf(f, spec, (int)(unsigned char)v);
+  } else if (cv->letter != 's' && const_int(arg, &v)) {
+    fprintf(f, spec, (long long)v);
+  } else {
+    error_at(c, arg->span, "fail(): its arguments must be literals that "
+             "%.*s takes (they are formatted when the script is compiled)",
+             speclen, cv->start);
+    return false;
+  }
+  return true;
+}
+
 /* fail(fmt, literals...): a compile-time assertion, bpftrace's static
  * assert: the script does not compile if the code holding the call is
  * generated (a branch that constant folding does not remove). The
@@ -141,7 +214,8 @@ static void check_fail(Checker *c, Node *n) {
   FILE *f = open_memstream(&text, &len);
   if (!f) abort();
   Node *arg = fmt->next;
-  for (const char *p = fmt->sval; *p; p++) {
+  bool ok = true;
+  for (const char *p = fmt->sval; *p && ok; p++) {
     if (*p != '%') {
       fputc(*p, f);
       continue;
@@ -151,59 +225,25 @@ static void check_fail(Checker *c, Node *n) {
       p++;
       continue;
     }
-    /* one conversion: flags, width, precision, length, then its letter */
-    const char *start = p++;
-    while (*p && strchr("-+ #0123456789.lhjzt", *p)) p++;
-    if (!*p) break;
-    char spec[32];
-    int speclen = (int)(p - start) + 1;
-    if (speclen >= (int)sizeof spec) speclen = (int)sizeof spec - 1;
-    memcpy(spec, start, (size_t)speclen);
-    spec[speclen] = '\0';
+    FailConv cv;
+    parse_fail_conv(p, &cv);
+    if (!cv.letter) break;
     if (!arg) {
       error_at(c, n->span, "fail(): the format has more conversions than "
                "arguments");
-      fclose(f);
-      free(text);
-      return;
+      ok = false;
+      break;
     }
     check_expr(c, arg);
-    int64_t v;
-    /* only what takes a string or an integer: the text is formatted by
-     * fprintf, where %n, %S or %f would read or write through nonsense */
-    if (!strchr("sdiouxXc", *p) || (*p == 's' && strpbrk(spec, "lhjzt"))) {
-      error_at(c, n->span, "fail(): %s is not a conversion fail() takes "
-               "(%%s, %%d, %%i, %%u, %%o, %%x, %%X, %%c)", spec);
-      fclose(f);
-      free(text);
-      return;
-    }
-    if (*p == 's' && arg->kind == N_STR) {
-      fprintf(f, spec, arg->sval);
-    } else if (*p == 'c' && const_int(arg, &v)) {
-      fprintf(f, spec, (int)(unsigned char)v);
-    } else if (*p != 's' && const_int(arg, &v)) {
-      /* the value as C's long long, the conversion's letter kept */
-      char ll[40];
-      size_t at = 0;
-      for (const char *q = spec; *q && at + 3 < sizeof ll; q++)
-        if (!strchr("lhjzt", *q) && q[1]) ll[at++] = *q;
-      ll[at++] = 'l';
-      ll[at++] = 'l';
-      ll[at++] = *p;
-      ll[at] = '\0';
-      fprintf(f, ll, (long long)v);
-    } else {
-      error_at(c, arg->span, "fail(): its arguments must be literals that "
-               "%s takes (they are formatted when the script is compiled)",
-               spec);
-      fclose(f);
-      free(text);
-      return;
-    }
+    ok = put_fail_arg(c, n, &cv, arg, f);
     arg = arg->next;
+    p = cv.end - 1;
   }
   fclose(f);
+  if (!ok) {
+    free(text);
+    return;
+  }
   n->sval = text;
   n->type = ty_void();
 }

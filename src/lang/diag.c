@@ -42,7 +42,7 @@ static void show_source_line(Diag *d, Span at) {
     p = strchr(p, '\n');
     if (p) p++;
   }
-  if (!p) return;
+  if (!p || src->hide_text) return;
   const char *end = strchr(p, '\n');
   int len = end ? (int)(end - p) : (int)strlen(p);
   fprintf(d->out, "%.*s\n", len, p);
@@ -82,8 +82,15 @@ static void show_expansions(Diag *d, const char *kind, Span at) {
 
 static void report(Diag *d, const char *kind, Span at, const char *fmt,
                    va_list ap) {
+  int line;
+  const Source *src = at.line > 0 ? source_of(d, at, &line) : NULL;
   print_location(d, kind, at);
-  vfprintf(d->out, fmt, ap);
+  if (src && src->hide_text)   /* see Source.hide_text in diag.h */
+    fprintf(d->out, "%s (loupe shows no text of %s: not every user may "
+            "read it)", strcmp(kind, "ERROR") ? "a warning about the text "
+            "here" : "the text here is not valid", src->name);
+  else
+    vfprintf(d->out, fmt, ap);
   fputc('\n', d->out);
   if (at.line > 0) show_source_line(d, at);
   show_expansions(d, kind, at);

@@ -15,10 +15,21 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-/* A script's text and the name it is reported under ("stdin" for -e). */
+/* A script's text and the name it is reported under ("stdin" for -e).
+ *
+ * Whose text a message may show: the script's own (-e, its file, stdin)
+ * is the user's, and a message quotes its line. A file the script reads
+ * in (#include, import) may be anyone's: /etc/shadow named by mistake, or
+ * by a script from elsewhere, and loupe runs as root. Its text is shown
+ * only if every user may read the file anyway (o+r); in any other file
+ * (hide_text) a message gives the file, line and columns, says that the
+ * text there is not valid and why none is shown, and quotes nothing: not
+ * the line, and not the message either, since messages quote names and
+ * literals. Whoever may read the file opens it at that line. */
 typedef struct Source {
   const char *name;
   const char *text;
+  bool hide_text;
 } Source;
 
 /* A region of the source: 1-based line, 1-based column, end column

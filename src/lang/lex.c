@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "lang/ast.h"
+#include "util/safe_file.h"
 
 static bool is_ident_start(int c) { return isalpha(c) || c == '_'; }
 static bool is_ident_char(int c) { return isalnum(c) || c == '_'; }
@@ -219,25 +220,21 @@ static bool push_file(Lexer *lx, const char *path, Span at) {
                LEX_MAX_INCLUDE);
     return false;
   }
-  FILE *f = fopen(path, "r");
+  /* the file may be anyone's: a FIFO must not hang the open, and its
+   * type is known before anything is read */
   struct stat st;
-  if (!f || fstat(fileno(f), &st) != 0 || !S_ISREG(st.st_mode) ||
-      st.st_size > INCLUDE_MAX_BYTES) {
-    int err = f && S_ISREG(st.st_mode) ? EFBIG : f ? EINVAL : errno;
-    if (f) fclose(f);
+  size_t len;
+  char *text = safe_read_file(path, INCLUDE_MAX_BYTES, &len, &st);
+  if (!text) {
     diag_error(lx->d, at, "#include \"%s\": %s", path,
-               err == EINVAL ? "not a regular file" : strerror(err));
+               errno == EINVAL ? "not a regular file" : strerror(errno));
     return false;
   }
-  char *text = malloc((size_t)st.st_size + 1);
-  if (!text) abort();
-  size_t got = fread(text, 1, (size_t)st.st_size, f);
-  fclose(f);
-  text[got] = '\0';
   Source *src = calloc(1, sizeof *src);
   if (!src) abort();
   src->name = strdup(path);
   src->text = text;
+  src->hide_text = !(st.st_mode & S_IROTH);   /* see Source.hide_text */
   int k = diag_include(lx->d, src);
   if (!k) {
     diag_error(lx->d, at, "#include: more than %d files", DIAG_MAX_INCLUDES);

@@ -8,6 +8,7 @@
 
 #include "runtime/folded.h"
 #include "runtime/print.h"
+#include "util/safe_file.h"
 
 #define FG_WIDTH 1200     /* of the frames; the image adds margins */
 #define FG_MARGIN 10
@@ -320,9 +321,10 @@ FILE *flamegraph_open(const Compiled *c, const char *path) {
             "kstack or ustack (e.g. @[kstack] = count())\n");
     return NULL;
   }
-  FILE *f = fopen(path, "w");
+  char why[SAFE_WHY_MAX];
+  FILE *f = safe_fopen_write(path, why, sizeof why);
   if (!f) fprintf(stderr, "loupe: --flamegraph: cannot write %s: %s\n", path,
-                  strerror(errno));
+                  why);
   return f;
 }
 

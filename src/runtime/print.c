@@ -83,15 +83,13 @@ typedef struct Conv {
   bool plain;          /* no flags, width, precision or length */
 } Conv;
 
-#define MAX_FIELD_WIDTH 65535
-
-static int parse_number(const char *s, int *i) {
+int printf_field_number(const char *s, int *i) {
   long v = 0;
   while (s[*i] >= '0' && s[*i] <= '9') {
-    if (v <= MAX_FIELD_WIDTH) v = v * 10 + (s[*i] - '0');
+    if (v <= PRINTF_MAX_FIELD_WIDTH) v = v * 10 + (s[*i] - '0');
     (*i)++;
   }
-  return v > MAX_FIELD_WIDTH ? MAX_FIELD_WIDTH + 1 : (int)v;
+  return v > PRINTF_MAX_FIELD_WIDTH ? PRINTF_MAX_FIELD_WIDTH + 1 : (int)v;
 }
 
 /* The length modifier at s[*i]: how many bits of the widened value the C
@@ -116,11 +114,11 @@ static bool parse_conv(const char *fmt, int at, Conv *cv) {
   }
   cv->width = -1;
   cv->prec = -1;
-  if (fmt[i] >= '1' && fmt[i] <= '9') cv->width = parse_number(fmt, &i);
+  if (fmt[i] >= '1' && fmt[i] <= '9') cv->width = printf_field_number(fmt, &i);
   if (fmt[i] == '.') {
     i++;
     if (fmt[i] < '0' || fmt[i] > '9') return false;
-    cv->prec = parse_number(fmt, &i);
+    cv->prec = printf_field_number(fmt, &i);
   }
   int len_at = i;
   cv->bits = parse_length(fmt, &i);
@@ -178,10 +176,11 @@ int printf_parse(const char *fmt, char *conv_out, int max, char *err,
   Conv cv;
   int n = 0, pos = 0;
   while (next_conv(fmt, &pos, &cv)) {
-    if (cv.width > MAX_FIELD_WIDTH || cv.prec > MAX_FIELD_WIDTH) {
+    if (cv.width > PRINTF_MAX_FIELD_WIDTH ||
+        cv.prec > PRINTF_MAX_FIELD_WIDTH) {
       snprintf(err, errlen, "printf: field width or precision of '%.*s' is "
                "too large (at most %d)", cv.end - cv.start, fmt + cv.start,
-               MAX_FIELD_WIDTH);
+               PRINTF_MAX_FIELD_WIDTH);
       return -1;
     }
     if (n == max) {
@@ -209,10 +208,16 @@ static void format_timestamp(const char *fmt, uint64_t ns, char *buf,
     boot_to_wall = (real.tv_sec - boot.tv_sec) * 1000000000LL +
                    (real.tv_nsec - boot.tv_nsec);
   }
-  int64_t wall = boot_to_wall + (int64_t)ns;
-  time_t secs = (time_t)(wall / 1000000000LL);
+  /* in seconds and nanoseconds apart: ns goes up to 2^64 - 1 (584
+   * years), which the sum in nanoseconds overflowed into the 18th
+   * century */
+  time_t secs = (time_t)(boot_to_wall / 1000000000LL) +
+                (time_t)(ns / 1000000000ULL);
+  int64_t nsec = boot_to_wall % 1000000000LL + (int64_t)(ns % 1000000000ULL);
+  if (nsec >= 1000000000LL) secs++, nsec -= 1000000000LL;
+  if (nsec < 0) secs--, nsec += 1000000000LL;
   char micros[8], expanded[512];
-  snprintf(micros, sizeof micros, "%06d", (int)(wall % 1000000000LL / 1000));
+  snprintf(micros, sizeof micros, "%06d", (int)(nsec / 1000));
   size_t o = 0;
   for (const char *f = fmt; *f && o + 8 < sizeof expanded; f++) {
     if (f[0] == '%' && f[1] == 'f') {
@@ -228,8 +233,10 @@ static void format_timestamp(const char *fmt, uint64_t ns, char *buf,
   }
   expanded[o] = '\0';
   struct tm tm;
-  localtime_r(&secs, &tm);
-  if (strftime(buf, len, expanded, &tm) == 0) buf[0] = '\0';
+  if (!localtime_r(&secs, &tm))   /* a year an int cannot hold */
+    snprintf(buf, len, "(time out of range)");
+  else if (strftime(buf, len, expanded, &tm) == 0)
+    buf[0] = '\0';
 }
 
 /* Literal text between conversions goes through C's printf in bpftrace, so

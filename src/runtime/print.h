@@ -34,6 +34,14 @@ int printf_parse(const char *fmt, char *conv_out, int max, char *err,
 int printf_parse_bytes(const char *fmt, size_t len, char *conv_out, int max,
                        char *err, size_t errlen);
 
+/* The largest field width or precision a format may ask for, as in
+ * bpftrace: a larger one would have the C library pad gigabytes. */
+#define PRINTF_MAX_FIELD_WIDTH 65535
+
+/* The decimal number at s[*i] (advancing *i past its digits), or
+ * PRINTF_MAX_FIELD_WIDTH + 1 when it is larger than that. */
+int printf_field_number(const char *s, int *i);
+
 /* Prints one map as print(@m, top, div) does: sorted as bpftrace sorts
  * (by value for integers and aggregations — hist/lhist by total count,
  * avg/stats by average —, by key otherwise), only the last `top` entries

@@ -17,6 +17,8 @@
 
 #include <bpf/libbpf.h>
 
+#include "util/safe_file.h"
+
 #define PCAP_MAGIC 0xa1b2c3d4u   /* microsecond timestamps */
 #define PCAP_LINKTYPE_RAW 101u   /* frames start with the IP header */
 #define PCAP_SNAPLEN 65535u
@@ -89,10 +91,11 @@ SkbWriter *skb_writer_open(const Compiled *c) {
       if (!strcmp(c->skb_outputs[k].path, c->skb_outputs[i].path))
         w->files[i] = w->files[k];
     if (w->files[i]) continue;
-    w->files[i] = fopen(c->skb_outputs[i].path, "wb");
+    char why[SAFE_WHY_MAX];
+    w->files[i] = safe_fopen_write(c->skb_outputs[i].path, why, sizeof why);
     if (!w->files[i]) {
       fprintf(stderr, "ERROR: skboutput(): cannot write %s: %s\n",
-              c->skb_outputs[i].path, strerror(errno));
+              c->skb_outputs[i].path, why);
       goto fail;
     }
     write_header(w->files[i]);

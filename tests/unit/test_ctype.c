@@ -15,18 +15,7 @@
 #include "lang/checker.h"
 #include "lang/ctype.h"
 #include "lang/parse.h"
-
-static int passed, failed;
-
-#define EXPECT(name, cond)                                        \
-  do {                                                            \
-    if (cond) {                                                   \
-      passed++;                                                   \
-    } else {                                                      \
-      failed++;                                                   \
-      fprintf(stderr, "FAIL %s: %s (line %d)\n", name, #cond, __LINE__); \
-    }                                                             \
-  } while (0)
+#include "expect.h"
 
 static double now_ms(void) {
   struct timespec ts;
