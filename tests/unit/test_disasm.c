@@ -75,7 +75,7 @@ static void expect_listing(const char *test, const char *got,
 static void test_count_by_comm(void) {
   static const char text[] =
       "tracepoint:raw_syscalls:sys_enter { @[comm] = count(); }\n";
-  Source src = {"stdin", text};
+  Source src = {.name = "stdin", .text = text};
   MapSym at = {.name = "@", .id = 0};
   MapSym *maps[] = {&at};
   Compiled c = {.maps = maps, .nmaps = 1};
@@ -133,7 +133,7 @@ static void test_count_by_comm(void) {
 /* Every ALU operation in both widths, register and immediate forms. */
 static void test_alu(void) {
   static const char text[] = "BEGIN {\n  $x = 1;\n}\n";
-  Source src = {"alu.bt", text};
+  Source src = {.name = "alu.bt", .text = text};
   AttachPoint ap = {.text = "BEGIN"};
   Probe probe = {.aps = &ap};
   static const int ops[] = {BPF_ADD, BPF_SUB, BPF_MUL, BPF_DIV,  BPF_MOD,
@@ -202,7 +202,7 @@ static void test_alu(void) {
 static void test_memory(void) {
   static const char text[] =
       "interval:s:1 {\n  @a = 1;\n  @b = 2;\n}\n";
-  Source src = {"mem.bt", text};
+  Source src = {.name = "mem.bt", .text = text};
   MapSym a = {.name = "@a", .id = 0}, bmap = {.name = "@b", .id = 1};
   MapSym *maps[] = {&a, &bmap};
   Compiled c = {.maps = maps, .nmaps = 2};
@@ -266,7 +266,7 @@ static void test_memory(void) {
  * and by unknown id; the header falls back to the probe's attach points. */
 static void test_jumps(void) {
   static const char text[] = "tracepoint:a:b,tracepoint:c:d { exit(); }";
-  Source src = {"stdin", text};
+  Source src = {.name = "stdin", .text = text};
   AttachPoint ap2 = {.text = "tracepoint:c:d"};
   AttachPoint ap1 = {.text = "tracepoint:a:b", .next = &ap2};
   Probe probe = {.aps = &ap1};
@@ -312,7 +312,7 @@ static void test_jumps(void) {
 /* No spans at all (a program built without locations) prints no comments;
  * a line-less instruction between two runs of one line does not split it. */
 static void test_spans(void) {
-  Source src = {"stdin", "BEGIN { exit(); }"};
+  Source src = {.name = "stdin", .text = "BEGIN { exit(); }"};
   AttachPoint ap = {.text = "BEGIN"};
   Probe probe = {.aps = &ap};
   Builder b = {0};

@@ -34,7 +34,8 @@ const char *__asan_default_options(void) { return "detect_leaks=0"; }
   } while (0)
 
 static const Source test_src = {
-    "stdin", "tracepoint:raw_syscalls:sys_enter {\n    @ = count();\n}\n"};
+    .name = "stdin",
+    .text = "tracepoint:raw_syscalls:sys_enter {\n    @ = count();\n}\n"};
 
 /* ---- building programs ---------------------------------------------- */
 

@@ -676,7 +676,7 @@ static int dump_files(int argc, char **argv) {
     size_t cap = 0;
     getdelim(&text, &cap, 0, f);
     fclose(f);
-    Source src = {argv[i], text ? text : ""};
+    Source src = {.name = argv[i], .text = text ? text : ""};
     Diag d;
     diag_init(&d, &src);
     Script *s = parse_script(&src, &d);

@@ -132,7 +132,8 @@ static void test_format_missing(void) {
 
 /* ---- expansion ------------------------------------------------------ */
 
-static const Source test_src = {"stdin", "tracepoint:syscalls:sys_enter_open* { }"};
+static const Source test_src = {.name = "stdin",
+                                 .text = "tracepoint:syscalls:sys_enter_open* { }"};
 
 /* A diag writing into a memory buffer the test can inspect. */
 typedef struct Capture {
