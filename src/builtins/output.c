@@ -488,7 +488,9 @@ static void handle_cat(const PrintfDef *p, const uint8_t *payload,
   if (!path) return;
   char *text = NULL;
   len = 0;
-  int fd = open(path, O_RDONLY | O_CLOEXEC);
+  /* non-blocking: a FIFO (a path a traced process may have named) must
+   * not stall the event loop; its open and reads return at once */
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0) {
     /* current bpftrace's words (0.17 put ": " before the reason) */
     fprintf(stderr, "ERROR: failed to open file '%s' (%s)\n", path,
