@@ -44,9 +44,9 @@
 
 /* ---- the providers -------------------------------------------------- */
 
-/* -p PID's view of binary: a bare name among the files it maps, an
- * absolute path inside its root (a container's paths, symlinks included,
- * are its own). found gets the path to show, real the kept path to open
+/* -p PID's view of binary: a bare name among the files it maps (or, if
+ * it has a tree of its own, nowhere else), an absolute path inside its
+ * root (a container's paths, symlinks included, are its own). found gets the path to show, real the kept path to open
  * (procfs.h). 1 if found, 0 if this is no path of the process's (look in
  * loupe's tree), -1 with a message in err. */
 static int find_in_target(const char *binary, char *found, char *real,
@@ -55,6 +55,10 @@ static int find_in_target(const char *binary, char *found, char *real,
   if (!strchr(binary, '/')) {
     kept = elf_find_in_maps(probe_target_pid, binary, found, PATH_MAX, err,
                             errlen);
+    if (!kept && !*err && !procfs_same_tree(probe_target_pid))
+      snprintf(err, errlen, "process %d maps no file named %s, and its "
+               "files are not loupe's: name the file by its path as the "
+               "process sees it", probe_target_pid, binary);
     if (!kept) return *err ? -1 : 0;
   } else if (binary[0] == '/') {
     snprintf(found, PATH_MAX, "%s", binary);

@@ -212,6 +212,17 @@ int procfs_open(int pid, const char *path, char *err, size_t errlen) {
   return reopen_regular(pathfd, path, pid, err, errlen);
 }
 
+bool procfs_same_tree(int pid) {
+  char ns[64], root[64];
+  struct stat my_ns, their_ns, my_root, their_root;
+  snprintf(ns, sizeof ns, "/proc/%d/ns/mnt", pid);
+  snprintf(root, sizeof root, "/proc/%d/root", pid);
+  return stat("/proc/self/ns/mnt", &my_ns) == 0 && stat(ns, &their_ns) == 0 &&
+         my_ns.st_ino == their_ns.st_ino && stat("/", &my_root) == 0 &&
+         stat(root, &their_root) == 0 && my_root.st_dev == their_root.st_dev &&
+         my_root.st_ino == their_root.st_ino;
+}
+
 /* ---- the files kept open ------------------------------------------------ */
 
 typedef struct Kept {

@@ -19,6 +19,10 @@
  * (O_NONBLOCK). Returns the descriptor, or -1 with a message in err. */
 int procfs_open(int pid, const char *path, char *err, size_t errlen);
 
+/* Whether process pid sees the file system tree loupe sees: the same
+ * mount namespace and the same root directory (not chrooted). */
+bool procfs_same_tree(int pid);
+
 /* The same walk without openat2 (kernels before 5.6): path resolved
  * inside the directory rootfd one component at a time, symlinks read and
  * followed by hand within it (at most 40). Returns an O_PATH descriptor,
