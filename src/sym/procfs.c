@@ -228,6 +228,7 @@ bool procfs_same_tree(int pid) {
 typedef struct Kept {
   dev_t dev;
   ino_t ino;
+  ProcMapping as_mapped;   /* its maps identity (inode 0: none known) */
   char *name;
   char path[32];   /* /proc/self/fd/N */
 } Kept;
@@ -293,9 +294,11 @@ const char *procfs_file(int pid, const char *path, char *err,
 
 bool procfs_parse_maps_line(char *line, ProcMapping *m) {
   /* start-end perms offset dev inode   path */
-  unsigned long long start, end;
+  unsigned long long start, end, inode;
+  unsigned major, minor;
   int at = 0;
-  if (sscanf(line, "%llx-%llx %*s %*s %*s %*s %n", &start, &end, &at) != 2 ||
+  if (sscanf(line, "%llx-%llx %*s %*s %x:%x %llu %n", &start, &end, &major,
+             &minor, &inode, &at) != 5 ||
       at == 0)
     return false;
   const char *path = line + at;
@@ -307,6 +310,9 @@ bool procfs_parse_maps_line(char *line, ProcMapping *m) {
     return false;
   m->start = start;
   m->end = end;
+  m->dev_major = major;
+  m->dev_minor = minor;
+  m->inode = inode;
   m->path = path;
   return true;
 }
@@ -339,8 +345,23 @@ int procfs_each_mapped_file(int pid,
   return 0;
 }
 
+/* A file kept already that a maps line names: the kernel shows one
+ * mapped file with the same device and inode in every process. Spares
+ * `usdt:*` opening each library once per process. */
+static const char *kept_as_mapped(const ProcMapping *m) {
+  for (int i = 0; m->inode && i < nkept; i++) {
+    const ProcMapping *k = &kept[i]->as_mapped;
+    if (k->inode == m->inode && k->dev_major == m->dev_major &&
+        k->dev_minor == m->dev_minor)
+      return kept[i]->path;
+  }
+  return NULL;
+}
+
 const char *procfs_mapped_file(const ProcMapping *m, char *err,
                                size_t errlen) {
+  const char *known = kept_as_mapped(m);
+  if (known) return known;
   char link[96];
   snprintf(link, sizeof link, "/proc/%d/map_files/%llx-%llx", m->pid,
            (unsigned long long)m->start, (unsigned long long)m->end);
@@ -355,5 +376,11 @@ const char *procfs_mapped_file(const ProcMapping *m, char *err,
     close(fd);
     return NULL;
   }
-  return fd < 0 ? NULL : procfs_keep(fd, m->path, err, errlen);
+  const char *path = fd < 0 ? NULL : procfs_keep(fd, m->path, err, errlen);
+  for (int i = 0; path && i < nkept; i++)
+    if (kept[i]->path == path && !kept[i]->as_mapped.inode) {
+      kept[i]->as_mapped = *m;
+      kept[i]->as_mapped.path = NULL;
+    }
+  return path;
 }

@@ -48,6 +48,9 @@ const char *procfs_file(int pid, const char *path, char *err,
 typedef struct ProcMapping {
   int pid;
   uint64_t start, end;
+  unsigned dev_major, dev_minor;
+  uint64_t inode;     /* as the kernel names the mapped file: the same in
+                         every process that maps it */
   const char *path;   /* as the maps file names it (valid during the call) */
 } ProcMapping;
 

@@ -169,7 +169,8 @@ static void test_maps_lines(void) {
   ProcMapping m;
   char line[] = "1000-2000 r--p 0 08:01 1 /x";
   CHECK(procfs_parse_maps_line(line, &m) && m.start == 0x1000 &&
-        m.end == 0x2000);
+        m.end == 0x2000 && m.dev_major == 8 && m.dev_minor == 1 &&
+        m.inode == 1);
 }
 
 int main(void) {
