@@ -317,6 +317,22 @@ bool procfs_parse_maps_line(char *line, ProcMapping *m) {
   return true;
 }
 
+/* Reads one whole line of f into buf (size bytes), its newline removed:
+ * 1, or 0 for a line too long for buf (read to its end and dropped: its
+ * tail is never taken for a line of its own), -1 at the end. */
+static int read_whole_line(FILE *f, char *buf, size_t size) {
+  if (!fgets(buf, (int)size, f)) return -1;
+  size_t len = strlen(buf);
+  if (len > 0 && buf[len - 1] == '\n') {
+    buf[len - 1] = '\0';
+    return 1;
+  }
+  if (len + 1 < size) return 1;   /* the last line, without a newline */
+  int c;
+  while ((c = getc(f)) != EOF && c != '\n') {}
+  return 0;
+}
+
 int procfs_each_mapped_file(int pid,
                             bool (*fn)(const ProcMapping *m, void *arg),
                             void *arg) {
@@ -324,23 +340,21 @@ int procfs_each_mapped_file(int pid,
   snprintf(maps, sizeof maps, "/proc/%d/maps", pid);
   FILE *f = fopen(maps, "re");
   if (!f) return -1;
-  char *line = NULL, *last = NULL;
-  size_t cap = 0;
-  ssize_t len;
+  /* a path of PATH_MAX bytes or more is refused anyway: its line is read
+   * to its end, never in pieces */
+  char line[PATH_MAX + 256], last[PATH_MAX] = "";
+  int r;
   for (int lines = 0;
-       lines < MAX_MAPS_LINES && (len = getline(&line, &cap, f)) > 0;
+       lines < MAX_MAPS_LINES &&
+       (r = read_whole_line(f, line, sizeof line)) >= 0;
        lines++) {
-    if (line[len - 1] == '\n') line[len - 1] = '\0';
     ProcMapping m = {.pid = pid};
     /* a file's mappings are adjacent: report each file once */
-    if (!procfs_parse_maps_line(line, &m) || (last && !strcmp(last, m.path)))
+    if (r == 0 || !procfs_parse_maps_line(line, &m) || !strcmp(last, m.path))
       continue;
-    free(last);
-    last = strdup(m.path);
+    snprintf(last, sizeof last, "%s", m.path);
     if (fn(&m, arg)) break;
   }
-  free(last);
-  free(line);
   fclose(f);
   return 0;
 }

@@ -61,8 +61,10 @@ typedef struct ProcMapping {
 bool procfs_parse_maps_line(char *line, ProcMapping *m);
 
 /* Calls fn with each file process pid maps, once per file (its mappings
- * are adjacent), until fn returns true; lines are read whole, and at most
- * a bounded number of them. -1 if the maps cannot be read. */
+ * are adjacent), until fn returns true. Lines are read whole: one too
+ * long for a path loupe could open is dropped to its end, never read in
+ * pieces; and at most a bounded number of them. -1 if the maps cannot be
+ * read. */
 int procfs_each_mapped_file(int pid,
                             bool (*fn)(const ProcMapping *m, void *arg),
                             void *arg);
