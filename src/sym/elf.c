@@ -4,6 +4,7 @@
 #include "sym/elf.h"
 
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <libelf.h>
@@ -125,7 +126,9 @@ const char *elf_find_in_maps(int pid, const char *name, char *out,
                              size_t outlen, char *err, size_t errlen) {
   MapsFind m = {name, out, outlen, NULL, err, errlen};
   err[0] = '\0';
-  procfs_each_mapped_file(pid, maps_find_one, &m);
+  if (procfs_each_mapped_file(pid, maps_find_one, &m) < 0)
+    snprintf(err, errlen, "cannot read the maps of process %d: %s", pid,
+             strerror(errno == ENOENT ? ESRCH : errno));
   return m.real;
 }
 

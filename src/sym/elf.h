@@ -31,8 +31,8 @@ bool elf_find_binary(const char *binary, char *out, size_t outlen);
  * NAME.so, NAME.so.N for a library ("libc" → .../libc.so.6): out gets
  * its path as the process names it (its /proc/PID/maps path), and the
  * path to open it by (procfs_mapped_file: the mapped file itself) is
- * returned. NULL if it maps none (err empty) or that file cannot be
- * opened (err says why). */
+ * returned. NULL if it maps none (err empty), or if its maps or that
+ * file cannot be read (err says why). */
 const char *elf_find_in_maps(int pid, const char *name, char *out,
                              size_t outlen, char *err, size_t errlen);
 

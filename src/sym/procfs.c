@@ -194,9 +194,9 @@ int procfs_open(int pid, const char *path, char *err, size_t errlen) {
     char root[64];
     snprintf(root, sizeof root, "/proc/%d/root", pid);
     int rootfd = open(root, O_PATH | O_DIRECTORY | O_CLOEXEC);
-    if (rootfd < 0) {
+    if (rootfd < 0) {   /* ENOENT: the process has gone */
       snprintf(err, errlen, "cannot open the root of process %d: %s", pid,
-               strerror(errno));
+               strerror(errno == ENOENT ? ESRCH : errno));
       return -1;
     }
     pathfd = open_in_root(rootfd, path);
