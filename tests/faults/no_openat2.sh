@@ -13,7 +13,7 @@
 # Prints what failed and exits 1, or exits 0.
 set -u
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
-LOUPE=${LOUPE:-$ROOT/loupe}
+LOUPE=$(readlink -f "${LOUPE:-$ROOT/loupe}")   # the test works in a directory of its own
 . "$ROOT/tests/faults/lib.sh"
 for c in gcc unshare chroot strace python3; do
   command -v "$c" >/dev/null || { echo "needs $c"; exit 77; }
