@@ -125,12 +125,11 @@ extern int probe_child_pid;
 /* Shared by uprobe and usdt (uprobe.c). The file a probe's BINARY names:
  * found gets the path to show, real (PATH_MAX bytes) the path to open;
  * with -p, a bare name is first looked up among the files the process
- * maps, and paths are read through /proc/PID/root when it is in another
- * mount namespace. False if there is no such file. */
-bool uprobe_find_binary(const char *binary, char *found, char *real);
-/* The file the -p process calls path, as loupe can open it (in real, of
- * PATH_MAX bytes); false if it cannot be had. */
-bool uprobe_in_target_tree(const char *path, char *real);
+ * maps, and an absolute path is resolved inside the process's root
+ * (sym/procfs.h). False if there is no such file, with a message naming
+ * it a `kind` ("uprobe", "usdt") target file in err. */
+bool uprobe_find_binary(const char *kind, const char *binary, char *found,
+                        char *real, char *err, size_t errlen);
 
 /* Whether name is a kernel function that can be traced (in tracefs'
  * available_filter_functions, else in /proc/kallsyms); true when neither

@@ -6,9 +6,9 @@
  *
  * BINARY is a path, or a bare name looked up on PATH as a shell would.
  * With -p PID a bare name is first looked up among the files the process
- * maps, a wildcard BINARY ("*") matches the paths of the files it maps,
- * and the paths of a process in another mount namespace are read through
- * /proc/PID/root.
+ * maps, a wildcard BINARY ("*") matches the paths of the files it maps
+ * (each read as mapped), and an absolute path is resolved inside the
+ * process's own root (sym/procfs.c).
  * FUNC may hold * and ?: it is matched against the function symbols of
  * the ELF file's .symtab and .dynsym (sym/elf.c finds both).
  *   uprobe:BINARY:cpp:NAME  NAME (a glob too) is matched against the C++
@@ -38,51 +38,60 @@
 #include "sym/disasm.h"
 #include "sym/dwarf.h"
 #include "sym/elf.h"
+#include "sym/procfs.h"
 #include "sym/usyms.h"
 
 
 /* ---- the providers -------------------------------------------------- */
 
-/* The file the -p process calls path, as loupe can open it (real, of
- * PATH_MAX bytes): under /proc/PID/root when the process is in another
- * mount namespace (the kernel resolves that magic link itself; realpath
- * would not), else the real path. */
-bool uprobe_in_target_tree(const char *path, char *real) {
-  int pid = probe_target_pid;
-  if (!elf_other_mount_ns(pid)) return realpath(path, real) != NULL;
-  if (path[0] != '/' ||
-      snprintf(real, PATH_MAX, "/proc/%d/root%s", pid, path) >= PATH_MAX)
-    return false;
-  return access(real, R_OK) == 0;
+/* -p PID's view of binary: a bare name among the files it maps (or, if
+ * it has a tree of its own, nowhere else), an absolute path inside its
+ * root (a container's paths, symlinks included, are its own). found gets the path to show, real the kept path to open
+ * (procfs.h). 1 if found, 0 if this is no path of the process's (look in
+ * loupe's tree), -1 with a message in err. */
+static int find_in_target(const char *binary, char *found, char *real,
+                          char *err, size_t errlen) {
+  const char *kept;
+  if (!strchr(binary, '/')) {
+    kept = elf_find_in_maps(probe_target_pid, binary, found, PATH_MAX, err,
+                            errlen);
+    if (!kept && !*err && !procfs_same_tree(probe_target_pid))
+      snprintf(err, errlen, "process %d maps no file named %s, and its "
+               "files are not loupe's: name the file by its path as the "
+               "process sees it", probe_target_pid, binary);
+    if (!kept) return *err ? -1 : 0;
+  } else if (binary[0] == '/') {
+    snprintf(found, PATH_MAX, "%s", binary);
+    kept = procfs_file(probe_target_pid, binary, err, errlen);
+    if (!kept) return -1;
+  } else {
+    return 0;   /* a relative path is the user's, in loupe's tree */
+  }
+  snprintf(real, PATH_MAX, "%s", kept);
+  return 1;
 }
 
-/* -p PID's view of binary: a bare name among its mapped files, a path in
- * its tree when that is not loupe's. found gets the path to show, real
- * the path to open; false if neither applies. */
-static bool find_in_target(const char *binary, char *found, char *real) {
-  if (!strchr(binary, '/'))
-    return elf_find_in_maps(probe_target_pid, binary, found, PATH_MAX) &&
-           uprobe_in_target_tree(found, real);
-  if (!elf_other_mount_ns(probe_target_pid)) return false;
-  snprintf(found, PATH_MAX, "%s", binary);
-  return uprobe_in_target_tree(found, real);
-}
-
-/* Finds the file a uprobe's BINARY names: found is the path to show,
- * real the path to open. A path through /proc/PID/root into another mount
- * namespace is kept as it is: realpath would resolve the magic link to
- * "/", in loupe's own tree. */
-bool uprobe_find_binary(const char *binary, char *found, char *real) {
-  if (probe_target_pid > 0 && find_in_target(binary, found, real))
-    return true;
+/* Finds the file a uprobe's (or usdt's: kind) BINARY names: found is the
+ * path to show, real the path to open; false with a message in err. A
+ * path through /proc/PID/root into another mount namespace is kept as it
+ * is: realpath would resolve the magic link to "/", in loupe's own tree. */
+bool uprobe_find_binary(const char *kind, const char *binary, char *found,
+                        char *real, char *err, size_t errlen) {
+  int in_target = probe_target_pid > 0
+                      ? find_in_target(binary, found, real, err, errlen)
+                      : 0;
+  if (in_target) return in_target > 0;
   struct stat st;
   /* a path may name a library that is not executable ("libsimple.so") */
   bool readable_path = strchr(binary, '/') && stat(binary, &st) == 0 &&
                        S_ISREG(st.st_mode) && access(binary, R_OK) == 0;
-  if (readable_path)
+  if (readable_path) {
     snprintf(found, PATH_MAX, "%s", binary);
-  else if (!elf_find_binary(binary, found, PATH_MAX))
+  } else if (!elf_find_binary(binary, found, PATH_MAX)) {
+    snprintf(err, errlen, "%s target file '%s' does not exist or is not "
+             "executable", kind, binary);
     return false;
+  }
   if (realpath(found, real) && access(real, R_OK) == 0) return true;
   snprintf(real, PATH_MAX, "%s", found);
   return true;
@@ -320,14 +329,12 @@ typedef struct MappedMatch {
   Diag *d;     /* for the functions left out */
 } MappedMatch;
 
-static bool match_mapped(const char *path, void *arg) {
-  MappedMatch *m = arg;
-  char real[PATH_MAX], err[PATH_MAX + 100];
-  if (!glob_match(m->binary, path) || !uprobe_in_target_tree(path, real))
-    return false;
+/* The functions of one file (shown as path, opened as real) that match. */
+static void match_file(MappedMatch *m, const char *path, const char *real) {
+  char err[PATH_MAX + 100];
   FuncList funcs = {0};
   /* files that are no ELF (locale archives, caches) have no functions */
-  if (elf_read_functions(real, &funcs, err, sizeof err) < 0) return false;
+  if (elf_read_functions(real, &funcs, err, sizeof err) < 0) return;
   char label[1024];
   if (m->list) {
     for (int i = 0; i < funcs.n; i++)
@@ -338,6 +345,17 @@ static bool match_mapped(const char *path, void *arg) {
     m->found += add_matches(m->ap, &funcs, path, real, m->func, m->cpp, m->d);
   }
   elf_funcs_free(&funcs);
+}
+
+/* A file the -p process maps, if its path matches: the mapped file
+ * itself is read (procfs_mapped_file), not what its path names now. */
+static bool match_mapped(const ProcMapping *pm, void *arg) {
+  MappedMatch *m = arg;
+  char err[PATH_MAX + 100];
+  const char *real;
+  if (glob_match(m->binary, pm->path) &&
+      (real = procfs_mapped_file(pm, err, sizeof err)))
+    match_file(m, pm->path, real);
   return false;
 }
 
@@ -355,9 +373,8 @@ static int expand_source_line(AttachPoint *ap, Diag *d) {
   }
   snprintf(binary, sizeof binary, "%.*s", (int)(at - ap->parts[0]),
            ap->parts[0]);
-  if (!uprobe_find_binary(binary, found, real)) {
-    diag_error(d, ap->span, "uprobe target file '%s' does not exist or is "
-               "not executable", binary);
+  if (!uprobe_find_binary("uprobe", binary, found, real, err, sizeof err)) {
+    diag_error(d, ap->span, "%s", err);
     return -1;
   }
   Func f = {.name = ap->parts[1]};
@@ -372,17 +389,17 @@ static int expand_source_line(AttachPoint *ap, Diag *d) {
   return 0;
 }
 
-/* The regular files a wildcard path matches (glob(3), without -p): fn
- * for each, as elf_each_mapped_file calls it for a process's files. */
-static void each_globbed_file(const char *pattern,
-                              bool (*fn)(const char *path, void *arg),
-                              void *arg) {
+/* The regular files a wildcard path matches (glob(3), without -p): the
+ * user's own paths, in loupe's tree. */
+static void match_globbed(MappedMatch *m) {
   glob_t g;
-  if (glob(pattern, 0, NULL, &g) != 0) return;
+  if (glob(m->binary, 0, NULL, &g) != 0) return;
   for (size_t i = 0; i < g.gl_pathc; i++) {
+    char real[PATH_MAX];
     struct stat st;
-    if (stat(g.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode))
-      fn(g.gl_pathv[i], arg);
+    if (stat(g.gl_pathv[i], &st) == 0 && S_ISREG(st.st_mode) &&
+        realpath(g.gl_pathv[i], real))
+      match_file(m, g.gl_pathv[i], real);
   }
   globfree(&g);
 }
@@ -413,17 +430,16 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
     MappedMatch m = {.ap = ap, .binary = binary, .func = func, .cpp = cpp,
                      .d = d};
     if (probe_target_pid > 0)
-      elf_each_mapped_file(probe_target_pid, match_mapped, &m);
+      procfs_each_mapped_file(probe_target_pid, match_mapped, &m);
     else
-      each_globbed_file(binary, match_mapped, &m);
+      match_globbed(&m);
     if (m.found > 0) return 0;
     snprintf(what, sizeof what, "%s:%s%s", binary, cpp ? "cpp:" : "", func);
     return probe_no_matches(ap, d, what);
   }
   char found[PATH_MAX], real[PATH_MAX], err[PATH_MAX + 100];
-  if (!uprobe_find_binary(binary, found, real)) {
-    diag_error(d, ap->span, "uprobe target file '%s' does not exist or is "
-               "not executable", binary);
+  if (!uprobe_find_binary("uprobe", binary, found, real, err, sizeof err)) {
+    diag_error(d, ap->span, "%s", err);
     return -1;
   }
   FuncList funcs = {0};
@@ -651,16 +667,17 @@ static void list_functions(const char *pname, const char *pattern,
     /* -p: the files the process maps */
     MappedMatch m = {.binary = written, .func = func_pattern, .cpp = cpp,
                      .list = out, .pname = pname};
-    elf_each_mapped_file(probe_target_pid, match_mapped, &m);
+    procfs_each_mapped_file(probe_target_pid, match_mapped, &m);
     return;
   }
   if (has_wildcard(written)) {
     MappedMatch m = {.binary = written, .func = func_pattern, .cpp = cpp,
                      .list = out, .pname = pname};
-    each_globbed_file(written, match_mapped, &m);
+    match_globbed(&m);
     return;
   }
-  if (!uprobe_find_binary(written, found, real)) return;
+  if (!uprobe_find_binary("uprobe", written, found, real, err, sizeof err))
+    return;
   FuncList funcs = {0};
   if (elf_read_functions(real, &funcs, err, sizeof err) < 0) return;
   const char *shown = strchr(written, '/') ? written : found;

@@ -40,6 +40,7 @@
 
 #include "probes/provider.h"
 #include "sym/elf.h"
+#include "sym/procfs.h"
 
 /* ---- the notes of each file, read once --------------------------------- */
 
@@ -174,32 +175,38 @@ static void expand_file(Expansion *x, const char *shown, const char *real) {
 
 /* ---- the files ------------------------------------------------------------ */
 
-/* -p: each file the process maps whose path matches the binary glob. */
-static bool expand_mapped(const char *path, void *arg) {
+/* -p: each file the process maps whose path matches the binary glob;
+ * the mapped file itself is read (procfs_mapped_file). */
+static bool expand_mapped(const ProcMapping *pm, void *arg) {
   Expansion *x = arg;
-  char real[PATH_MAX];
-  if (glob_match(x->pat.binary, path) && uprobe_in_target_tree(path, real))
-    expand_file(x, path, real);
+  char err[PATH_MAX + 100];
+  const char *real;
+  if (glob_match(x->pat.binary, pm->path) &&
+      (real = procfs_mapped_file(pm, err, sizeof err)))
+    expand_file(x, pm->path, real);
   return x->failed;
 }
 
-/* Without -p, `*`: the files every process maps, each once. */
+/* Without -p, `*`: the files every process maps, each once. A process
+ * in another mount namespace names its files in its own tree, so each is
+ * the mapped file itself, never what its path names in loupe's. */
 typedef struct SeenFiles {
-  char **paths;
+  const char **paths;   /* kept paths: one per file */
   int n;
   Expansion *x;
 } SeenFiles;
 
-static bool expand_host_file(const char *path, void *arg) {
+static bool expand_host_file(const ProcMapping *pm, void *arg) {
   SeenFiles *s = arg;
-  char real[PATH_MAX];
-  if (!realpath(path, real)) return false;
+  char err[PATH_MAX + 100];
+  const char *real = procfs_mapped_file(pm, err, sizeof err);
+  if (!real) return false;
   for (int i = 0; i < s->n; i++)
     if (!strcmp(s->paths[i], real)) return false;
   s->paths = realloc(s->paths, (s->n + 1) * sizeof(char *));
   if (!s->paths) abort();
-  s->paths[s->n++] = strdup(real);
-  expand_file(s->x, real, real);
+  s->paths[s->n++] = real;
+  expand_file(s->x, pm->path, real);
   return s->x->failed;
 }
 
@@ -211,10 +218,9 @@ static void expand_host(Expansion *x) {
     char *end;
     long pid = strtol(e->d_name, &end, 10);
     if (*end || pid <= 0 || pid == getpid()) continue;
-    elf_each_mapped_file((int)pid, expand_host_file, &seen);
+    procfs_each_mapped_file((int)pid, expand_host_file, &seen);
   }
   if (proc) closedir(proc);
-  for (int i = 0; i < seen.n; i++) free(seen.paths[i]);
   free(seen.paths);
 }
 
@@ -233,24 +239,19 @@ static void expand_glob(Expansion *x) {
 }
 
 /* Every file the pattern's binary names. False if a plain BINARY names
- * no file. */
-static bool expand_files(Expansion *x) {
+ * no file, with a message in err. */
+static bool expand_files(Expansion *x, char *err, size_t errlen) {
   const char *binary = x->pat.binary;
   if (probe_target_pid > 0 && (!*binary || has_wildcard(binary))) {
     if (!*binary) x->pat.binary = "*";
-    elf_each_mapped_file(probe_target_pid, expand_mapped, x);
+    procfs_each_mapped_file(probe_target_pid, expand_mapped, x);
   } else if (!strcmp(binary, "*")) {
     expand_host(x);
   } else if (has_wildcard(binary)) {
     expand_glob(x);
   } else {
     char found[PATH_MAX], real[PATH_MAX];
-    struct stat st;
-    /* a library need not be executable, only readable */
-    if (!uprobe_find_binary(binary, found, real) &&
-        !(strchr(binary, '/') && realpath(binary, real) &&
-          stat(real, &st) == 0 && S_ISREG(st.st_mode) &&
-          access(real, R_OK) == 0))
+    if (!uprobe_find_binary("usdt", binary, found, real, err, errlen))
       return false;
     /* `probe` shows a path as written, a bare name as found */
     expand_file(x, strchr(binary, '/') ? binary : found, real);
@@ -276,9 +277,9 @@ static int usdt_expand(AttachPoint *ap, Diag *d) {
                "(or -p PID to search the files a process maps)");
     return -1;
   }
-  if (!expand_files(&x)) {
-    diag_error(d, ap->span, "usdt target file '%s' does not exist or is "
-               "not executable", x.pat.binary);
+  char err[PATH_MAX + 200];
+  if (!expand_files(&x, err, sizeof err)) {
+    diag_error(d, ap->span, "%s", err);
     return -1;
   }
   if (x.failed) return -1;
@@ -405,7 +406,8 @@ static void usdt_list(const char *pattern, FILE *out) {
   if (!*x.pat.binary) x.pat.binary = "*";
   /* "usdt:FILE:*" means every provider too */
   if (nparts == 2) x.pat.provider_given = true;
-  expand_files(&x);
+  char err[PATH_MAX + 200];
+  expand_files(&x, err, sizeof err);
   free(copy);
 }
 

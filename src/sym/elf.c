@@ -15,6 +15,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "sym/procfs.h"
+
 /* ---- the binary ----------------------------------------------------- */
 
 static bool is_executable_file(const char *path) {
@@ -103,52 +105,31 @@ static bool base_matches(const char *base, const char *name) {
          (!strncmp(rest, ".so", 3) && (rest[3] == '\0' || rest[3] == '.'));
 }
 
-int elf_each_mapped_file(int pid, bool (*fn)(const char *path, void *arg),
-                         void *arg) {
-  char maps[64], line[PATH_MAX + 256], last[PATH_MAX + 256] = "";
-  snprintf(maps, sizeof maps, "/proc/%d/maps", pid);
-  FILE *f = fopen(maps, "r");
-  if (!f) return -1;
-  while (fgets(line, sizeof line, f)) {
-    /* address perms offset dev inode   pathname */
-    char *path = strchr(line, '/');
-    if (!path) continue;
-    path[strcspn(path, "\n")] = '\0';
-    /* a file's mappings are adjacent: report each file once */
-    if (!strcmp(path, last)) continue;
-    snprintf(last, sizeof last, "%s", path);
-    if (fn(path, arg)) break;
-  }
-  fclose(f);
-  return 0;
-}
-
 typedef struct MapsFind {
   const char *name;
   char *out;
   size_t outlen;
-  bool found;
+  const char *real;
+  char *err;
+  size_t errlen;
 } MapsFind;
 
-static bool maps_find_one(const char *path, void *arg) {
+static bool maps_find_one(const ProcMapping *pm, void *arg) {
   MapsFind *m = arg;
-  if (!base_matches(strrchr(path, '/') + 1, m->name)) return false;
-  snprintf(m->out, m->outlen, "%s", path);
-  return m->found = true;
+  if (!base_matches(strrchr(pm->path, '/') + 1, m->name)) return false;
+  snprintf(m->out, m->outlen, "%s", pm->path);
+  m->real = procfs_mapped_file(pm, m->err, m->errlen);
+  return true;
 }
 
-bool elf_find_in_maps(int pid, const char *name, char *out, size_t outlen) {
-  MapsFind m = {name, out, outlen, false};
-  elf_each_mapped_file(pid, maps_find_one, &m);
-  return m.found;
-}
-
-bool elf_other_mount_ns(int pid) {
-  char theirs[64];
-  struct stat self_st, their_st;
-  snprintf(theirs, sizeof theirs, "/proc/%d/ns/mnt", pid);
-  return stat("/proc/self/ns/mnt", &self_st) == 0 &&
-         stat(theirs, &their_st) == 0 && self_st.st_ino != their_st.st_ino;
+const char *elf_find_in_maps(int pid, const char *name, char *out,
+                             size_t outlen, char *err, size_t errlen) {
+  MapsFind m = {name, out, outlen, NULL, err, errlen};
+  err[0] = '\0';
+  if (procfs_each_mapped_file(pid, maps_find_one, &m) < 0)
+    snprintf(err, errlen, "cannot read the maps of process %d: %s", pid,
+             strerror(errno == ENOENT ? ESRCH : errno));
+  return m.real;
 }
 
 /* ---- the ELF file's functions --------------------------------------- */
@@ -234,15 +215,14 @@ Elf *elf_open_file(const char *path, const char *kind, int *fd, char *err,
     snprintf(err, errlen, "libelf: %s", elf_errmsg(-1));
     return NULL;
   }
-  *fd = open(path, O_RDONLY | O_CLOEXEC);
-  if (*fd < 0) {
-    snprintf(err, errlen, "cannot open %s: %s", path, strerror(errno));
-    return NULL;
-  }
+  /* a file a traced process named stands for the name it gave */
+  const char *name = procfs_name(path);
+  *fd = procfs_open(0, path, err, errlen);
+  if (*fd < 0) return NULL;
   Elf *e = elf_begin(*fd, ELF_C_READ, NULL);
   if (!e || elf_kind(e) != ELF_K_ELF) {
     snprintf(err, errlen, "%s target file '%s' is not an ELF file", kind,
-             path);
+             name);
     if (e) elf_end(e);
     close(*fd);
     return NULL;

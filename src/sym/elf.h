@@ -28,18 +28,13 @@ typedef struct FuncList {
 bool elf_find_binary(const char *binary, char *out, size_t outlen);
 
 /* For -p: the file process pid has mapped whose base name is NAME, or
- * NAME.so, NAME.so.N for a library ("libc" → .../libc.so.6), as the
- * process names it (its /proc/PID/maps path). False if it maps none. */
-bool elf_find_in_maps(int pid, const char *name, char *out, size_t outlen);
-
-/* Calls fn with each file process pid maps (as /proc/PID/maps names it),
- * once per file, until fn returns true. -1 if the maps cannot be read. */
-int elf_each_mapped_file(int pid, bool (*fn)(const char *path, void *arg),
-                         void *arg);
-
-/* Whether process pid sees another file system tree than loupe (another
- * mount namespace): its paths then resolve under /proc/PID/root. */
-bool elf_other_mount_ns(int pid);
+ * NAME.so, NAME.so.N for a library ("libc" → .../libc.so.6): out gets
+ * its path as the process names it (its /proc/PID/maps path), and the
+ * path to open it by (procfs_mapped_file: the mapped file itself) is
+ * returned. NULL if it maps none (err empty), or if its maps or that
+ * file cannot be read (err says why). */
+const char *elf_find_in_maps(int pid, const char *name, char *out,
+                             size_t outlen, char *err, size_t errlen);
 
 /* Reads the defined function symbols of the ELF file at path (.symtab and
  * .dynsym) into l, with file offsets, sorted by name, one of each name.
