@@ -27,13 +27,16 @@ int gen_field_int(Gen *g, Node *n) {
     return r;
   }
   emit_ctx(g, BPF_REG_1);
-  /* a raw tracepoint's argument: its low `size` bytes of a u64 slot */
+  /* an argument in a u64 slot (raw tracepoint, fentry, iterator): the
+   * whole slot, of which the value is the low `size` bytes. The rest is
+   * not the value's: an iterator's struct has padding there, a fentry
+   * trampoline saves whole registers, so it is cut off (zero or sign),
+   * as a narrow load's upper bytes are for a signed field. */
   emit(g, I_LDX(insn_size_code(f->in_u64 ? 8 : size), r, BPF_REG_1,
                 f->offset));
-  if (n->type.is_signed && size < 8) {
-    emit(g, I_ALU64_IMM(BPF_LSH, r, 64 - size * 8));
-    emit(g, I_ALU64_IMM(BPF_ARSH, r, 64 - size * 8));
-  }
+  if (f->in_u64 || f->is_signed)
+    emit_truncate(g, r, (Type){.kind = TY_INT, .size = size,
+                               .is_signed = f->is_signed});
   if (f->is_pointer && g->seq_output) {
     /* an iterator's objects may be NULL, as the verifier knows: checked,
      * so that it lets the code add to a pointer that is not (ctx.task.pid) */
