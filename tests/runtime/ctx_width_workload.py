@@ -13,7 +13,7 @@ link to python3, so that its comm tells its events from others.
  - oom_score_adj raised to 345 (lowering it below 0 takes
    CAP_SYS_RESOURCE, which a container may not have), then the process
    renamed ctxwidth2 (task:task_rename: a short of 345).
-Prints the port on stdout."""
+Writes the port to the file named by its second argument."""
 import fcntl
 import os
 import socket
@@ -47,4 +47,5 @@ with open("/proc/self/oom_score_adj", "w") as f:
     f.write("345")
 with open("/proc/self/comm", "w") as f:
     f.write("ctxwidth2")
-print(port)
+with open(sys.argv[2], "w") as f:
+    f.write(str(port))
