@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Differential test: the same deterministic BEGIN-only scripts run under
-# loupe and Debian's bpftrace 0.17 must print the same (see KNOWN.md).
+# Differential test: the same deterministic scripts (BEGIN-only, or on real
+# probes with a workload of their own) run under loupe and Debian's
+# bpftrace 0.17 must print the same (see KNOWN.md).
 #
 #   tests/differential/run.sh corpus     the fixed corpus (part of make check);
 #                                        fails on a difference not listed in
@@ -26,7 +27,7 @@ case ${1:-corpus} in
   corpus)
     exec python3 "$HERE/compare.py" "$LOUPE" "$HERE/corpus" \
       "$HERE/expected-differences.txt" ;;
-  *[!0-9]*) sed -n '2,14s/^# \{0,1\}//p' "$0"; exit 2 ;;
+  *[!0-9]*) sed -n '2,15s/^# \{0,1\}//p' "$0"; exit 2 ;;
   *)
     dir=$(mktemp -d /tmp/loupe-diff.XXXXXX)
     python3 "$HERE/gen.py" "$dir" "$1" "${2:-$(date +%s)}" || exit 1
