@@ -27,13 +27,16 @@ int gen_field_int(Gen *g, Node *n) {
     return r;
   }
   emit_ctx(g, BPF_REG_1);
-  /* a raw tracepoint's argument: its low `size` bytes of a u64 slot */
+  /* an argument in a u64 slot (raw tracepoint, fentry, iterator): the
+   * whole slot, of which the value is the low `size` bytes. The rest is
+   * not the value's: an iterator's struct has padding there, a fentry
+   * trampoline saves whole registers, so it is cut off (zero or sign),
+   * as a narrow load's upper bytes are for a signed field. */
   emit(g, I_LDX(insn_size_code(f->in_u64 ? 8 : size), r, BPF_REG_1,
                 f->offset));
-  if (n->type.is_signed && size < 8) {
-    emit(g, I_ALU64_IMM(BPF_LSH, r, 64 - size * 8));
-    emit(g, I_ALU64_IMM(BPF_ARSH, r, 64 - size * 8));
-  }
+  if (f->in_u64 || f->is_signed)
+    emit_truncate(g, r, (Type){.kind = TY_INT, .size = size,
+                               .is_signed = f->is_signed});
   if (f->is_pointer && g->seq_output) {
     /* an iterator's objects may be NULL, as the verifier knows: checked,
      * so that it lets the code add to a pointer that is not (ctx.task.pid) */
@@ -186,8 +189,67 @@ int gen_addr(Gen *g, Node *n) {
   return gen_index_addr(g, n, base);
 }
 
+/* ---- the context of a perf event program -------------------------- */
+
+/* A perf event program's ctx points to the kernel's bpf_perf_event_data_
+ * kern (pointers to the registers, the sample, the event), which the
+ * verifier shows as struct bpf_perf_event_data: only loads straight from
+ * ctx, at an offset the instruction holds, are translated, so a copy
+ * with a probe_read helper reads the wrong struct. Every member of
+ * bpf_perf_event_data is a u64 (the registers, sample_period, addr). */
+static bool reads_ctx_directly(Gen *g) {
+  return g->p->prog_type == BPF_PROG_TYPE_PERF_EVENT;
+}
+
+/* Whether n reads through ctx itself, cast to a struct pointer, with only
+ * members on the way (((struct bpf_perf_event_data *)ctx)->regs.ip): then
+ * *off is the offset from ctx. */
+static bool ctx_member_offset(const Node *n, int *off) {
+  int total = 0;
+  const Node *at = n;
+  for (; at->kind == N_FIELD && at->bit_size == 0; at = at->lhs) {
+    total += at->field_offset;
+    if (at->lhs->type.kind == TY_RECORD) continue;   /* a member's member */
+    const Node *base = at->lhs;
+    while (base->kind == N_CAST) base = base->lhs;
+    if (base->kind != N_BUILTIN || strcmp(base->name, "ctx")) return false;
+    *off = total;
+    return true;
+  }
+  return false;
+}
+
+/* r = the integer at ctx + off, loaded straight from the context: the
+ * verifier allows only whole u64 loads of the registers (x86-64's
+ * pt_regs.cs is a u16), so the u64 holding it, shifted and cut to it. */
+static int gen_ctx_int(Gen *g, Node *n, int off) {
+  int r = reg_alloc(g);
+  int size = n->type.is_pointer ? 8 : n->type.size;
+  emit_ctx(g, r);
+  emit(g, I_LDX(BPF_DW, r, r, (int16_t)(off & ~7)));
+  if (off & 7) emit(g, I_ALU64_IMM(BPF_RSH, r, (off & 7) * 8));
+  emit_truncate(g, r, (Type){.kind = TY_INT, .size = size,
+                             .is_signed = n->type.is_signed});
+  return r;
+}
+
+/* A struct of the context copied to dst a u64 at a time, loaded straight
+ * from it; zero-padded to cap. */
+static void gen_ctx_copy(Gen *g, Node *n, int off, int dst, int cap) {
+  int size = n->type.size < cap ? n->type.size : cap;
+  emit_zero(g, dst + (size & ~7), cap - (size & ~7));
+  for (int done = 0; done + 8 <= size; done += 8) {
+    emit_ctx(g, BPF_REG_0);
+    emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_0, (int16_t)(off + done)));
+    emit(g, I_STX(BPF_DW, SCRATCH, BPF_REG_0, dst + done));
+  }
+}
+
 /* An integer or pointer read from memory. */
 int gen_mem_int(Gen *g, Node *n) {
+  int off;
+  if (reads_ctx_directly(g) && ctx_member_offset(n, &off))
+    return gen_ctx_int(g, n, off);
   int addr = gen_addr(g, n);
   int size = n->type.is_pointer ? 8 : n->type.size;
   AddrSpace as = mem_space(n);
@@ -252,5 +314,10 @@ void gen_mem_str(Gen *g, Node *n, int dst, int cap) {
 /* A struct or array in memory, copied whole into dst and zero-padded to
  * cap, so that copies compare and hash as whole words. */
 void gen_mem_copy(Gen *g, Node *n, int dst, int cap) {
+  int off;
+  if (reads_ctx_directly(g) && ctx_member_offset(n, &off)) {
+    gen_ctx_copy(g, n, off, dst, cap);
+    return;
+  }
   gen_mem_read(g, n, dst, cap, read_helper(mem_space(n)));
 }

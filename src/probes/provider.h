@@ -19,9 +19,10 @@ typedef struct TpField {
   bool is_string;     /* char[N] (is_array) or __data_loc char[] */
   bool is_array;      /* T name[N] with N > 0 */
   bool data_loc;      /* __data_loc: u32 = (len << 16) | offset */
-  bool in_u64;        /* raw tracepoint: the value sits in a u64 slot of
-                         the context, which is read whole (the kernel
-                         allows no narrower read) */
+  bool in_u64;        /* raw tracepoint, fentry, iterator: the value is
+                         the low `size` bytes of a u64 slot of the
+                         context, which is read whole and then cut to
+                         `size` (the rest of the slot is not the value's) */
   bool is_return;     /* fexit: the return value ("retval"), not one of
                          the arguments of `args` */
 } TpField;

@@ -15,6 +15,7 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 
+#include "lang/ctype.h"
 #include "probes/list.h"
 #include "probes/provider.h"
 
@@ -165,6 +166,34 @@ static TpFormat *parse_format_file(FILE *f) {
   return fmt;
 }
 
+/* The syscall events' format files say signed:0 for every argument (the
+ * kernel records each as an unsigned long), so an argument's sign is its
+ * declared type's, as bpftrace reads them: in the 8-byte field, `int` is
+ * signed and `unsigned int`, `unsigned`, `u32`, `pid_t`, `uid_t` and
+ * `gid_t` unsigned (bpftrace's own widening), any other integer type
+ * (long, off_t, loff_t, clockid_t ...) as C declares it. */
+static void syscall_arg_signs(TpFormat *fmt) {
+  static const char *const widened_unsigned[] = {
+      "unsigned int", "unsigned", "u32", "pid_t", "uid_t", "gid_t"};
+  for (int i = 0; i < fmt->nfields; i++) {
+    TpField *f = &fmt->fields[i];
+    if (f->is_pointer || f->is_array || f->data_loc || f->size != 8)
+      continue;
+    const char *type = f->type_text;
+    if (!strncmp(type, "const ", 6)) type += 6;
+    bool widened = false;
+    for (size_t k = 0; k < sizeof widened_unsigned / sizeof *widened_unsigned;
+         k++)
+      widened |= !strcmp(type, widened_unsigned[k]);
+    char err[160];
+    const CType *ct = widened ? NULL : ctype_parse(type, err, sizeof err);
+    if (widened)
+      f->is_signed = false;
+    else if (ct && (ct->kind == C_INT || ct->kind == C_ENUM))
+      f->is_signed = ct->is_signed;
+  }
+}
+
 /* Formats already read, so the checker and expand share one copy. */
 typedef struct FormatCache {
   struct FormatCache *next;
@@ -186,6 +215,7 @@ TpFormat *tp_format(const char *category, const char *event) {
   if (!f) return NULL;
   TpFormat *fmt = parse_format_file(f);
   fclose(f);
+  if (!strcmp(category, "syscalls")) syscall_arg_signs(fmt);
   FormatCache *c = calloc(1, sizeof *c);
   c->category = strdup(category);
   c->event = strdup(event);

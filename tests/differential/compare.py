@@ -4,7 +4,11 @@
   compare.py LOUPE DIR [EXPECTED]
 
 For each DIR/*.bt: both tracers run it with a timeout; stdout is normalized
-(see normalize) and compared with the exit status. EXPECTED lists the
+(see normalize) and compared with the exit status. A script on real
+probes starts with comment lines that give its workload (see workload):
+`// SETUP: SHELL COMMAND` run once in a scratch directory before both
+tracers, and `// CMD: COMMAND` that each tracer then runs with -c in that
+directory; $ROOT in either is the repository. EXPECTED lists the
 scripts whose difference is known and classified (see KNOWN.md); any other
 difference fails (exit 1). Without EXPECTED every difference fails.
 Prints scripts run, same, different, and each difference in short.
@@ -15,16 +19,19 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 TIMEOUT = 20
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(
+    os.path.abspath(__file__))))
 CLASSES = ("bpftrace-bug", "docs", "loupe-bug")
 # A map entry on one line: `@name: value` or `@name[key]: value`.
 ENTRY = re.compile(r"^(@[A-Za-z0-9_]*)(\[.*\])?: (.*)$")
 
 
-def run(cmd):
+def run(cmd, cwd=None):
     try:
-        p = subprocess.run(cmd, capture_output=True, timeout=TIMEOUT)
+        p = subprocess.run(cmd, capture_output=True, timeout=TIMEOUT, cwd=cwd)
         return p.returncode, p.stdout.decode("utf-8", "replace"), \
             p.stderr.decode("utf-8", "replace")
     except subprocess.TimeoutExpired:
@@ -53,9 +60,40 @@ def normalize(out):
     return "\n".join(result)
 
 
+def workload(path):
+    """The `// SETUP:` and `// CMD:` lines at the top of the script (None
+    where it has none), $ROOT replaced by the repository."""
+    found = {"SETUP": None, "CMD": None}
+    with open(path) as f:
+        for line in f:
+            m = re.match(r"^// (SETUP|CMD): (.*)$", line)
+            if not m:
+                break
+            found[m.group(1)] = m.group(2).replace("$ROOT", ROOT)
+    return found["SETUP"], found["CMD"]
+
+
+def run_both(loupe, path, cwd):
+    """Both tracers' (status, stdout, stderr), each running the script's
+    CMD under -c when it has one; a string if its SETUP failed."""
+    setup, cmd = workload(path)
+    if setup:
+        p = subprocess.run(["sh", "-c", setup], cwd=cwd, capture_output=True)
+        if p.returncode != 0:
+            err = p.stderr.decode("utf-8", "replace").strip().split("\n")
+            return "setup failed: %s: %s" % (setup, err[-1])
+    extra = ["-c", cmd] if cmd else []
+    return (run([loupe] + extra + [path], cwd),
+            run(["bpftrace"] + extra + [path], cwd))
+
+
 def compare(loupe, path):
-    lr, lo, le = run([loupe, path])
-    br, bo, be = run(["bpftrace", path])
+    path = os.path.abspath(path)
+    with tempfile.TemporaryDirectory(prefix="loupe-diff-") as scratch:
+        ran = run_both(loupe, path, scratch)
+    if isinstance(ran, str):
+        return [ran]
+    (lr, lo, le), (br, bo, be) = ran
     ln, bn = normalize(lo), normalize(bo)
     if lr == br and ln == bn:
         return None

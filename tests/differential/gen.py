@@ -1,13 +1,17 @@
 #!/usr/bin/env python3
 """Seeded generator of deterministic bpftrace scripts for differential tests.
 
-Every script is a single BEGIN probe that computes known values, prints them
-(printf, print, maps printed at exit) and ends with exit(). The scripts stay
-inside the language Debian's bpftrace 0.17 accepts, so that loupe and 0.17
-can be run side by side (tests/differential/run.sh).
+Every script is a single probe that computes known values and prints them
+(printf, print, maps printed at exit): BEGIN, which ends with exit(), or
+(KIND probe) a tracepoint whose fields of several widths and signs are
+among its operands, with the workload that fires it once and ends the run
+(see PROBE_HEADER). The scripts
+stay inside the language Debian's bpftrace 0.17 accepts, so that loupe and
+0.17 can be run side by side (tests/differential/run.sh).
 
-  gen.py DIR N [SEED]   write N scripts DIR/s0000.bt ... from SEED (default 1)
-  gen.py - 1 SEED       print one script to stdout
+  gen.py DIR N [SEED [KIND]]  write N scripts DIR/s0000.bt ... (KIND probe:
+                              DIR/p0000.bt ...) from SEED (default 1)
+  gen.py - 1 SEED [KIND]      print one script to stdout
 
 The same seed always gives the same scripts. Each script draws its
 statements from one or two categories (see CATEGORIES), so that a difference
@@ -34,9 +38,26 @@ WORDS = ["", "a", "ab", "abc", "hello", "hello world", "loupe", "bpf",
          "Zz9", "tab\tin", "x-y_z", "longer string here", "abcdefghijklmnop"]
 
 
+# Probe scripts run on the refused lock of tests/runtime/ctx_width_workload.py
+# (run as ./ctxwidth, a child of the -c command), whose fields hold known
+# values: ret -11, type 1 (F_WRLCK), fl_start 1000, fl_end 1009, and
+# flags as this kernel sets them; each is an operand of its type.
+PROBE_HEADER = """\
+// SETUP: ln -s "$(python3 -c 'import os, sys; print(os.path.realpath(sys.executable))')" ctxwidth
+// CMD: ./ctxwidth $ROOT/tests/runtime/ctx_width_workload.py lockfile port
+"""
+PROBE = ('tracepoint:filelock:fcntl_setlk\n'
+         '/comm == "ctxwidth" && (uint32)curtask->real_parent->tgid == cpid'
+         ' && args->ret != 0/')
+FIELDS = [("args->ret", "int32"), ("args->type", "uint8"),
+          ("args->fl_start", "int64"), ("args->fl_end", "int64"),
+          ("args->flags", "uint32")]
+
+
 class Gen:
-    def __init__(self, rnd):
+    def __init__(self, rnd, fields=()):
         self.r = rnd
+        self.fields = list(fields)   # (text, type) of the probe's fields
         self.lines = []
         self.nvars = 0
         self.ivars = []     # (name, type) of integer variables
@@ -95,6 +116,8 @@ class Gen:
         return "(%s)%s" % (t, text), t
 
     def atom(self):
+        if self.fields and self.r.random() < 0.3:
+            return self.r.choice(self.fields)
         r = self.r.random()
         if r < 0.55:
             return self.ivar()
@@ -377,14 +400,20 @@ CATEGORIES = ["arith", "compare", "fmt", "strings", "maps", "aggs", "control",
               "updates"]
 
 
-def script(seed):
+def script(seed, probe=False):
     rnd = random.Random(seed)
-    g = Gen(rnd)
+    g = Gen(rnd, FIELDS if probe else ())
     cats = rnd.sample(CATEGORIES, rnd.randint(1, 2))
     for _ in range(rnd.randint(2, 6)):
         getattr(g, rnd.choice(cats))()
+    # a probe script ends with its workload, which fires the probe once:
+    # an exit() as the workload ends made 0.17 hang at times
+    if not probe:
+        g.lines.append("exit();")
     body = "\n".join("  " + line for line in g.lines)
-    return "// seed %d: %s\nBEGIN {\n%s\n  exit();\n}\n" % (seed, " ".join(cats), body)
+    return "%s// seed %d: %s\n%s {\n%s\n}\n" % (
+        PROBE_HEADER if probe else "", seed, " ".join(cats),
+        PROBE if probe else "BEGIN", body)
 
 
 def main():
@@ -392,13 +421,18 @@ def main():
         sys.exit(__doc__)
     out, n = sys.argv[1], int(sys.argv[2])
     seed = int(sys.argv[3]) if len(sys.argv) > 3 else 1
+    kind = sys.argv[4] if len(sys.argv) > 4 else "begin"
+    if kind not in ("begin", "probe"):
+        sys.exit("KIND is begin or probe")
+    probe = kind == "probe"
     if out == "-":
-        sys.stdout.write(script(seed))
+        sys.stdout.write(script(seed, probe))
         return
     os.makedirs(out, exist_ok=True)
     for i in range(n):
-        with open(os.path.join(out, "s%04d.bt" % i), "w") as f:
-            f.write(script(seed * 100003 + i))
+        name = ("p%04d.bt" if probe else "s%04d.bt") % i
+        with open(os.path.join(out, name), "w") as f:
+            f.write(script(seed * 100003 + i, probe))
 
 
 if __name__ == "__main__":

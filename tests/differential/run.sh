@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# Differential test: the same deterministic BEGIN-only scripts run under
-# loupe and Debian's bpftrace 0.17 must print the same (see KNOWN.md).
+# Differential test: the same deterministic scripts (BEGIN-only, or on real
+# probes with a workload of their own) run under loupe and Debian's
+# bpftrace 0.17 must print the same (see KNOWN.md).
 #
 #   tests/differential/run.sh corpus     the fixed corpus (part of make check);
 #                                        fails on a difference not listed in
 #                                        expected-differences.txt
-#   tests/differential/run.sh N [SEED]   N fresh scripts from gen.py (SEED
-#                                        default: the time); the scripts stay
-#                                        in a printed directory
+#   tests/differential/run.sh N [SEED [KIND]]
+#                                        N fresh scripts from gen.py (SEED
+#                                        default: the time; KIND probe: on a
+#                                        tracepoint with a workload); the
+#                                        scripts stay in a printed directory
 #   LOUPE=/path/to/loupe                 the binary under test (default ./loupe)
 #   DIFF_JOBS=2                          scripts run at the same time
 #
@@ -26,10 +29,10 @@ case ${1:-corpus} in
   corpus)
     exec python3 "$HERE/compare.py" "$LOUPE" "$HERE/corpus" \
       "$HERE/expected-differences.txt" ;;
-  *[!0-9]*) sed -n '2,14s/^# \{0,1\}//p' "$0"; exit 2 ;;
+  *[!0-9]*) sed -n '2,18s/^# \{0,1\}//p' "$0"; exit 2 ;;
   *)
     dir=$(mktemp -d /tmp/loupe-diff.XXXXXX)
-    python3 "$HERE/gen.py" "$dir" "$1" "${2:-$(date +%s)}" || exit 1
+    python3 "$HERE/gen.py" "$dir" "$1" "${2:-$(date +%s)}" ${3:+"$3"} || exit 1
     echo "scripts in $dir"
     exec python3 "$HERE/compare.py" "$LOUPE" "$dir" ;;
 esac
