@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "sym/debuginfo.h"
 #include "sym/dwarf_int.h"
 
 /* A function of a binary's debug information. */
@@ -40,13 +41,10 @@ static DwBinary *binaries;
 
 /* ---- opening --------------------------------------------------------- */
 
-static char *debuginfo_path;   /* libdwfl's default search path */
-
 static const Dwfl_Callbacks offline_callbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = debuginfo_find,
     .section_address = dwfl_offline_section_address,
-    .debuginfo_path = &debuginfo_path,
 };
 
 static DwBinary *binary_named(const char *path, bool add) {

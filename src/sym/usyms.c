@@ -15,17 +15,16 @@
 #include <string.h>
 #include <unistd.h>
 
-static char *debuginfo_path;
+#include "sym/debuginfo.h"
+
 static const Dwfl_Callbacks proc_callbacks = {
     .find_elf = dwfl_linux_proc_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .debuginfo_path = &debuginfo_path,
+    .find_debuginfo = debuginfo_find,
 };
 static const Dwfl_Callbacks offline_callbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = debuginfo_find,
     .section_address = dwfl_offline_section_address,
-    .debuginfo_path = &debuginfo_path,
 };
 
 typedef struct Proc {
