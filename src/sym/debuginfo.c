@@ -73,18 +73,20 @@ static int try_candidate(Dwfl_Module *mod, const char *path, GElf_Word crc,
   return -1;
 }
 
-static int by_build_id(Dwfl_Module *mod, char **name) {
-  const unsigned char *id = NULL;
-  GElf_Addr id_vaddr;
-  int len = dwfl_module_build_id(mod, &id, &id_vaddr);
-  if (len < 2) return -1;
+/* DEBUG_DIR/.build-id/xx/yyyy.debug for the build id id[0..len), if it
+ * has that build id. */
+static int by_build_id(const unsigned char *id, int len, char **name) {
   char path[sizeof DEBUG_DIR "/.build-id/" + 2 * 64 + 8];
-  if (len > 64) return -1;
+  if (len < 2 || len > 64) return -1;
   int at = snprintf(path, sizeof path, DEBUG_DIR "/.build-id/%02x/", id[0]);
   for (int i = 1; i < len; i++)
     at += snprintf(path + at, sizeof path - at, "%02x", id[i]);
   snprintf(path + at, sizeof path - at, ".debug");
-  return try_candidate(mod, path, 0, name);
+  int fd = open_regular(path);
+  if (fd >= 0 && build_id_is(fd, id, len) && (*name = strdup(path)))
+    return fd;
+  if (fd >= 0) close(fd);
+  return -1;
 }
 
 /* A debug link is the name of a file, nothing else. */
@@ -126,15 +128,28 @@ static bool under_debug_dir(const char *s) {
   return true;
 }
 
-/* libdw's link from a debug file to the file it shares with others
- * (dwz's .gnu_debugaltlink): an absolute path in the debug directory. */
-static int by_alt_link(const char *link, char **name) {
-  if (!under_debug_dir(link)) return -1;
-  int fd = open_regular(link);
-  if (fd >= 0 && !(*name = strdup(link))) {
-    close(fd);
+/* The file a debug file shares with others (dwz), which its
+ * .gnu_debugaltlink names by path and build id: by that build id, or at
+ * that path if it is under the debug directory. libdwfl has the debug
+ * file's Dwarf when it asks for this one, and gives it back. */
+static int by_alt_link(Dwfl_Module *mod, const char *link, char **name) {
+  Dwarf_Addr bias;
+  Dwarf *dw = dwfl_module_getdwarf(mod, &bias);
+  const char *alt_name;
+  const void *id = NULL;
+  ssize_t len = dw ? dwelf_dwarf_gnu_debugaltlink(dw, &alt_name, &id) : -1;
+  int fd = len > 0 ? by_build_id(id, (int)len, name) : -1;
+  if (fd < 0 && len > 0 && under_debug_dir(link)) {
+    fd = open_regular(link);
+    bool ok = fd >= 0 && build_id_is(fd, id, (int)len);
+    if (ok && (*name = strdup(link))) return fd;
+    if (fd >= 0) close(fd);
     fd = -1;
   }
+  /* Left without one, libdw would look itself on first use (dwarf_getalt)
+   * and open the link's path as it is, blocking; (Dwarf *)-1 is its mark
+   * for "looked for, found none", which dwarf_end does not free. */
+  if (fd < 0 && dw) dwarf_setalt(dw, (Dwarf *)-1);
   return fd;
 }
 
@@ -153,8 +168,11 @@ int debuginfo_find(Dwfl_Module *mod, void **userdata, const char *modname,
   const char *own = main_elf ? dwelf_elf_gnu_debuglink(main_elf, &own_crc)
                              : NULL;
   if (debuglink_file && (!own || strcmp(own, debuglink_file)))
-    return by_alt_link(debuglink_file, debuginfo_file_name);
-  int fd = by_build_id(mod, debuginfo_file_name);
+    return by_alt_link(mod, debuglink_file, debuginfo_file_name);
+  const unsigned char *id = NULL;
+  GElf_Addr id_vaddr;
+  int len = dwfl_module_build_id(mod, &id, &id_vaddr);
+  int fd = len > 0 ? by_build_id(id, len, debuginfo_file_name) : -1;
   if (fd < 0)
     fd = by_debug_link(mod, file_name, debuglink_file, debuglink_crc,
                        debuginfo_file_name);

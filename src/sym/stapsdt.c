@@ -191,7 +191,8 @@ static const char *parse_disp(SymIndex *syms, uint64_t pc_vaddr,
     size_t len = 0;
     while (isalnum((unsigned char)p[len]) || strchr("_.$@", p[len])) len++;
     uint64_t addr;
-    if (!find_symbol(syms, p, len, &addr)) return "names a symbol the file lacks";
+    if (!find_symbol(syms, p, len, &addr))
+      return "names a symbol the file lacks";
     p += len;
     int64_t off = 0;
     if ((*p == '+' || *p == '-') && !parse_number(&p, &off))

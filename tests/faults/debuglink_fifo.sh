@@ -16,6 +16,13 @@
 #      same ustack run ends and never opens x either.
 #   4. and a real debug file is still found: debug link "prog.debug" in
 #      .debug/ beside the binary gives the frames their source lines.
+#   With dwz, whose shared debug file the debug files link to by an
+#   absolute path (.gnu_debugaltlink), where the parameters' types are:
+#   5. the link names a FIFO in the test's directory: -lv and the ustack
+#      run end and never open it (only files under /usr/lib/debug are
+#      followed, and libdw is kept from looking itself);
+#   6. the link names a file under /usr/lib/debug/.dwz: -lv shows the
+#      parameters with their types.
 #
 # Prints what failed and exits 1, or exits 0.
 set -u
@@ -25,12 +32,19 @@ LOUPE=${LOUPE:-$ROOT/loupe}
 command -v gcc >/dev/null && command -v objcopy >/dev/null ||
   { echo "needs gcc and objcopy"; exit 77; }
 WORK=$(mktemp -d /tmp/loupe-debuglink.XXXXXX)
-WRITER=""
+WRITER="" DWZ_FILE="" DWZ_DIR=""
 stop_writer() {
-  [ -n "$WRITER" ] && kill -KILL "$WRITER" 2>/dev/null && wait "$WRITER" 2>/dev/null
+  [ -n "$WRITER" ] && kill -KILL "$WRITER" 2>/dev/null &&
+    wait "$WRITER" 2>/dev/null
   WRITER=""
 }
-trap 'stop_writer; rm -rf "$WORK"' EXIT
+cleanup() {
+  stop_writer
+  rm -rf "$WORK"
+  [ -n "$DWZ_FILE" ] && rm -f "$DWZ_FILE"
+  [ -n "$DWZ_DIR" ] && rmdir "$DWZ_DIR"
+}
+trap cleanup EXIT
 cd "$WORK" || exit 1
 
 gcc -g0 -O0 -fno-omit-frame-pointer -pie -fPIE -o plain \
@@ -57,23 +71,33 @@ grep -q "^uprobe:$WORK/prog:stack_leaf" out ||
   fail "-lv: stack_leaf not listed: $(head -c 300 out) $(head -c 300 err)"
 echo "-lv, debug link to a FIFO by ../: exit $status"
 
-# $1: what is tried. Runs a ustack script with a writer waiting to open x.
-ustack_run() {
+# $1: what is tried; the rest: a loupe command, run with a writer
+# waiting to open x (its open returns, and it touches opened, if loupe
+# opens x). Its status goes to $status.
+with_writer() {
+  local what=$1
+  shift
   rm -f opened
   (exec 3>x; touch opened) &
   WRITER=$!
-  timeout -s KILL 20 "$LOUPE" -q -e 'config = { show_debug_info = 1 }
-    u:./prog:stack_leaf { printf("%s", ustack(2)); }' -c './prog 1 200' \
-    >out 2>err
+  timeout -s KILL 20 "$@" >out 2>err
   status=$?
   sleep 0.2   # a writer let through by an open would have touched it now
-  [ -e opened ] && fail "$1: loupe opened the FIFO"
+  local fifo=untouched
+  [ -e opened ] && fifo=opened && fail "$what: loupe opened the FIFO"
   stop_writer
-  [ "$status" = 0 ] || fail "$1: exit status $status (137: killed after 20 s)"
+  [ "$status" = 0 ] ||
+    fail "$what: exit status $status (137: killed after 20 s)"
+  echo "$what: exit $status, FIFO $fifo"
+}
+# $1: what is tried. A ustack script with source lines, whose frames
+# must be named.
+ustack_run() {
+  with_writer "$1" "$LOUPE" -q -e 'config = { show_debug_info = 1 }
+    u:./prog:stack_leaf { printf("%s", ustack(2)); }' -c './prog 1 200'
   grep -qE '^ +stack_leaf\+0(@.*)?$' out &&
     grep -qE '^ +stack_middle\+[0-9]+(@.*)?$' out ||
     fail "$1: frames not named: $(head -c 300 out) $(head -c 300 err)"
-  echo "$1: exit $status, FIFO $([ -e opened ] && echo opened || echo untouched)"
 }
 ustack_run "ustack, debug link to a FIFO by ../"
 with_link x || exit 1
@@ -87,4 +111,32 @@ gcc -g -O0 -fno-omit-frame-pointer -pie -fPIE -o full \
 ustack_run "ustack, debug link to .debug/prog.debug"
 grep -qE '^ +stack_leaf\+0@.*builtins_stack_target\.c:[0-9]+$' out ||
   fail "the debug file's lines are missing: $(head -c 300 out)"
+
+if ! command -v dwz >/dev/null; then
+  echo "dwz missing: alt links not tried"
+  exit $((failures > 0))
+fi
+# prog and prog2 (the same program twice) with debug links to .debug/,
+# their debug files sharing the file dwz writes to $1 and names $2.
+with_dwz() {
+  rm -f .debug/* && cp full full2 &&
+    objcopy --only-keep-debug full .debug/prog.debug &&
+    objcopy --only-keep-debug full2 .debug/prog2.debug &&
+    dwz -m "$1" -M "$2" .debug/prog.debug .debug/prog2.debug &&
+    objcopy --strip-debug --add-gnu-debuglink=.debug/prog.debug full prog
+}
+with_dwz common.debug "$WORK/x" || exit 1
+with_writer "-lv, alt link to a FIFO" \
+  "$LOUPE" -lv "uprobe:$WORK/prog:stack_leaf"
+ustack_run "ustack, alt link to a FIFO"
+
+if [ ! -d /usr/lib/debug/.dwz ]; then
+  mkdir -p /usr/lib/debug/.dwz && DWZ_DIR=/usr/lib/debug/.dwz || exit 1
+fi
+DWZ_FILE=$(mktemp /usr/lib/debug/.dwz/loupe-test.XXXXXX)
+with_dwz "$DWZ_FILE" "$DWZ_FILE" || exit 1
+timeout -s KILL 20 "$LOUPE" -lv "uprobe:$WORK/prog:stack_leaf" >out 2>err
+grep -qxE '    int i' out ||
+  fail "-lv, alt link under /usr/lib/debug: no 'int i' in: $(cat out err)"
+echo "-lv, alt link under /usr/lib/debug: $(grep -c '^    ' out) parameters"
 exit $((failures > 0))
