@@ -150,8 +150,8 @@ static void add_target(Expansion *x, const char *shown, const char *real,
   ap_add_target(x->ap, t);
 }
 
-/* A file with more notes than are read: said once, where the script (or
- * -l) asked for it. */
+/* A file with more notes than are read: said where the script (or -l)
+ * asked for its probes. */
 static void warn_too_many(Expansion *x, const char *shown) {
   char msg[PATH_MAX + 100];
   snprintf(msg, sizeof msg, "%s has more than %d USDT notes: none of its "

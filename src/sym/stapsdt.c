@@ -182,8 +182,7 @@ static bool parse_number(const char **s, int64_t *v) {
  * with an optional +N/-N. A symbol becomes an offset from the probe's
  * address (pc_vaddr), to be added to the ip the program sees. */
 static const char *parse_disp(SymIndex *syms, uint64_t pc_vaddr,
-                              const char **s,
-                              UsdtArg *a, bool *is_symbol) {
+                              const char **s, UsdtArg *a, bool *is_symbol) {
   const char *p = *s;
   *is_symbol = false;
   a->value = 0;
