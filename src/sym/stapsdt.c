@@ -308,11 +308,18 @@ static void parse_args(SymIndex *syms, uint64_t pc_vaddr, UsdtNote *n) {
   memcpy(n->args, args, n->nargs * sizeof *n->args);
 }
 
+int usdt_arg_cmp(const UsdtArg *a, const UsdtArg *b) {
+  const int64_t x[] = {a->kind, a->size, a->is_signed, a->reg, a->reg_shift,
+                       a->index_reg, a->scale, a->value};
+  const int64_t y[] = {b->kind, b->size, b->is_signed, b->reg, b->reg_shift,
+                       b->index_reg, b->scale, b->value};
+  for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+    if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+  return 0;
+}
+
 bool usdt_arg_same(const UsdtArg *a, const UsdtArg *b) {
-  return a->kind == b->kind && a->size == b->size &&
-         a->is_signed == b->is_signed && a->reg == b->reg &&
-         a->reg_shift == b->reg_shift && a->index_reg == b->index_reg &&
-         a->scale == b->scale && a->value == b->value;
+  return usdt_arg_cmp(a, b) == 0;
 }
 
 /* ---- the notes --------------------------------------------------------- */

@@ -69,7 +69,9 @@ typedef struct UsdtNotes {
 int stapsdt_read(const char *path, UsdtNotes *out, char *err, size_t errlen);
 void stapsdt_free(UsdtNotes *notes);
 
-/* Whether two argument specs read the same thing. */
+/* Whether two argument specs read the same thing; and an order of specs
+ * (-1, 0, 1), 0 for the same. */
 bool usdt_arg_same(const UsdtArg *a, const UsdtArg *b);
+int usdt_arg_cmp(const UsdtArg *a, const UsdtArg *b);
 
 #endif

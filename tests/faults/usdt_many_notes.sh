@@ -10,6 +10,10 @@
 #   2. 100,001 notes, one more than loupe reads from a file: -l says so in
 #      a warning and lists none, and a script naming one of its probes
 #      gets the warning and "No usdt probe matches", exit 1.
+#   3. one probe at 40,000 places, each with its own spec of arg0: a
+#      script reading arg0 gets its error (the program's branch over the
+#      places is too long) within 10 s. Grouping the places by spec
+#      compared each with every one before it: 80,000 took 2 min 50 s.
 #
 # Prints what failed and exits 1, or exits 0.
 set -u
@@ -22,11 +26,12 @@ WORK=$(mktemp -d /tmp/loupe-usdt-notes.XXXXXX)
 trap 'rm -rf "$WORK"' EXIT
 
 # A shared library of $1 notes (provider gen, probe pN at the Nth nop);
-# with $2 = sym, each note's argument is the symbol vN, a quad of .data.
+# with $2 = sym, each note's argument is the symbol vN, a quad of .data;
+# with $2 = places, all are probe p, the Nth with argument 8@8N(%rbp).
 make_lib() {
   python3 - "$1" "${2:-}" >"$WORK/notes.s" <<'EOF'
 import sys
-n, sym = int(sys.argv[1]), sys.argv[2] == "sym"
+n, sym, places = int(sys.argv[1]), sys.argv[2] == "sym", sys.argv[2] == "places"
 w = sys.stdout.write
 w(".text\n")
 for i in range(n):
@@ -37,10 +42,11 @@ if sym:
         w(f".globl v{i}\nv{i}: .quad 0\n")
 w('.section .note.stapsdt,"?","note"\n')
 for i in range(n):
-    arg = f"8@v{i}(%rip)" if sym else "-4@%edi"
+    arg = f"8@v{i}(%rip)" if sym else f"8@{8 * i}(%rbp)" if places else "-4@%edi"
+    name = "p" if places else f"p{i}"
     w(f'.balign 4\n.4byte 2f-1f, 4f-3f, 3\n1: .asciz "stapsdt"\n'
       f"2: .balign 4\n3: .8byte {1000000 + i}b\n.8byte 0\n.8byte 0\n"
-      f'.asciz "gen"\n.asciz "p{i}"\n.asciz "{arg}"\n4: .balign 4\n')
+      f'.asciz "gen"\n.asciz "{name}"\n.asciz "{arg}"\n4: .balign 4\n')
 EOF
   gcc -shared -nostdlib -o "$WORK/lib.so" "$WORK/notes.s"
 }
@@ -75,4 +81,16 @@ grep -qF "${want#WARNING: }" "$WORK/err" &&
   fail "100,001 notes, script: $(head -c 500 "$WORK/err")"
 echo "100,001 notes: $(grep -c WARNING "$WORK/err") warning, then" \
   "$(grep -o 'ERROR: No usdt probe matches' "$WORK/err")"
+
+make_lib 40000 places || { echo "cannot build the library"; exit 1; }
+start=$(date +%s%N)
+timeout -s KILL 10 "$LOUPE" --dry-run -e "usdt:$WORK/lib.so:gen:p { @ = sum(arg0); }" \
+  >"$WORK/out" 2>"$WORK/err"
+status=$?
+ms=$((($(date +%s%N) - start) / 1000000))
+[ "$status" = 1 ] || fail "40,000 places: exit status $status after $ms ms" \
+  "(137: killed after 10 s)"
+grep -q "ERROR: this branch spans more than 32767 BPF instructions" "$WORK/err" ||
+  fail "40,000 places: $(head -c 300 "$WORK/err")"
+echo "one probe at 40,000 places with their own argument specs: error in $ms ms"
 exit $((failures > 0))
