@@ -1,5 +1,8 @@
 #!/usr/bin/env bash
-# A traced binary whose .gnu_debuglink points at a FIFO.
+# A traced binary whose debug files are FIFOs: the one its .gnu_debuglink
+# names, the one dwz made its debug file share, the .dwo file of split
+# DWARF. The names come from the binary; loupe must neither hang nor
+# open the FIFO.
 #
 # The binary has no DWARF of its own, so finding its arguments (-lv) or
 # its source lines (ustack with show_debug_info) makes loupe look for its
@@ -16,12 +19,14 @@
 #      same ustack run ends and never opens x either.
 #   4. and a real debug file is still found: debug link "prog.debug" in
 #      .debug/ beside the binary gives the frames their source lines.
+#   5. split DWARF (gcc -gsplit-dwarf): -lv lists the parameters from the
+#      .dwo file, and with the .dwo file a FIFO, ends and never opens it.
 #   With dwz, whose shared debug file the debug files link to by an
 #   absolute path (.gnu_debugaltlink), where the parameters' types are:
-#   5. the link names a FIFO in the test's directory: -lv and the ustack
+#   6. the link names a FIFO in the test's directory: -lv and the ustack
 #      run end and never open it (only files under /usr/lib/debug are
 #      followed, and libdw is kept from looking itself);
-#   6. the link names a file under /usr/lib/debug/.dwz: -lv shows the
+#   7. the link names a file under /usr/lib/debug/.dwz: -lv shows the
 #      parameters with their types.
 #
 # Prints what failed and exits 1, or exits 0.
@@ -72,13 +77,14 @@ grep -q "^uprobe:$WORK/prog:stack_leaf" out ||
 echo "-lv, debug link to a FIFO by ../: exit $status"
 
 # $1: what is tried; the rest: a loupe command, run with a writer
-# waiting to open x (its open returns, and it touches opened, if loupe
-# opens x). Its status goes to $status.
+# waiting to open the FIFO $FIFO (its open returns, and it touches
+# opened, if loupe opens it). Its status goes to $status.
+FIFO=x
 with_writer() {
   local what=$1
   shift
   rm -f opened
-  (exec 3>x; touch opened) &
+  (exec 3>"$FIFO"; touch opened) &
   WRITER=$!
   timeout -s KILL 20 "$@" >out 2>err
   status=$?
@@ -111,6 +117,22 @@ gcc -g -O0 -fno-omit-frame-pointer -pie -fPIE -o full \
 ustack_run "ustack, debug link to .debug/prog.debug"
 grep -qE '^ +stack_leaf\+0@.*builtins_stack_target\.c:[0-9]+$' out ||
   fail "the debug file's lines are missing: $(head -c 300 out)"
+
+# split DWARF: the binary's skeleton unit names the .dwo file with the
+# rest, which libdw opens (blocking) by that name in the compilation's
+# directory
+gcc -gsplit-dwarf -g -O0 -fno-omit-frame-pointer -c -o split.o \
+  "$ROOT/tests/runtime/builtins_stack_target.c" && gcc -o split split.o ||
+  exit 1
+timeout -s KILL 20 "$LOUPE" -lv "uprobe:$WORK/split:stack_leaf" >out 2>err
+grep -qxE '    int i' out ||
+  fail "-lv, split DWARF: no 'int i' in: $(cat out err)"
+echo "-lv, split DWARF: $(grep -c '^    ' out) parameters"
+mv split.dwo split.dwo.real && mkfifo split.dwo || exit 1
+FIFO=split.dwo
+with_writer "-lv, split DWARF in a FIFO" \
+  "$LOUPE" -lv "uprobe:$WORK/split:stack_leaf"
+FIFO=x
 
 if ! command -v dwz >/dev/null; then
   echo "dwz missing: alt links not tried"
