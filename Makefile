@@ -75,10 +75,11 @@ clean:
 	rm -rf build loupe
 
 # Build and test dependencies, from Debian 12 packages; apt only runs when
-# one is missing. clang builds the fuzzer; bpftrace (0.17) is what the
+# one is missing. clang builds the fuzzer; dwz the shared debug file that
+# tests/faults/debuglink_fifo.sh follows; bpftrace (0.17) is what the
 # side-by-side tests compare loupe's output with.
 DEB_PKGS := gcc make pkg-config linux-libc-dev libbpf-dev libelf-dev libdw-dev libiberty-dev \
-            libcapstone-dev zlib1g-dev systemtap-sdt-dev bpftool clang bpftrace
+            libcapstone-dev zlib1g-dev systemtap-sdt-dev bpftool clang bpftrace dwz
 deps:
 	@dpkg -s $(DEB_PKGS) >/dev/null 2>&1 || { apt-get update && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y $(DEB_PKGS); }

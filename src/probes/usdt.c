@@ -105,8 +105,9 @@ static bool note_matches(const UsdtPattern *p, const UsdtNote *n) {
   return glob_match(p->provider, n->provider) && glob_match(p->name, n->name);
 }
 
-static bool same_probe(const UsdtNote *a, const UsdtNote *b) {
-  return !strcmp(a->provider, b->provider) && !strcmp(a->name, b->name);
+/* The note standing for probe k of l: its first. */
+static const UsdtNote *probe_note(const UsdtNotes *l, int k) {
+  return &l->notes[l->by_probe[l->probes[k].start]];
 }
 
 /* usdt:FILE:NAME with a plain NAME that more than one provider of the
@@ -114,13 +115,8 @@ static bool same_probe(const UsdtNote *a, const UsdtNote *b) {
 static bool ambiguous(Expansion *x, const UsdtNotes *l, const char *shown) {
   if (x->pat.provider_given || has_wildcard(x->pat.name)) return false;
   int providers = 0;
-  for (int i = 0; i < l->n; i++) {
-    if (strcmp(l->notes[i].name, x->pat.name)) continue;
-    bool seen = false;
-    for (int k = 0; k < i && !seen; k++)
-      seen = same_probe(&l->notes[k], &l->notes[i]);
-    if (!seen) providers++;
-  }
+  for (int k = 0; k < l->nprobes; k++)
+    providers += !strcmp(probe_note(l, k)->name, x->pat.name);
   if (providers < 2) return false;
   if (x->ap) {
     diag_error(x->d, x->ap->span, "namespace for usdt:%s:%s not specified, "
@@ -133,17 +129,17 @@ static bool ambiguous(Expansion *x, const UsdtNotes *l, const char *shown) {
 }
 
 static void add_target(Expansion *x, const char *shown, const char *real,
-                       const UsdtNotes *l, int first) {
-  const UsdtNote *n = &l->notes[first];
+                       const UsdtNotes *l, int k) {
+  const UsdtNote *n = probe_note(l, k);
+  const UsdtProbeNotes *pn = &l->probes[k];
   UsdtProbe *probe = calloc(1, sizeof *probe);
   Target *t = calloc(1, sizeof *t);
   if (!probe || !t) abort();
-  for (int i = first; i < l->n; i++) {
-    if (!same_probe(n, &l->notes[i])) continue;
-    probe->locs = realloc(probe->locs, (probe->nlocs + 1) * sizeof(void *));
-    if (!probe->locs) abort();
-    probe->locs[probe->nlocs++] = &l->notes[i];
-  }
+  probe->locs = malloc(pn->count * sizeof(void *));
+  if (!probe->locs) abort();
+  for (int i = 0; i < pn->count; i++)
+    probe->locs[i] = &l->notes[l->by_probe[pn->start + i]];
+  probe->nlocs = pn->count;
   size_t len = strlen(shown) + strlen(n->provider) + strlen(n->name) + 8;
   t->name = malloc(len);
   if (!t->name) abort();
@@ -155,21 +151,32 @@ static void add_target(Expansion *x, const char *shown, const char *real,
   ap_add_target(x->ap, t);
 }
 
+/* A file with more notes than are read: said where the script (or -l)
+ * asked for its probes. */
+static void warn_too_many(Expansion *x, const char *shown) {
+  char msg[PATH_MAX + 100];
+  snprintf(msg, sizeof msg, "%s has more than %d USDT notes: none of its "
+           "probes are read", shown, USDT_MAX_NOTES);
+  if (x->ap)
+    diag_warning(x->d, x->ap->span, "%s", msg);
+  else
+    fprintf(stderr, "WARNING: %s\n", msg);
+}
+
 /* Adds a target (or a -l line) for each probe of one file that matches:
  * one per provider:name, its first note standing for all. */
 static void expand_file(Expansion *x, const char *shown, const char *real) {
   const UsdtNotes *l = notes_of(real);
+  if (l && l->too_many) warn_too_many(x, shown);
   if (!l || ambiguous(x, l, shown)) return;
-  for (int i = 0; i < l->n; i++) {
-    const UsdtNote *n = &l->notes[i];
-    bool first = true;
-    for (int k = 0; k < i && first; k++) first = !same_probe(&l->notes[k], n);
-    if (!first || !note_matches(&x->pat, n)) continue;
+  for (int k = 0; k < l->nprobes; k++) {
+    const UsdtNote *n = probe_note(l, k);
+    if (!note_matches(&x->pat, n)) continue;
     x->found++;
     if (x->list)
       fprintf(x->list, "usdt:%s:%s:%s\n", shown, n->provider, n->name);
     else
-      add_target(x, shown, real, l, i);
+      add_target(x, shown, real, l, k);
   }
 }
 

@@ -5,10 +5,12 @@
  * its sign says. A probe whose locations put an argument in different
  * places picks the location's spec by the BPF cookie its link carries
  * (the location's index, usdt.c). */
+#define _GNU_SOURCE   /* qsort_r */
 #include "probes/usdt.h"
 
 #include <linux/bpf.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "codegen/gen.h"
@@ -104,6 +106,50 @@ static void emit_arg_spec(Gen *g, int r, const UsdtArg *a) {
   emit_extend(g, r, a->size, a->is_signed);
 }
 
+/* The locations of a probe grouped by their spec of one argument. */
+typedef struct SpecGroups {
+  int *locs;      /* location indices, those of a spec together, ascending */
+  int *starts;    /* each group's start in locs, in the order of the
+                     groups' first locations */
+  int ngroups;
+} SpecGroups;
+
+typedef struct SpecOrder {
+  const UsdtProbe *up;
+  int index;
+} SpecOrder;
+
+static int loc_spec_cmp(const void *a, const void *b, void *arg) {
+  const SpecOrder *o = arg;
+  int i = *(const int *)a, k = *(const int *)b;
+  int c = usdt_arg_cmp(&o->up->locs[i]->args[o->index],
+                       &o->up->locs[k]->args[o->index]);
+  return c ? c : (i > k) - (i < k);
+}
+
+static int group_first_cmp(const void *a, const void *b, void *arg) {
+  const int *locs = arg;
+  int i = locs[*(const int *)a], k = locs[*(const int *)b];
+  return (i > k) - (i < k);
+}
+
+/* Sorted once: a probe may have thousands of locations, and comparing
+ * each with the ones before it took minutes. */
+static SpecGroups spec_groups(const UsdtProbe *up, int index) {
+  int n = up->nlocs;
+  SpecGroups sg = {malloc(n * sizeof(int)), malloc(n * sizeof(int)), 0};
+  if (!sg.locs || !sg.starts) abort();
+  for (int i = 0; i < n; i++) sg.locs[i] = i;
+  SpecOrder o = {up, index};
+  qsort_r(sg.locs, n, sizeof(int), loc_spec_cmp, &o);
+  for (int i = 0; i < n; i++)
+    if (i == 0 || !usdt_arg_same(&up->locs[sg.locs[i]]->args[index],
+                                 &up->locs[sg.locs[i - 1]]->args[index]))
+      sg.starts[sg.ngroups++] = i;
+  qsort_r(sg.starts, sg.ngroups, sizeof(int), group_first_cmp, sg.locs);
+  return sg;
+}
+
 int usdt_emit_arg(Gen *g, int index) {
   const UsdtProbe *up = g->target->usdt;
   int r = reg_alloc(g);
@@ -120,22 +166,24 @@ int usdt_emit_arg(Gen *g, int index) {
   emit_call(g, BPF_FUNC_get_attach_cookie);
   emit(g, I_MOV64_REG(r, BPF_REG_0));
   Jumps done = {0};
-  for (int i = 0; i < up->nlocs; i++) {
-    const UsdtArg *a = &up->locs[i]->args[index];
-    bool seen = false;
-    for (int k = 0; k < i && !seen; k++)
-      seen = usdt_arg_same(&up->locs[k]->args[index], a);
-    if (seen) continue;
+  SpecGroups sg = spec_groups(up, index);
+  for (int gi = 0; gi < sg.ngroups; gi++) {
+    int start = sg.starts[gi], end = start + 1;
+    const UsdtArg *a = &up->locs[sg.locs[start]]->args[index];
+    while (end < up->nlocs &&
+           usdt_arg_same(&up->locs[sg.locs[end]]->args[index], a))
+      end++;
     Jumps here = {0};
-    for (int k = i; k < up->nlocs; k++)
-      if (usdt_arg_same(&up->locs[k]->args[index], a))
-        jumps_add(&here, emit_jump(g, I_JMP_IMM(BPF_JEQ, r, k, 0)));
+    for (int k = start; k < end; k++)
+      jumps_add(&here, emit_jump(g, I_JMP_IMM(BPF_JEQ, r, sg.locs[k], 0)));
     int skip = emit_jump(g, I_JA(0));
     jumps_patch_here(g, &here);
     emit_arg_spec(g, r, a);
     jumps_add(&done, emit_jump(g, I_JA(0)));
     patch_here(g, skip);
   }
+  free(sg.locs);
+  free(sg.starts);
   emit(g, I_MOV64_IMM(r, 0));   /* no such location: cannot happen */
   jumps_patch_here(g, &done);
   return r;

@@ -3,13 +3,16 @@
  * parameters it describes, the named types scripts cast to, and the
  * record of a uprobe's arguments. Types themselves are converted in
  * dwarf_types.c. */
+#define _GNU_SOURCE   /* asprintf */
 #include <dwarf.h>
 #include <elfutils/libdwfl.h>
 #include <gelf.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
+#include "sym/debuginfo.h"
 #include "sym/dwarf_int.h"
 
 /* A function of a binary's debug information. */
@@ -34,19 +37,18 @@ typedef struct DwBinary {
   DwFunc *funcs;       /* every defined function, indexed on first use */
   int nfuncs;
   bool indexed;
+  char *debug_dir;     /* where libdw looks for .dwo files, on first use */
+  bool debug_dir_known;
 } DwBinary;
 
 static DwBinary *binaries;
 
 /* ---- opening --------------------------------------------------------- */
 
-static char *debuginfo_path;   /* libdwfl's default search path */
-
 static const Dwfl_Callbacks offline_callbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = debuginfo_find,
     .section_address = dwfl_offline_section_address,
-    .debuginfo_path = &debuginfo_path,
 };
 
 static DwBinary *binary_named(const char *path, bool add) {
@@ -84,17 +86,80 @@ static Dwarf *binary_dwarf(DwBinary *b) {
   return b->dbg;
 }
 
+/* The directory of the file b's DWARF is read from (its separate debug
+ * file, or itself), where libdw looks for .dwo files; NULL if unknown. */
+static const char *debug_dir(DwBinary *b) {
+  if (b->debug_dir_known) return b->debug_dir;
+  b->debug_dir_known = true;
+  const char *main_file = NULL, *debug_file = NULL;
+  dwfl_module_info(b->mod, NULL, NULL, NULL, NULL, NULL, &main_file,
+                   &debug_file);
+  char *real = realpath(debug_file ? debug_file : main_file ? main_file
+                                                            : b->path,
+                        NULL);
+  char *slash = real ? strrchr(real, '/') : NULL;
+  if (slash) *slash = '\0';
+  b->debug_dir = real;
+  return real;
+}
+
+/* Where libdw opens a .dwo file named file: as it is if absolute, else
+ * in dir if that is absolute, else in the debug directory (with dir). */
+static char *dwo_path(const char *debug_dir, const char *dir,
+                      const char *file) {
+  char *path = NULL;
+  int len = 0;
+  if (file[0] == '/') return strdup(file);
+  if (dir && dir[0] == '/')
+    len = asprintf(&path, "%s/%s", dir, file);
+  else if (debug_dir)
+    len = asprintf(&path, "%s/%s%s%s", debug_dir, dir ? dir : "",
+                   dir ? "/" : "", file);
+  return len < 0 ? NULL : path;
+}
+
+/* Whether libdw may look for the .dwo file of skeleton unit cudie. It
+ * opens it blocking, by DW_AT_dwo_name (in the debug directory, then in
+ * DW_AT_comp_dir), names the binary gives: each place must hold a
+ * regular file or nothing, not a FIFO or a device. (A file swapped in
+ * between this look and libdw's open is not caught.) */
+static bool dwo_lookup_safe(Dwarf_Die *cudie, const char *debug_dir) {
+  Dwarf_Attribute at;
+  const char *file = dwarf_formstring(dwarf_attr(cudie, DW_AT_dwo_name, &at));
+  if (!file)
+    file = dwarf_formstring(dwarf_attr(cudie, DW_AT_GNU_dwo_name, &at));
+  if (!file) return true;
+  const char *comp_dir =
+      dwarf_formstring(dwarf_attr(cudie, DW_AT_comp_dir, &at));
+  const char *dirs[] = {NULL, comp_dir};
+  for (int i = 0; i < 2; i++) {
+    char *path = dwo_path(debug_dir, dirs[i], file);
+    struct stat st;
+    bool bad = path && stat(path, &st) == 0 && !S_ISREG(st.st_mode);
+    free(path);
+    if (bad) return false;
+  }
+  return true;
+}
+
 /* Calls fn with each compilation unit's DIE (the split unit of a
  * skeleton) until it returns true. */
-static bool each_unit(Dwarf *dbg, bool (*fn)(Dwarf_Die *cu, void *arg),
+static bool each_unit(DwBinary *b, bool (*fn)(Dwarf_Die *cu, void *arg),
                       void *arg) {
   Dwarf_CU *cu = NULL;
   Dwarf_Die cudie, subdie;
   uint8_t unit_type;
-  while (dwarf_get_units(dbg, cu, &cu, NULL, &unit_type, &cudie,
-                         &subdie) == 0) {
-    Dwarf_Die *die = unit_type == DW_UT_skeleton ? &subdie : &cudie;
-    if (unit_type == DW_UT_skeleton && !dwarf_tag(&subdie)) continue;
+  while (dwarf_get_units(b->dbg, cu, &cu, NULL, &unit_type, &cudie,
+                         NULL) == 0) {
+    Dwarf_Die *die = &cudie;
+    if (unit_type == DW_UT_skeleton) {
+      if (!dwo_lookup_safe(&cudie, debug_dir(b)) ||
+          dwarf_cu_info(cu, NULL, NULL, NULL, &subdie, NULL, NULL, NULL) !=
+              0 ||
+          !dwarf_tag(&subdie))
+        continue;
+      die = &subdie;
+    }
     if (fn(die, arg)) return true;
   }
   return false;
@@ -147,7 +212,7 @@ bool dwinfo_find_named_die(const char *name, CKind kind, Dwarf_Die *out) {
   NameQuery q = {.name = name, .kind = kind};
   for (DwBinary *b = binaries; b; b = b->next) {
     Dwarf *dbg = binary_dwarf(b);
-    if (dbg && each_unit(dbg, find_in_unit, &q)) {
+    if (dbg && each_unit(b, find_in_unit, &q)) {
       *out = q.found;
       return true;
     }
@@ -233,7 +298,7 @@ static Dwarf *indexed_dwarf(DwBinary *b, char *err, size_t errlen) {
   }
   if (!b->indexed) {
     b->indexed = true;
-    each_unit(dbg, index_unit, b);
+    each_unit(b, index_unit, b);
   }
   return dbg;
 }
@@ -417,7 +482,7 @@ bool dwinfo_line_offset(const char *path, const char *file, int line,
   Dwarf *dbg = indexed_dwarf(b, err, errlen);
   if (!dbg) return false;
   LineQuery q = {.file = file, .line = line};
-  each_unit(dbg, lines_of_unit, &q);
+  each_unit(b, lines_of_unit, &q);
   if (!q.found) {
     snprintf(err, errlen, "the debug information of %s has no code at "
              "%s:%d", path, file, line);

@@ -10,6 +10,7 @@
  *
  * The spec is GNU assembler operand syntax, one `SIZE@OPERAND` per
  * argument, SIZE negative for a signed value. */
+#define _GNU_SOURCE   /* qsort_r */
 #include "sym/stapsdt.h"
 
 #include <ctype.h>
@@ -84,10 +85,33 @@ static int parse_reg(const char **s, int *shift) {
 
 /* ---- symbols, for sym(%rip) ------------------------------------------ */
 
-/* The address of symbol name[0..len) in the file's symbol tables. */
-static bool find_symbol(Elf *e, const char *name, size_t len,
-                        uint64_t *addr) {
-  for (Elf_Scn *scn = elf_nextscn(e, NULL); scn; scn = elf_nextscn(e, scn)) {
+/* The file's defined symbols sorted by name, built on the first sym(%rip)
+ * operand: a file may have thousands of notes and of symbols, and a scan
+ * of the symbol tables per operand made reading it quadratic. */
+typedef struct SymEntry {
+  const char *name;
+  uint64_t value;
+  size_t order;   /* tables' order: the first of equal names wins */
+} SymEntry;
+
+typedef struct SymIndex {
+  Elf *e;
+  SymEntry *syms;
+  size_t n;
+  bool built;
+} SymIndex;
+
+static int sym_entry_cmp(const void *a, const void *b) {
+  const SymEntry *x = a, *y = b;
+  int c = strcmp(x->name, y->name);
+  return c ? c : (x->order > y->order) - (x->order < y->order);
+}
+
+static void sym_index_build(SymIndex *ix) {
+  ix->built = true;
+  size_t cap = 0;
+  for (Elf_Scn *scn = elf_nextscn(ix->e, NULL); scn;
+       scn = elf_nextscn(ix->e, scn)) {
     GElf_Shdr sh;
     if (!gelf_getshdr(scn, &sh) ||
         (sh.sh_type != SHT_SYMTAB && sh.sh_type != SHT_DYNSYM) ||
@@ -97,16 +121,44 @@ static bool find_symbol(Elf *e, const char *name, size_t len,
     size_t n = data ? sh.sh_size / sh.sh_entsize : 0;
     for (size_t i = 0; i < n; i++) {
       GElf_Sym sym;
-      if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF)
+      const char *s;
+      if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF ||
+          !(s = elf_strptr(ix->e, sh.sh_link, sym.st_name)))
         continue;
-      const char *s = elf_strptr(e, sh.sh_link, sym.st_name);
-      if (s && strlen(s) == len && !strncmp(s, name, len)) {
-        *addr = sym.st_value;
-        return true;
+      if (ix->n == cap) {
+        cap = cap ? cap * 2 : 256;
+        ix->syms = realloc(ix->syms, cap * sizeof *ix->syms);
+        if (!ix->syms) abort();
       }
+      ix->syms[ix->n] = (SymEntry){s, sym.st_value, ix->n};
+      ix->n++;
     }
   }
-  return false;
+  qsort(ix->syms, ix->n, sizeof *ix->syms, sym_entry_cmp);
+}
+
+/* strcmp of s against name[0..len). */
+static int name_cmp(const char *s, const char *name, size_t len) {
+  int c = strncmp(s, name, len);
+  return c ? c : (unsigned char)s[len];
+}
+
+/* The address of symbol name[0..len) in the file's symbol tables. */
+static bool find_symbol(SymIndex *ix, const char *name, size_t len,
+                        uint64_t *addr) {
+  if (!ix->built) sym_index_build(ix);
+  size_t lo = 0, hi = ix->n;   /* the first entry not below name */
+  while (lo < hi) {
+    size_t mid = lo + (hi - lo) / 2;
+    if (name_cmp(ix->syms[mid].name, name, len) < 0)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  if (lo == ix->n || name_cmp(ix->syms[lo].name, name, len) != 0)
+    return false;
+  *addr = ix->syms[lo].value;
+  return true;
 }
 
 /* ---- argument specs -------------------------------------------------- */
@@ -129,8 +181,8 @@ static bool parse_number(const char **s, int64_t *v) {
 /* The displacement before '(' or a bare address: a number, or a symbol
  * with an optional +N/-N. A symbol becomes an offset from the probe's
  * address (pc_vaddr), to be added to the ip the program sees. */
-static const char *parse_disp(Elf *e, uint64_t pc_vaddr, const char **s,
-                              UsdtArg *a, bool *is_symbol) {
+static const char *parse_disp(SymIndex *syms, uint64_t pc_vaddr,
+                              const char **s, UsdtArg *a, bool *is_symbol) {
   const char *p = *s;
   *is_symbol = false;
   a->value = 0;
@@ -138,7 +190,8 @@ static const char *parse_disp(Elf *e, uint64_t pc_vaddr, const char **s,
     size_t len = 0;
     while (isalnum((unsigned char)p[len]) || strchr("_.$@", p[len])) len++;
     uint64_t addr;
-    if (!find_symbol(e, p, len, &addr)) return "names a symbol the file lacks";
+    if (!find_symbol(syms, p, len, &addr))
+      return "names a symbol the file lacks";
     p += len;
     int64_t off = 0;
     if ((*p == '+' || *p == '-') && !parse_number(&p, &off))
@@ -177,8 +230,8 @@ static const char *parse_mem_regs(const char **s, UsdtArg *a) {
 }
 
 /* One "SIZE@OPERAND"; NULL, or what is wrong with it. */
-static const char *parse_arg(Elf *e, uint64_t pc_vaddr, const char **s,
-                             UsdtArg *a) {
+static const char *parse_arg(SymIndex *syms, uint64_t pc_vaddr,
+                             const char **s, UsdtArg *a) {
   const char *p = *s;
   memset(a, 0, sizeof *a);
   a->size = 8;
@@ -208,7 +261,7 @@ static const char *parse_arg(Elf *e, uint64_t pc_vaddr, const char **s,
     bool is_symbol;
     a->kind = USDT_ARG_MEM;
     a->reg = -1;
-    why = parse_disp(e, pc_vaddr, &p, a, &is_symbol);
+    why = parse_disp(syms, pc_vaddr, &p, a, &is_symbol);
     if (!why && *p == '(') why = parse_mem_regs(&p, a);
     if (!why && a->reg == PT_REGS_IP && !is_symbol)
       why = "is relative to %rip without a symbol";
@@ -225,8 +278,10 @@ static const char *parse_arg(Elf *e, uint64_t pc_vaddr, const char **s,
   return why;
 }
 
-/* Parses every argument of note n; records the first problem. */
-static void parse_args(Elf *e, uint64_t pc_vaddr, UsdtNote *n) {
+/* Parses every argument of note n, into an array of their number (a
+ * file may have many notes); records the first problem. */
+static void parse_args(SymIndex *syms, uint64_t pc_vaddr, UsdtNote *n) {
+  UsdtArg args[USDT_MAX_ARGS];
   const char *p = n->args_text;
   while (isspace((unsigned char)*p)) p++;
   while (*p) {
@@ -234,30 +289,47 @@ static void parse_args(Elf *e, uint64_t pc_vaddr, UsdtNote *n) {
     if (n->nargs == USDT_MAX_ARGS)
       why = "has more than 12 arguments";
     else
-      why = parse_arg(e, pc_vaddr, &p, &n->args[n->nargs]);
+      why = parse_arg(syms, pc_vaddr, &p, &args[n->nargs]);
     if (why) {
       size_t len = strcspn(start, " \t");
       char buf[512];
       snprintf(buf, sizeof buf, "argument spec '%.*s' %s", (int)len, start,
                why);
       n->args_error = strdup(buf);
+      n->nargs = 0;
       return;
     }
     n->nargs++;
     while (isspace((unsigned char)*p)) p++;
   }
+  if (n->nargs == 0) return;
+  n->args = malloc(n->nargs * sizeof *n->args);
+  if (!n->args) abort();
+  memcpy(n->args, args, n->nargs * sizeof *n->args);
+}
+
+int usdt_arg_cmp(const UsdtArg *a, const UsdtArg *b) {
+  const int64_t x[] = {a->kind, a->size, a->is_signed, a->reg, a->reg_shift,
+                       a->index_reg, a->scale, a->value};
+  const int64_t y[] = {b->kind, b->size, b->is_signed, b->reg, b->reg_shift,
+                       b->index_reg, b->scale, b->value};
+  for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+    if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+  return 0;
 }
 
 bool usdt_arg_same(const UsdtArg *a, const UsdtArg *b) {
-  return a->kind == b->kind && a->size == b->size &&
-         a->is_signed == b->is_signed && a->reg == b->reg &&
-         a->reg_shift == b->reg_shift && a->index_reg == b->index_reg &&
-         a->scale == b->scale && a->value == b->value;
+  return usdt_arg_cmp(a, b) == 0;
 }
 
 /* ---- the notes --------------------------------------------------------- */
 
+/* A new note at the end of l; NULL once l holds USDT_MAX_NOTES. */
 static UsdtNote *notes_add(UsdtNotes *l) {
+  if (l->n == USDT_MAX_NOTES) {
+    l->too_many = true;
+    return NULL;
+  }
   if (l->n == l->cap) {
     l->cap = l->cap ? l->cap * 2 : 16;
     l->notes = realloc(l->notes, l->cap * sizeof(UsdtNote));
@@ -274,10 +346,15 @@ void stapsdt_free(UsdtNotes *l) {
     free(l->notes[i].name);
     free(l->notes[i].args_text);
     free(l->notes[i].args_error);
+    free(l->notes[i].args);
   }
   free(l->notes);
+  free(l->by_probe);
+  free(l->probes);
   l->notes = NULL;
-  l->n = l->cap = 0;
+  l->by_probe = NULL;
+  l->probes = NULL;
+  l->n = l->cap = l->nprobes = 0;
 }
 
 /* The address of .stapsdt.base now (0 if the file has none). */
@@ -297,8 +374,9 @@ static uint64_t stapsdt_base(Elf *e) {
 
 /* One note's descriptor: addresses (of the file's word size), then the
  * three strings. */
-static void read_note(Elf *e, const char *desc, size_t size, uint64_t base,
-                      UsdtNotes *out) {
+static void read_note(SymIndex *syms, const char *desc, size_t size,
+                      uint64_t base, UsdtNotes *out) {
+  Elf *e = syms->e;
   int word = gelf_getclass(e) == ELFCLASS32 ? 4 : 8;
   if (size < (size_t)word * 3 + 3) return;
   uint64_t addr[3] = {0};
@@ -317,6 +395,7 @@ static void read_note(Elf *e, const char *desc, size_t size, uint64_t base,
     if (sema) sema += base - addr[1];
   }
   UsdtNote *n = notes_add(out);
+  if (!n) return;
   n->provider = strdup(strs[0]);
   n->name = strdup(strs[1]);
   n->args_text = strdup(strs[2]);
@@ -325,25 +404,71 @@ static void read_note(Elf *e, const char *desc, size_t size, uint64_t base,
     n->pc = 0;   /* not in the file's image: unusable */
     n->args_error = strdup("probe address outside the file's segments");
   }
-  if (!n->args_error) parse_args(e, pc, n);
+  if (!n->args_error) parse_args(syms, pc, n);
 }
 
 static void read_notes(Elf *e, UsdtNotes *out) {
   uint64_t base = stapsdt_base(e);
-  for (Elf_Scn *scn = elf_nextscn(e, NULL); scn; scn = elf_nextscn(e, scn)) {
+  SymIndex syms = {.e = e};
+  for (Elf_Scn *scn = elf_nextscn(e, NULL); scn && !out->too_many;
+       scn = elf_nextscn(e, scn)) {
     GElf_Shdr sh;
     if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE) continue;
     Elf_Data *data = elf_getdata(scn, NULL);
     if (!data) continue;
     GElf_Nhdr nh;
     size_t off = 0, name_off, desc_off;
-    while ((off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
+    while (!out->too_many &&
+           (off = gelf_getnote(data, off, &nh, &name_off, &desc_off)) > 0) {
       const char *d = data->d_buf;
       if (nh.n_type == NT_STAPSDT && nh.n_namesz == 8 &&
           !memcmp(d + name_off, "stapsdt", 8))
-        read_note(e, d + desc_off, nh.n_descsz, base, out);
+        read_note(&syms, d + desc_off, nh.n_descsz, base, out);
     }
   }
+  free(syms.syms);
+}
+
+/* ---- grouping by probe ------------------------------------------------- */
+
+/* Notes by provider, then name, then file order (qsort_r's context: the
+ * notes). */
+static int note_order_cmp(const void *a, const void *b, void *arg) {
+  const UsdtNote *notes = arg;
+  int i = *(const int *)a, k = *(const int *)b;
+  int c = strcmp(notes[i].provider, notes[k].provider);
+  if (!c) c = strcmp(notes[i].name, notes[k].name);
+  return c ? c : (i > k) - (i < k);
+}
+
+static int probe_first_cmp(const void *a, const void *b, void *arg) {
+  const int *by_probe = arg;
+  int i = by_probe[((const UsdtProbeNotes *)a)->start],
+      k = by_probe[((const UsdtProbeNotes *)b)->start];
+  return (i > k) - (i < k);
+}
+
+/* Sorts instead of comparing each note with the ones before it: a file
+ * may hold tens of thousands of notes. */
+static void group_notes(UsdtNotes *l) {
+  if (l->n == 0) return;
+  l->by_probe = malloc(l->n * sizeof *l->by_probe);
+  l->probes = malloc(l->n * sizeof *l->probes);
+  if (!l->by_probe || !l->probes) abort();
+  for (int i = 0; i < l->n; i++) l->by_probe[i] = i;
+  qsort_r(l->by_probe, l->n, sizeof *l->by_probe, note_order_cmp, l->notes);
+  for (int i = 0; i < l->n; i++) {
+    const UsdtNote *n = &l->notes[l->by_probe[i]];
+    UsdtProbeNotes *last = l->nprobes ? &l->probes[l->nprobes - 1] : NULL;
+    const UsdtNote *prev = last ? &l->notes[l->by_probe[last->start]] : NULL;
+    if (prev && !strcmp(prev->provider, n->provider) &&
+        !strcmp(prev->name, n->name))
+      last->count++;
+    else
+      l->probes[l->nprobes++] = (UsdtProbeNotes){i, 1};
+  }
+  qsort_r(l->probes, l->nprobes, sizeof *l->probes, probe_first_cmp,
+          l->by_probe);
 }
 
 int stapsdt_read(const char *path, UsdtNotes *out, char *err,
@@ -354,5 +479,10 @@ int stapsdt_read(const char *path, UsdtNotes *out, char *err,
   read_notes(e, out);
   elf_end(e);
   close(fd);
+  if (out->too_many) {   /* none of them: a probe must not lose places */
+    stapsdt_free(out);
+    out->too_many = true;
+  }
+  group_notes(out);
   return 0;
 }

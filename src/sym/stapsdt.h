@@ -36,24 +36,42 @@ typedef struct UsdtNote {
   uint64_t pc;            /* file offset of the probe's nop */
   uint64_t semaphore;     /* file offset of its semaphore; 0: none */
   char *args_text;        /* the spec as written: "-8@%rax 8@%rdx" */
-  UsdtArg args[USDT_MAX_ARGS];
+  UsdtArg *args;          /* nargs of them */
   int nargs;
   char *args_error;       /* why the spec could not be read; NULL if it
                              could (arguments are then usable) */
 } UsdtNote;
 
+/* One probe (provider:name) of a file: the notes by_probe[start ..
+ * start + count), in file order. */
+typedef struct UsdtProbeNotes {
+  int start, count;
+} UsdtProbeNotes;
+
+/* The most notes read from one file: real programs have hundreds; a
+ * file with more has none read (each note costs time and memory, and a
+ * probe read in part would miss places). */
+#define USDT_MAX_NOTES 100000
+
 typedef struct UsdtNotes {
   UsdtNote *notes;
   int n, cap;
+  int *by_probe;            /* indices of notes, grouped by probe */
+  UsdtProbeNotes *probes;   /* in the order of their first notes */
+  int nprobes;
+  bool too_many;            /* more than USDT_MAX_NOTES: none kept */
 } UsdtNotes;
 
-/* Reads the USDT notes of the ELF file at path into out, in file order.
- * A file without notes gives none. Returns 0, or -1 with a message in
- * err if the file cannot be read as ELF. */
+/* Reads the USDT notes of the ELF file at path into out, in file order,
+ * and groups them by probe. A file without notes gives none, and so does
+ * one with more than USDT_MAX_NOTES (too_many set). Returns 0, or -1 with
+ * a message in err if the file cannot be read as ELF. */
 int stapsdt_read(const char *path, UsdtNotes *out, char *err, size_t errlen);
 void stapsdt_free(UsdtNotes *notes);
 
-/* Whether two argument specs read the same thing. */
+/* Whether two argument specs read the same thing; and an order of specs
+ * (-1, 0, 1), 0 for the same. */
 bool usdt_arg_same(const UsdtArg *a, const UsdtArg *b);
+int usdt_arg_cmp(const UsdtArg *a, const UsdtArg *b);
 
 #endif

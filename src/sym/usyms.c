@@ -1,7 +1,8 @@
 /* usyms: user-space addresses to names with libdwfl, which reads a
  * process's maps, opens its files (and their separate debug files) and
  * finds the symbol of an address, PIE and shared libraries included. One
- * Dwfl session per process, kept until loupe exits. */
+ * Dwfl session per process, SESSIONS_MAX of them open at once, made again
+ * from the process's maps as first read when it is needed again. */
 #include "sym/usyms.h"
 
 #include <dwarf.h>
@@ -9,32 +10,48 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
+#include <limits.h>
 #include <libiberty/demangle.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-static char *debuginfo_path;
+#include "sym/debuginfo.h"
+
 static const Dwfl_Callbacks proc_callbacks = {
     .find_elf = dwfl_linux_proc_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
-    .debuginfo_path = &debuginfo_path,
+    .find_debuginfo = debuginfo_find,
 };
 static const Dwfl_Callbacks offline_callbacks = {
     .find_elf = dwfl_build_id_find_elf,
-    .find_debuginfo = dwfl_standard_find_debuginfo,
+    .find_debuginfo = debuginfo_find,
     .section_address = dwfl_offline_section_address,
-    .debuginfo_path = &debuginfo_path,
 };
+
+/* What is kept of each process seen: the lines of its maps that name
+ * files, read when it was first seen, from which a session can be made
+ * again once the process is gone; and, for the most recently used ones,
+ * an open session. Both are bounded: a session holds the files it opened
+ * and their symbol tables (about 8 KB before a lookup, megabytes after),
+ * and loupe may see thousands of short-lived processes. */
+#define SESSIONS_MAX 64          /* open sessions */
+#define PROCS_MAX 4096           /* processes whose maps are kept */
+#define MAPS_BYTES_MAX 65536     /* of one process's maps */
+#define ALL_MAPS_BYTES_MAX (16u << 20)
 
 typedef struct Proc {
   int pid;
-  Dwfl *dwfl;      /* NULL: its maps could not be read */
+  char *maps;        /* its maps' lines with a file, or NULL: unreadable */
+  size_t maps_len;
+  Dwfl *dwfl;        /* open session, or NULL */
+  uint64_t used;     /* when last looked up, for least-recently-used */
 } Proc;
 
 static Proc *procs;
-static int nprocs;
+static int nprocs, nsessions;
+static size_t maps_bytes;
+static uint64_t use_clock;
 static Dwfl *binaries;   /* the probed binaries, at their file addresses */
 
 static Proc *proc_find(int pid) {
@@ -43,12 +60,75 @@ static Proc *proc_find(int pid) {
   return NULL;
 }
 
-/* A session for pid from its maps, or NULL if they cannot be read. */
-static Dwfl *proc_report(int pid) {
+/* The lines of /proc/PID/maps that name a file (libdwfl needs no
+ * other), at most MAPS_BYTES_MAX of them; NULL if it cannot be read. */
+static char *maps_read(int pid, size_t *len) {
+  char path[64], line[PATH_MAX + 256];
+  snprintf(path, sizeof path, "/proc/%d/maps", pid);
+  FILE *f = fopen(path, "re");
+  if (!f) return NULL;
+  char *text = malloc(MAPS_BYTES_MAX);
+  size_t n = 0;
+  bool partial = false;   /* the line read is the rest of a longer one */
+  while (text && fgets(line, sizeof line, f)) {
+    size_t k = strlen(line);
+    bool whole = !partial && line[k - 1] == '\n';
+    partial = line[k - 1] != '\n';
+    if (!whole || !strchr(line, '/')) continue;
+    if (n + k > MAPS_BYTES_MAX) break;
+    memcpy(text + n, line, k);
+    n += k;
+  }
+  fclose(f);
+  char *fit = text ? realloc(text, n ? n : 1) : NULL;
+  if (!fit) free(text);
+  *len = n;
+  return fit;
+}
+
+static void session_close(Proc *p) {
+  if (!p->dwfl) return;
+  dwfl_end(p->dwfl);
+  p->dwfl = NULL;
+  nsessions--;
+}
+
+/* The least recently used process, with an open session if `open`. */
+static Proc *least_used(bool open) {
+  Proc *lru = NULL;
+  for (int i = 0; i < nprocs; i++)
+    if ((!open || procs[i].dwfl) && (!lru || procs[i].used < lru->used))
+      lru = &procs[i];
+  return lru;
+}
+
+/* Forgets the least recently used process, for room. */
+static void proc_forget_one(void) {
+  Proc *p = least_used(false);
+  if (!p) return;
+  session_close(p);
+  maps_bytes -= p->maps_len;
+  free(p->maps);
+  *p = procs[--nprocs];
+}
+
+/* A session for pid: from its maps now (with its vDSO) while it runs, or
+ * from the maps kept; NULL if neither can be read. */
+static Dwfl *session_open(Proc *p, bool live) {
   Dwfl *d = dwfl_begin(&proc_callbacks);
   if (!d) return NULL;
   dwfl_report_begin(d);
-  if (dwfl_linux_proc_report(d, pid) != 0) {
+  int failed = -1;
+  if (live) {
+    failed = dwfl_linux_proc_report(d, p->pid);
+  } else if (p->maps) {
+    FILE *f = fmemopen(p->maps, p->maps_len ? p->maps_len : 1, "r");
+    if (f) {
+      failed = p->maps_len ? dwfl_linux_proc_maps_report(d, f) : 0;
+      fclose(f);
+    }
+  }
+  if (failed != 0) {
     dwfl_end(d);
     return NULL;
   }
@@ -56,13 +136,36 @@ static Dwfl *proc_report(int pid) {
   return d;
 }
 
+/* p's session, opened (from its kept maps) if it was closed; the least
+ * recently used one is closed when SESSIONS_MAX are open. */
+static Dwfl *proc_session(Proc *p, bool live) {
+  p->used = ++use_clock;
+  if (p->dwfl || !p->maps) return p->dwfl;
+  if (nsessions >= SESSIONS_MAX) session_close(least_used(true));
+  p->dwfl = session_open(p, live);
+  if (p->dwfl) nsessions++;
+  return p->dwfl;
+}
+
 void usyms_remember(int pid) {
   if (pid <= 0 || proc_find(pid)) return;
-  Proc *grown = realloc(procs, sizeof(*procs) * (nprocs + 1));
-  if (!grown) return;
-  procs = grown;
-  procs[nprocs].pid = pid;
-  procs[nprocs++].dwfl = proc_report(pid);
+  size_t len = 0;
+  char *maps = maps_read(pid, &len);
+  while (nprocs > 0 &&
+         (nprocs >= PROCS_MAX || maps_bytes + len > ALL_MAPS_BYTES_MAX))
+    proc_forget_one();
+  if (nprocs % 64 == 0) {
+    Proc *grown = realloc(procs, sizeof(*procs) * (nprocs + 64));
+    if (!grown) {
+      free(maps);
+      return;
+    }
+    procs = grown;
+  }
+  Proc *p = &procs[nprocs++];
+  *p = (Proc){.pid = pid, .maps = maps, .maps_len = len};
+  maps_bytes += len;
+  proc_session(p, true);
 }
 
 void usyms_add_binary(const char *path) {
@@ -97,10 +200,15 @@ static bool file_offset(Elf *e, uint64_t vaddr, uint64_t *out) {
 }
 
 /* C++ names as the source spells them (libiberty), kept in a hash table
- * by the mangled name's address, which libdwfl keeps for as long as its
- * module. */
+ * by the mangled name: a session and the names it gave may be closed
+ * since (SESSIONS_MAX). At most DEMANGLED_MAX are kept; the table is
+ * emptied before a lookup that finds it full, so that the names a lookup
+ * gives stay valid until the next one. */
+#define DEMANGLED_MAX 65536
+
 typedef struct Demangled {
-  const char *mangled, *plain;
+  char *mangled;        /* a copy */
+  const char *plain;    /* malloc'd, or mangled if it does not demangle */
 } Demangled;
 
 static Demangled *demangled_cache;
@@ -108,8 +216,10 @@ static size_t demangled_n, demangled_cap;   /* cap: a power of two */
 
 static size_t demangled_slot(const Demangled *t, size_t cap,
                              const char *name) {
-  size_t h = ((uintptr_t)name >> 3) & (cap - 1);
-  while (t[h].mangled && t[h].mangled != name) h = (h + 1) & (cap - 1);
+  size_t h = 2166136261u;   /* FNV-1a */
+  for (const char *c = name; *c; c++) h = (h ^ (unsigned char)*c) * 16777619u;
+  h &= cap - 1;
+  while (t[h].mangled && strcmp(t[h].mangled, name)) h = (h + 1) & (cap - 1);
   return h;
 }
 
@@ -126,6 +236,17 @@ static void demangled_grow(void) {
   demangled_cap = cap;
 }
 
+static void demangled_clear(void) {
+  for (size_t i = 0; i < demangled_cap; i++) {
+    Demangled *d = &demangled_cache[i];
+    if (d->plain != d->mangled) free((char *)d->plain);
+    free(d->mangled);
+  }
+  free(demangled_cache);
+  demangled_cache = NULL;
+  demangled_n = demangled_cap = 0;
+}
+
 char *usyms_demangle(const char *name, bool with_params) {
   if (!name || strncmp(name, "_Z", 2) != 0) return NULL;
   return cplus_demangle(name, DMGL_ANSI | (with_params ? DMGL_PARAMS : 0));
@@ -133,7 +254,7 @@ char *usyms_demangle(const char *name, bool with_params) {
 
 /* A symbol's name as bpftrace prints it: without the ELF symbol version
  * a library's symbol table may give it ("clock_nanosleep@GLIBC_2.2.5",
- * "f@@V2"), C++ names demangled. Cached by the symbol table's string. */
+ * "f@@V2"), C++ names demangled. Cached by the name's text. */
 static const char *demangled(const char *name) {
   const char *version = name ? strchr(name, '@') : NULL;
   if (version == name) version = NULL;
@@ -142,14 +263,16 @@ static const char *demangled(const char *name) {
   if (!demangled_cap) return name;
   size_t h = demangled_slot(demangled_cache, demangled_cap, name);
   if (demangled_cache[h].mangled) return demangled_cache[h].plain;
+  char *copy = strdup(name);
+  if (!copy) return name;
   char *bare = version ? strndup(name, (size_t)(version - name)) : NULL;
   char *plain = usyms_demangle(bare ? bare : name, true);
   if (plain)
     free(bare);
   else
     plain = bare;
-  demangled_cache[h].mangled = name;
-  demangled_cache[h].plain = plain ? plain : name;
+  demangled_cache[h].mangled = copy;
+  demangled_cache[h].plain = plain ? plain : copy;
   demangled_n++;
   return demangled_cache[h].plain;
 }
@@ -251,10 +374,11 @@ static bool lookup_in(Dwfl *d, uint64_t addr, bool want_line, USym *out) {
 
 bool usyms_lookup(int pid, uint64_t addr, bool want_line, USym *out) {
   memset(out, 0, sizeof(*out));
+  if (demangled_n >= DEMANGLED_MAX) demangled_clear();
   if (pid > 0) {
     usyms_remember(pid);
     Proc *p = proc_find(pid);
-    if (p && p->dwfl && lookup_in(p->dwfl, addr, want_line, out))
+    if (p && lookup_in(proc_session(p, false), addr, want_line, out))
       return true;
     /* a process that exited before its maps were read has an empty map
      * list: the probed binaries, at their file addresses, are left */

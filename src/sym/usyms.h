@@ -1,11 +1,14 @@
 /* usyms: names of user-space addresses, for ustack and usym (libdwfl).
  *
  * A process's files are learned from its /proc/PID/maps the first time
- * one of its addresses is asked for, then kept for as long as loupe runs,
- * so addresses of a process that has exited since still resolve. For a
- * process loupe never saw alive, addresses are looked up in the binaries
- * the script probes, as they are laid out in their files (right for
- * executables that are not position-independent, or run without ASLR). */
+ * one of its addresses is asked for (or usyms_remember is called), and
+ * those maps are kept, so addresses of a process that has exited since
+ * still resolve: for the last 4096 processes, with libdwfl sessions open
+ * for the 64 most recently looked up and made again from the maps kept
+ * for the others. For a process loupe never saw alive, addresses are
+ * looked up in the binaries the script probes, as they are laid out in
+ * their files (right for executables that are not position-independent,
+ * or run without ASLR). */
 #ifndef LOUPE_SYM_USYMS_H
 #define LOUPE_SYM_USYMS_H
 
@@ -43,7 +46,7 @@ typedef struct USym {
 char *usyms_demangle(const char *name, bool with_params);
 /* Looks up addr in process pid (0: unknown), with its source file and
  * line from the DWARF line table if want_line. False if no file holds
- * it. */
+ * it. The strings of *out stay valid until the next lookup. */
 bool usyms_lookup(int pid, uint64_t addr, bool want_line, USym *out);
 
 /* Reads pid's maps now, while it lives (before its addresses are
