@@ -417,22 +417,18 @@ static void not_yet(Checker *c, Node *n, const char *what) {
 
 /* A constant of the system headers the script includes (ICMP_ECHO after
  * #include <linux/icmp.h>): before the kernel's enumerators, as cpp
- * replaces a macro before clang sees a name. True if it is one (an error
- * is reported if it cannot be evaluated). */
-static bool header_constant(Checker *c, Node *n) {
+ * replaces a macro before clang sees a name. True if it is one; a
+ * definition loupe cannot evaluate leaves the reason in `why` (reported
+ * if nothing else knows the name: a script that worked with the
+ * kernel's enumerator before it included the header still does). */
+static bool header_constant(Checker *c, Node *n, char *why, size_t whylen) {
   const struct SysHeaders *h = c->script->sysheaders;
   if (!h) return false;
   int64_t v;
   bool is_unsigned;
-  char why[5000];
   int found = sysheaders_constant(h, n->name, &v, &is_unsigned, why,
-                                  sizeof why);
-  if (found == 0) return false;
-  if (found < 0) {   /* the node stays a name: the reporting pass sees it */
-    error_at(c, n->span, "%s", why);
-    n->type = ty_int(8, true);
-    return true;
-  }
+                                  whylen);
+  if (found <= 0) return false;
   n->kind = N_INT;
   n->ival = v;
   n->type = ty_int(8, !is_unsigned);
@@ -476,7 +472,8 @@ static void check_builtin(Checker *c, Node *n) {
     not_yet(c, n, "builtin");
     return;
   }
-  if (header_constant(c, n)) return;
+  char header_why[5000] = "";
+  if (header_constant(c, n, header_why, sizeof header_why)) return;
   /* an enumerator of the script's or the kernel's is a constant */
   if (enum_constant(c, n)) return;
   /* __NR_name and SYS_name: the system call numbers <syscall.h> defines
@@ -491,6 +488,11 @@ static void check_builtin(Checker *c, Node *n) {
   if (nr >= 0) {
     n->kind = N_INT;
     n->ival = nr;
+    n->type = ty_int(8, true);
+    return;
+  }
+  if (*header_why) {   /* the node stays a name: the reporting pass sees it */
+    error_at(c, n->span, "%s", header_why);
     n->type = ty_int(8, true);
     return;
   }

@@ -390,6 +390,9 @@ static CVal identifier(Ev *ev) {
   }
   if (t.len == 6 && !strncmp(t.name, "sizeof", 6))
     fail(ev, EVAL_ERROR, "it uses sizeof, which needs the C types");
+  else if (htable_find(&ev->h->macros, t.name, t.len))   /* being expanded */
+    fail(ev, EVAL_ERROR, "it expands back to '%.*s', which is no constant",
+         t.len, t.name);
   else
     fail(ev, EVAL_ERROR, "it uses '%.*s', which no header read defines",
          t.len, t.name);
