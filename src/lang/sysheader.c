@@ -102,6 +102,8 @@ static void define(SysHeaders *h, const char *name, int len,
 static void add_dir(SysHeaders *h, const char *dir) {
   struct stat st;
   if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode)) return;
+  for (int i = 0; i < h->ndirs; i++)
+    if (!strcmp(h->dirs[i], dir)) return;   /* the source tree is the build */
   h->dirs = realloc(h->dirs, sizeof *h->dirs * (size_t)(h->ndirs + 1));
   if (!h->dirs) abort();
   h->dirs[h->ndirs] = strdup(dir);
@@ -120,10 +122,42 @@ static const char *kernel_arch(const char *machine) {
   return machine;
 }
 
+/* The running kernel's headers, as bpftrace finds them: the source tree
+ * BPFTRACE_KERNEL_SOURCE (default /lib/modules/$(uname -r)/source) and
+ * the build tree BPFTRACE_KERNEL_BUILD (default .../build), either
+ * standing for the other if only one is there. */
+static void add_kernel_dirs(SysHeaders *h, const struct utsname *u) {
+  char src[1024], obj[1024], dir[1200];
+  const char *env_src = getenv("BPFTRACE_KERNEL_SOURCE");
+  const char *env_obj = getenv("BPFTRACE_KERNEL_BUILD");
+  snprintf(src, sizeof src, "%s", env_src && *env_src ? env_src : "");
+  snprintf(obj, sizeof obj, "%s", env_obj && *env_obj ? env_obj : "");
+  if (!*src && !*obj) {
+    snprintf(src, sizeof src, "/lib/modules/%s/source", u->release);
+    snprintf(obj, sizeof obj, "/lib/modules/%s/build", u->release);
+    if (access(src, F_OK) != 0) snprintf(src, sizeof src, "%s", obj);
+    if (access(obj, F_OK) != 0) snprintf(obj, sizeof obj, "%s", src);
+  }
+  if (!*src) snprintf(src, sizeof src, "%s", obj);
+  if (!*obj) snprintf(obj, sizeof obj, "%s", src);
+  static const struct { bool build; const char *sub; } kernel_dirs[] = {
+      {false, "arch/%s/include"}, {true, "arch/%s/include/generated"},
+      {false, "include"}, {true, "include"},
+      {false, "arch/%s/include/uapi"}, {true, "arch/%s/include/generated/uapi"},
+      {false, "include/uapi"}, {true, "include/generated/uapi"}};
+  for (size_t i = 0; i < sizeof kernel_dirs / sizeof *kernel_dirs; i++) {
+    char sub[64];
+    snprintf(sub, sizeof sub, kernel_dirs[i].sub, kernel_arch(u->machine));
+    snprintf(dir, sizeof dir, "%s/%s", kernel_dirs[i].build ? obj : src, sub);
+    add_dir(h, dir);
+  }
+}
+
 /* As gcc searches: -I dirs, /usr/local/include, the multiarch directory
  * (gcc -print-multiarch: the machine and "-linux-gnu"), /usr/include;
  * then the running kernel's headers if installed, for the kernel's own
- * headers that no package puts in /usr/include. */
+ * headers that no package puts in /usr/include (after the C library's:
+ * <linux/fs.h> is the uapi one, and __KERNEL__ is not defined). */
 static void set_include_path(SysHeaders *h, const char **dirs, int ndirs) {
   for (int i = 0; i < ndirs; i++) add_dir(h, dirs[i]);
   struct utsname u;
@@ -133,16 +167,7 @@ static void set_include_path(SysHeaders *h, const char **dirs, int ndirs) {
   snprintf(dir, sizeof dir, "/usr/include/%s-linux-gnu", u.machine);
   add_dir(h, dir);
   add_dir(h, "/usr/include");
-  static const char *const kernel_dirs[] = {
-      "arch/%s/include", "arch/%s/include/generated", "include",
-      "arch/%s/include/uapi", "arch/%s/include/generated/uapi",
-      "include/uapi", "include/generated/uapi"};
-  for (size_t i = 0; i < sizeof kernel_dirs / sizeof *kernel_dirs; i++) {
-    char sub[64];
-    snprintf(sub, sizeof sub, kernel_dirs[i], kernel_arch(u.machine));
-    snprintf(dir, sizeof dir, "/lib/modules/%s/build/%s", u.release, sub);
-    add_dir(h, dir);
-  }
+  add_kernel_dirs(h, &u);
 }
 
 /* The compiler's own macros that uapi and C library headers test: the
