@@ -253,22 +253,30 @@ typedef struct Scan {
 static int scan_file(SysHeaders *h, const char *path, int dir, int depth,
                      char *why, size_t whylen);
 
-/* A logical line: backslash-newlines joined, comments replaced by a
- * space; *line is where it starts. False at the end of the text. */
-static bool read_line(const char **pp, int *lineno, char **buf,
-                      size_t *cap, int *line) {
+/* A growing line buffer. */
+typedef struct Line {
+  char *buf;
+  size_t n, cap;
+} Line;
+
+static void put_char(Line *l, char c) {
+  if (l->n + 2 > l->cap) {
+    l->cap = l->cap ? l->cap * 2 : 1024;
+    l->buf = realloc(l->buf, l->cap);
+    if (!l->buf) abort();
+  }
+  l->buf[l->n++] = c;
+}
+
+/* A logical line into l: backslash-newlines joined, comments replaced by
+ * a space; *line is where it starts. False at the end of the text. */
+static bool read_line(const char **pp, int *lineno, Line *l, int *line) {
   const char *p = *pp;
   if (!*p) return false;
   *line = *lineno;
-  size_t n = 0;
-  for (;;) {
-    if (n + 2 > *cap) {
-      *cap = *cap ? *cap * 2 : 1024;
-      *buf = realloc(*buf, *cap);
-      if (!*buf) abort();
-    }
+  l->n = 0;
+  while (*p) {
     char c = *p;
-    if (!c) break;
     if (c == '\\' && (p[1] == '\n' || (p[1] == '\r' && p[2] == '\n'))) {
       p += p[1] == '\n' ? 2 : 3;
       ++*lineno;
@@ -280,23 +288,22 @@ static bool read_line(const char **pp, int *lineno, char **buf,
       for (p += 2; *p && !(p[0] == '*' && p[1] == '/'); p++)
         if (*p == '\n') ++*lineno;
       if (*p) p += 2;
-      (*buf)[n++] = ' ';
+      put_char(l, ' ');
     } else if (c == '/' && p[1] == '/') {
       while (*p && *p != '\n') p++;
     } else if (c == '"' || c == '\'') {   /* a literal: no comment inside */
-      (*buf)[n++] = *p++;
+      put_char(l, *p++);
       while (*p && *p != c && *p != '\n') {
-        if (n + 3 > *cap) break;
-        if (*p == '\\' && p[1] && p[1] != '\n') (*buf)[n++] = *p++;
-        (*buf)[n++] = *p++;
+        if (*p == '\\' && p[1] && p[1] != '\n') put_char(l, *p++);
+        put_char(l, *p++);
       }
-      if (*p == c) (*buf)[n++] = *p++;
+      if (*p == c) put_char(l, *p++);
     } else {
-      (*buf)[n++] = c;
+      put_char(l, c);
       p++;
     }
   }
-  (*buf)[n] = 0;
+  put_char(l, 0);
   *pp = p;
   return true;
 }
@@ -527,20 +534,14 @@ static void enum_tokens(Scan *s, const char *p, int line) {
 
 /* ---- files ------------------------------------------------------------ */
 
-static bool already_read(const SysHeaders *h, const char *path) {
-  for (int i = 0; i < h->nfiles; i++)
-    if (!strcmp(h->files[i], path)) return true;
-  return false;
-}
-
 /* Scans `path` and what it includes: 1, or -1 with the reason in why.
  * Each file is read once (headers are guarded, and a definition that
  * stands is not changed by a second reading). Past the limits on files
  * and bytes the rest is left unread. */
 static int scan_file(SysHeaders *h, const char *path, int dir, int depth,
                      char *why, size_t whylen) {
-  if (already_read(h, path) || h->nfiles == SYSHEADER_MAX_FILES ||
-      h->bytes > SYSHEADER_MAX_BYTES)
+  if (htable_find(&h->read, path, (int)strlen(path)) ||
+      h->read.n == SYSHEADER_MAX_FILES || h->bytes > SYSHEADER_MAX_BYTES)
     return 1;
   if (depth > SYSHEADER_MAX_DEPTH) {
     snprintf(why, whylen, "includes nest more than %d deep at %s",
@@ -558,24 +559,20 @@ static int scan_file(SysHeaders *h, const char *path, int dir, int depth,
     return -1;
   }
   h->bytes += len;
-  h->files = realloc(h->files, sizeof *h->files * (size_t)(h->nfiles + 1));
-  if (!h->files) abort();
-  h->files[h->nfiles] = strdup(path);
-  if (!h->files[h->nfiles]) abort();
+  HEntry *file = htable_add(&h->read, path, (int)strlen(path));
   Scan *s = calloc(1, sizeof *s);
   if (!s) abort();
-  *s = (Scan){.h = h, .path = h->files[h->nfiles++], .dir = dir,
-              .depth = depth, .why = why, .whylen = whylen};
+  *s = (Scan){.h = h, .path = file->name, .dir = dir, .depth = depth,
+              .why = why, .whylen = whylen};
   const char *p = text;
-  char *buf = NULL;
-  size_t cap = 0;
+  Line l = {0};
   int lineno = 1, line, result = 1;
-  while (result > 0 && read_line(&p, &lineno, &buf, &cap, &line)) {
-    const char *q = skip_blanks(buf);
+  while (result > 0 && read_line(&p, &lineno, &l, &line)) {
+    const char *q = skip_blanks(l.buf);
     if (*q == '#') result = directive(s, q, line);
     else if (active(s) && *q) enum_tokens(s, q, line);
   }
-  free(buf);
+  free(l.buf);
   free(text);
   free(s);
   return result;

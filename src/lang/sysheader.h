@@ -33,7 +33,7 @@
 #include <stdint.h>
 
 #define SYSHEADER_MAX_FILES 1024
-#define SYSHEADER_MAX_DEPTH 40
+#define SYSHEADER_MAX_DEPTH 64
 #define SYSHEADER_MAX_FILE_BYTES (1 << 20)
 #define SYSHEADER_MAX_BYTES (48 << 20)
 

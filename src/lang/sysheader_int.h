@@ -37,8 +37,7 @@ struct SysHeaders {
   char **asked;        /* the <names> the script included, in order */
   bool *found;         /* for each, whether a directory has it */
   int nasked;
-  char **files;        /* every file read (each is read once) */
-  int nfiles;
+  HTable read;         /* the paths of the files read (each once) */
   size_t bytes;
 };
 
