@@ -82,7 +82,8 @@ void lex_init(Lexer *lx, const Source *src, Diag *d, jmp_buf *on_error) {
   Span none = {0};
   for (int i = 0; i < lex_npre_includes; i++) {
     const char *name = lex_pre_includes[i];
-    if (access(name, F_OK) != 0) system_header(lx, name, (int)strlen(name), none);
+    if (access(name, F_OK) != 0)
+      system_header(lx, name, (int)strlen(name), none);
   }
   for (int i = lex_npre_includes - 1; i >= 0; i--)
     if (access(lex_pre_includes[i], F_OK) == 0)

@@ -191,7 +191,7 @@ static void predefine(SysHeaders *h) {
       {"__SIZEOF_POINTER__", sizeof(void *) == 8 ? "8" : "4"},
       {arch, "1"}, {!strcmp(u.machine, "x86_64") ? "__amd64__" : NULL, "1"}};
   for (size_t i = 0; i < sizeof names / sizeof *names; i++)
-    if (names[i][0] && names[i][1] && names[i][0][2])
+    if (names[i][0] && names[i][1])
       define(h, names[i][0], (int)strlen(names[i][0]), names[i][1],
              (int)strlen(names[i][1]), false, "<built-in>", 0);
 }
@@ -229,16 +229,21 @@ static int find_file(const SysHeaders *h, const char *name, int nlen,
 
 /* ---- scanning a file -------------------------------------------------- */
 
+/* An #if group open in the file: whether the lines now are taken, whether
+ * one of its branches was (or its #if was inside one not taken), whether
+ * its conditions so far could not be evaluated. */
+typedef struct Cond {
+  bool active, done, unknown;
+} Cond;
+
 typedef struct Scan {
   SysHeaders *h;
-  const char *path;   /* as recorded in h->files */
+  const char *path;   /* as recorded in h->read */
   int dir;            /* where it was found (find_file) */
   int depth;
   char *why;
   size_t whylen;
-  struct {
-    bool active, done, unknown;
-  } cond[SCAN_MAX_CONDS];
+  Cond cond[SCAN_MAX_CONDS];
   int ncond;
   /* enum { NAME = value, ... } in the text outside directives */
   enum { EN_NONE, EN_HEAD, EN_BODY, EN_NAME, EN_VALUE } en;
@@ -370,7 +375,7 @@ static int conditional(Scan *s, const char *word, int wlen, const char *rest) {
   }
   if (s->ncond == 0) return 1;   /* unbalanced: as if at top level */
   bool outer = s->ncond < 2 || s->cond[s->ncond - 2].active;
-  typeof(s->cond[0]) *c = &s->cond[s->ncond - 1];
+  Cond *c = &s->cond[s->ncond - 1];
   if (word_is(word, wlen, "endif")) {
     s->ncond--;
   } else if (word_is(word, wlen, "else")) {
@@ -396,7 +401,8 @@ static int include(Scan *s, const char *rest, bool next) {
   const char *end = strchr(rest + 1, close);
   if (!end || end == rest + 1) return 1;
   char path[4096];
-  int from = next ? (s->dir >= 0 ? s->dir + 1 : s->h->ndirs) : 0;
+  /* #include_next in a file not found in the path is an #include (gcc) */
+  int from = next && s->dir >= 0 ? s->dir + 1 : 0;
   int dir = find_file(s->h, rest + 1, (int)(end - rest - 1),
                       close == '"' && !next ? s->path : NULL, from, path,
                       sizeof path);
