@@ -412,6 +412,8 @@ typedef struct Script {
   int cpid;            /* its pid (0 in a dry run) */
   int target_pid;      /* -p PID: probes other than BEGIN and END act only
                           in this process; 0: every process */
+  struct SysHeaders *sysheaders;  /* the constants of the #include <headers>
+                                     (lang/sysheader.h); NULL if none */
 } Script;
 
 /* Allocation helpers used by parser and later stages; memory is never

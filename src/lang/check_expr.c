@@ -12,6 +12,7 @@
 #include "builtins/builtin.h"
 #include "lang/checker.h"
 #include "lang/ctype.h"
+#include "lang/sysheader.h"
 #include "probes/provider.h"
 #include "probes/syscalls.h"
 
@@ -351,8 +352,10 @@ void check_args_record(Checker *c, Node *n) {
 /* Constants of kernel headers that bpftrace's tools use after including
  * them (<linux/sched.h>, <linux/socket.h>): the task states that have kept
  * their values across kernel versions, and the address families, as the
- * C library knows them. loupe reads no system headers, so it knows these
- * names itself; a script's own #define or enum of the name comes first. */
+ * C library knows them. loupe knows these names itself, for scripts
+ * whose headers are not installed (the kernel's <linux/sched.h> is not
+ * the uapi one); a script's own #define or enum, or an included header's
+ * constant, comes first. */
 static int kernel_macro_number(const char *name) {
   static const struct { const char *name; int nr; } known[] = {
       {"TASK_RUNNING", 0}, {"TASK_INTERRUPTIBLE", 1},
@@ -412,6 +415,49 @@ static void not_yet(Checker *c, Node *n, const char *what) {
            n->name);
 }
 
+/* A constant of the system headers the script includes (ICMP_ECHO after
+ * #include <linux/icmp.h>): before the kernel's enumerators, as cpp
+ * replaces a macro before clang sees a name. True if it is one; a
+ * definition loupe cannot evaluate leaves the reason in `why` (reported
+ * if nothing else knows the name: a script that worked with the
+ * kernel's enumerator before it included the header still does). */
+static bool header_constant(Checker *c, Node *n, char *why, size_t whylen) {
+  const struct SysHeaders *h = c->script->sysheaders;
+  if (!h) return false;
+  int64_t v;
+  bool is_unsigned;
+  int found = sysheaders_constant(h, n->name, &v, &is_unsigned, why,
+                                  whylen);
+  if (found <= 0) return false;
+  n->kind = N_INT;
+  n->ival = v;
+  n->type = ty_int(8, !is_unsigned);
+  return true;
+}
+
+/* "Unknown identifier", naming the headers that were looked in. */
+static void unknown_identifier(Checker *c, Node *n) {
+  const struct SysHeaders *h = c->script->sysheaders;
+  char read[2048], missing[2048], why[4200] = "";
+  int nread = 0, nmissing = 0;
+  if (h) {
+    sysheaders_describe(h, true, read, sizeof read, &nread);
+    sysheaders_describe(h, false, missing, sizeof missing, &nmissing);
+  }
+  int len = 0;
+  if (nread)
+    len += snprintf(why, sizeof why, "not defined by %s or the headers %s",
+                  read, nread > 1 ? "they include" : "it includes");
+  if (nmissing)
+    snprintf(why + len, sizeof why - (size_t)len, "%s%s %s not found in the "
+             "include path", nread ? "; " : "", missing,
+             nmissing > 1 ? "were" : "was");
+  if (*why)
+    error_at(c, n->span, "Unknown identifier: '%s' (%s)", n->name, why);
+  else
+    error_at(c, n->span, "Unknown identifier: '%s'", n->name);
+}
+
 static void check_builtin(Checker *c, Node *n) {
   if (!strncmp(n->name, "__builtin_", 10) && n->name[10])
     n->name += 10;
@@ -426,6 +472,8 @@ static void check_builtin(Checker *c, Node *n) {
     not_yet(c, n, "builtin");
     return;
   }
+  char header_why[5000] = "";
+  if (header_constant(c, n, header_why, sizeof header_why)) return;
   /* an enumerator of the script's or the kernel's is a constant */
   if (enum_constant(c, n)) return;
   /* __NR_name and SYS_name: the system call numbers <syscall.h> defines
@@ -443,7 +491,12 @@ static void check_builtin(Checker *c, Node *n) {
     n->type = ty_int(8, true);
     return;
   }
-  error_at(c, n->span, "Unknown identifier: '%s'", n->name);
+  if (*header_why) {   /* the node stays a name: the reporting pass sees it */
+    error_at(c, n->span, "%s", header_why);
+    n->type = ty_int(8, true);
+    return;
+  }
+  unknown_identifier(c, n);
 }
 
 static void check_call(Checker *c, Node *n) {

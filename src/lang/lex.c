@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "lang/ast.h"
+#include "lang/sysheader.h"
 #include "util/safe_file.h"
 
 static bool is_ident_start(int c) { return isalpha(c) || c == '_'; }
@@ -57,6 +58,7 @@ static void lex_error(Lexer *lx, Span at, const char *fmt, ...) {
 static bool push_file(Lexer *lx, const char *path, Span at);
 static bool find_header(const Lexer *lx, const char *name, int nlen,
                         bool quoted, char *path, size_t size);
+static bool system_header(Lexer *lx, const char *name, int nlen, Span at);
 
 void lex_init(Lexer *lx, const Source *src, Diag *d, jmp_buf *on_error) {
   lx->src = src;
@@ -74,17 +76,18 @@ void lex_init(Lexer *lx, const Source *src, Diag *d, jmp_buf *on_error) {
   const char *slash = src->name ? strrchr(src->name, '/') : NULL;
   lx->dir = slash ? strndup(src->name, (size_t)(slash - src->name)) : ".";
   if (!lx->dir) abort();
-  /* --include FILE: as #include <FILE> before the script's first line */
+  lx->sys = NULL;
+  /* --include FILE: a file here is read as #include "FILE" would, before
+   * the script's first line; another as #include <FILE> */
   Span none = {0};
-  char path[4096];
-  for (int i = lex_npre_includes - 1; i >= 0; i--) {
-    const char *name = lex_pre_includes[i];   /* here, or in a -I DIR */
-    if (access(name, F_OK) == 0)
-      push_file(lx, name, none);
-    else if (find_header(lx, name, (int)strlen(name), false, path,
-                         sizeof path))
-      push_file(lx, path, none);
+  for (int i = 0; i < lex_npre_includes; i++) {
+    const char *name = lex_pre_includes[i];
+    if (access(name, F_OK) != 0)
+      system_header(lx, name, (int)strlen(name), none);
   }
+  for (int i = lex_npre_includes - 1; i >= 0; i--)
+    if (access(lex_pre_includes[i], F_OK) == 0)
+      push_file(lx, lex_pre_includes[i], none);
 }
 
 static void newline_at(Lexer *lx, const char *nl) {
@@ -110,6 +113,7 @@ static const Define *find_define(const Lexer *lx, const char *name,
 
 static bool macro_defined(const Lexer *lx, const char *name, int len) {
   if (find_define(lx, name, len)) return true;
+  if (lx->sys && sysheaders_defined(lx->sys, name, len)) return true;
   return len == 17 && !strncmp(name, "BPFTRACE_HAVE_BTF", 17) &&
          access("/sys/kernel/btf/vmlinux", R_OK) == 0;
 }
@@ -210,8 +214,9 @@ bool lex_includes_allowed = true;
 /* #include "file": lexing goes on in the file (found beside the file
  * that includes it), then after the directive (skip_space). The file's
  * lines get the line numbers diag knows it by (DIAG_INCLUDE_LINES), so
- * messages about it name it. #include <file> names a system header, for
- * bpftrace's clang: loupe takes types from BTF and reads nothing. */
+ * messages about it name it. #include <file> names a system header:
+ * loupe takes its types from BTF and its constants from a scan of its
+ * directives (system_header). */
 /* Goes on lexing in file `path` (until skip_space reaches its end);
  * false after reporting at `at` if it cannot be read. */
 static bool push_file(Lexer *lx, const char *path, Span at) {
@@ -286,9 +291,24 @@ static bool find_header(const Lexer *lx, const char *name, int nlen,
   return false;
 }
 
-/* #include "file" and #include <file>: a file of the user's own, found
- * by find_header; a <file> found nowhere is a system header, for
- * bpftrace's clang, and is ignored (loupe takes types from BTF). */
+/* #include <name>: its constants (lang/sysheader.h), looked for in the
+ * -I directories and the system include path; the headers are read once
+ * a script includes one, never otherwise. A header found nowhere is
+ * passed over (bpftrace's tools include kernel headers seldom installed,
+ * for types that BTF has); a name it would have defined is an unknown
+ * identifier that names it. False after reporting at `at`. */
+static bool system_header(Lexer *lx, const char *name, int nlen, Span at) {
+  if (!lex_includes_allowed) return true;
+  if (!lx->sys) lx->sys = sysheaders_new(lex_include_dirs, lex_ninclude_dirs);
+  char why[4600];
+  if (sysheaders_include(lx->sys, name, nlen, why, sizeof why) >= 0)
+    return true;
+  diag_error(lx->d, at, "#include <%.*s>: %s", nlen, name, why);
+  return false;
+}
+
+/* #include "file": a file of the user's own, found by find_header;
+ * #include <file>: a system header (system_header). */
 static void include_file(Lexer *lx, const char *directive, const char *p,
                          const char *eol) {
   while (*p == ' ' || *p == '\t') p++;
@@ -301,9 +321,12 @@ static void include_file(Lexer *lx, const char *directive, const char *p,
     lex_error(lx, at, "#include expects a file name in quotes");
   }
   int nlen = (int)(close - p - 1);
-  char path[4096];
-  if (!find_header(lx, p + 1, nlen, quoted, path, sizeof path) && !quoted)
+  if (!quoted) {
+    if (!system_header(lx, p + 1, nlen, at)) longjmp(*lx->on_error, 1);
     return;
+  }
+  char path[4096];
+  find_header(lx, p + 1, nlen, quoted, path, sizeof path);
   if (!lex_includes_allowed)
     lex_error(lx, at, "#include of a file is not allowed here");
   if (!push_file(lx, path, at)) longjmp(*lx->on_error, 1);

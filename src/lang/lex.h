@@ -90,6 +90,9 @@ typedef struct Lexer {
     const char *resume, *line_start, *dir;
     int line;
   } including[LEX_MAX_INCLUDE];
+  /* The constants of the #include <headers> read so far; NULL until the
+   * script includes one. */
+  struct SysHeaders *sys;
 } Lexer;
 
 /* on_error is where the lexer jumps (with value 1) after reporting. */

@@ -477,6 +477,7 @@ Script *parse_script(const Source *src, Diag *d) {
   lex_init(&P->lx, src, d, &P->on_error);
   Script *s = NULL;
   if (setjmp(P->on_error) == 0) s = parse_all(P, src);
+  if (s) s->sysheaders = P->lx.sys;
   free(P);
   return s;
 }
