@@ -4,6 +4,7 @@
 #include "lang/lex.h"
 
 #include <ctype.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -307,8 +308,21 @@ static bool system_header(Lexer *lx, const char *name, int nlen, Span at) {
   return false;
 }
 
+/* Whether path lies in a directory of system or kernel headers, which
+ * are scanned for their constants rather than read as script text. */
+static bool in_system_dir(const char *path) {
+  static const char *const dirs[] = {"/usr/include/", "/usr/local/include/",
+                                     "/usr/src/", "/lib/modules/", NULL};
+  char real[PATH_MAX];
+  if (!realpath(path, real)) return true;
+  for (int i = 0; dirs[i]; i++)
+    if (!strncmp(real, dirs[i], strlen(dirs[i]))) return true;
+  return false;
+}
+
 /* #include "file": a file of the user's own, found by find_header;
- * #include <file>: a system header (system_header). */
+ * #include <file>: the same when a -I directory of the user's holds it,
+ * else a system header (system_header). */
 static void include_file(Lexer *lx, const char *directive, const char *p,
                          const char *eol) {
   while (*p == ' ' || *p == '\t') p++;
@@ -321,12 +335,15 @@ static void include_file(Lexer *lx, const char *directive, const char *p,
     lex_error(lx, at, "#include expects a file name in quotes");
   }
   int nlen = (int)(close - p - 1);
-  if (!quoted) {
+  char path[4096];
+  /* <name> in a -I directory of the user's own (not a system one, as
+   * -I /usr/include is) is theirs: its structs are read as before */
+  if (!quoted && !(find_header(lx, p + 1, nlen, false, path, sizeof path) &&
+                   !in_system_dir(path))) {
     if (!system_header(lx, p + 1, nlen, at)) longjmp(*lx->on_error, 1);
     return;
   }
-  char path[4096];
-  find_header(lx, p + 1, nlen, quoted, path, sizeof path);
+  if (quoted) find_header(lx, p + 1, nlen, quoted, path, sizeof path);
   if (!lex_includes_allowed)
     lex_error(lx, at, "#include of a file is not allowed here");
   if (!push_file(lx, path, at)) longjmp(*lx->on_error, 1);
