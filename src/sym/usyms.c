@@ -18,9 +18,13 @@
 #include <unistd.h>
 
 #include "sym/debuginfo.h"
+#include "sym/procfs.h"
+
+static int proc_find_elf(Dwfl_Module *mod, void **userdata, const char *name,
+                         Dwarf_Addr base, char **file_name, Elf **elfp);
 
 static const Dwfl_Callbacks proc_callbacks = {
-    .find_elf = dwfl_linux_proc_find_elf,
+    .find_elf = proc_find_elf,
     .find_debuginfo = debuginfo_find,
 };
 static const Dwfl_Callbacks offline_callbacks = {
@@ -40,10 +44,21 @@ static const Dwfl_Callbacks offline_callbacks = {
 #define MAPS_BYTES_MAX 65536     /* of one process's maps */
 #define ALL_MAPS_BYTES_MAX (16u << 20)
 
+/* A file a process maps, as its maps name it, and the file itself,
+ * opened by procfs when the process was first seen (kept for the run). */
+typedef struct ProcFile {
+  char *name;
+  const char *kept;   /* "/proc/self/fd/N" */
+} ProcFile;
+
+#define PROC_FILES_MAX 512       /* files of one process */
+
 typedef struct Proc {
   int pid;
   char *maps;        /* its maps' lines with a file, or NULL: unreadable */
   size_t maps_len;
+  ProcFile *files;
+  int nfiles;
   Dwfl *dwfl;        /* open session, or NULL */
   uint64_t used;     /* when last looked up, for least-recently-used */
 } Proc;
@@ -109,7 +124,58 @@ static void proc_forget_one(void) {
   session_close(p);
   maps_bytes -= p->maps_len;
   free(p->maps);
+  for (int i = 0; i < p->nfiles; i++) free(p->files[i].name);
+  free(p->files);
   *p = procs[--nprocs];
+}
+
+/* procfs_each_mapped_file's callback: opens the file of one mapping (the
+ * mapped object, inside the process's root, regular files only) and
+ * remembers it by the name libdwfl will ask for. */
+static bool remember_file(const ProcMapping *m, void *arg) {
+  Proc *p = arg;
+  if (p->nfiles == PROC_FILES_MAX) return true;
+  char err[256];
+  const char *kept = procfs_mapped_file(m, err, sizeof err);
+  if (!kept) return false;   /* deleted, not a regular file: no symbols */
+  ProcFile *grown = realloc(p->files, sizeof(*grown) * (p->nfiles + 1));
+  char *name = strdup(m->path);
+  if (!grown || !name) {
+    free(name);
+    if (grown) p->files = grown;
+    return true;
+  }
+  p->files = grown;
+  p->files[p->nfiles++] = (ProcFile){.name = name, .kept = kept};
+  return false;
+}
+
+/* The process whose session libdwfl is working for, so that
+ * proc_find_elf knows whose files it asks for. */
+static Proc *current;
+
+/* libdwfl's find_elf for a process's modules: the file opened when the
+ * process was first seen (remember_file), never the path its maps name,
+ * which the process controls (a symlink planted under a deleted
+ * library's name, a FIFO, a path into its own container root). The vDSO
+ * comes from the process's memory, as libdwfl reads it. */
+static int proc_find_elf(Dwfl_Module *mod, void **userdata, const char *name,
+                         Dwarf_Addr base, char **file_name, Elf **elfp) {
+  if (!name || name[0] != '/')
+    return dwfl_linux_proc_find_elf(mod, userdata, name, base, file_name,
+                                    elfp);
+  const char *kept = NULL;
+  for (int i = 0; current && !kept && i < current->nfiles; i++)
+    if (!strcmp(current->files[i].name, name)) kept = current->files[i].kept;
+  int fd = kept ? open(kept, O_RDONLY | O_CLOEXEC) : -1;
+  if (fd < 0) return -1;
+  *elfp = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+  if (!*elfp) {
+    close(fd);
+    return -1;
+  }
+  *file_name = strdup(name);
+  return fd;
 }
 
 /* A session for pid: from its maps now (with its vDSO) while it runs, or
@@ -140,6 +206,7 @@ static Dwfl *session_open(Proc *p, bool live) {
  * recently used one is closed when SESSIONS_MAX are open. */
 static Dwfl *proc_session(Proc *p, bool live) {
   p->used = ++use_clock;
+  current = p;
   if (p->dwfl || !p->maps) return p->dwfl;
   if (nsessions >= SESSIONS_MAX) session_close(least_used(true));
   p->dwfl = session_open(p, live);
@@ -165,6 +232,7 @@ void usyms_remember(int pid) {
   Proc *p = &procs[nprocs++];
   *p = (Proc){.pid = pid, .maps = maps, .maps_len = len};
   maps_bytes += len;
+  procfs_each_mapped_file(pid, remember_file, p);
   proc_session(p, true);
 }
 
