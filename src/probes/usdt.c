@@ -392,6 +392,31 @@ static int usdt_attach(const Target *t, int prog_fd, LinkSet *links,
 
 /* ---- listing ------------------------------------------------------------- */
 
+static int compare_lines(const void *a, const void *b) {
+  return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* The newline-ended lines of text (len bytes, changed), sorted, each
+ * once. */
+static void print_sorted_lines(char *text, size_t len, FILE *out) {
+  size_t n = 0;
+  for (size_t i = 0; i < len; i++) n += text[i] == '\n';
+  char **line = n ? malloc(n * sizeof *line) : NULL;
+  if (!line) {
+    if (len) fwrite(text, 1, len, out);
+    return;
+  }
+  size_t k = 0;
+  for (char *p = text; k < n; p += strlen(p) + 1) {
+    line[k++] = p;
+    *strchr(p, '\n') = '\0';
+  }
+  qsort(line, n, sizeof *line, compare_lines);
+  for (size_t i = 0; i < n; i++)
+    if (i == 0 || strcmp(line[i], line[i - 1])) fprintf(out, "%s\n", line[i]);
+  free(line);
+}
+
 /* usdt:BINARY[:PROVIDER[:NAME]] as -l gives it; without -p, a BINARY of
  * `*` lists the probes of every running process's files. */
 static void usdt_list(const char *pattern, FILE *out) {
@@ -408,13 +433,25 @@ static void usdt_list(const char *pattern, FILE *out) {
     *colon = '\0';
     p = colon + 1;
   }
-  Expansion x = {.list = out};
+  /* the lines are sorted before they are printed, as bpftrace sorts
+   * them (the notes come in the file's order) */
+  char *text = NULL;
+  size_t len = 0;
+  FILE *lines = open_memstream(&text, &len);
+  if (!lines) {
+    free(copy);
+    return;
+  }
+  Expansion x = {.list = lines};
   split_parts(parts, nparts, &x.pat);
   if (!*x.pat.binary) x.pat.binary = "*";
   /* "usdt:FILE:*" means every provider too */
   if (nparts == 2) x.pat.provider_given = true;
   char err[PATH_MAX + 200];
   expand_files(&x, err, sizeof err);
+  fclose(lines);
+  print_sorted_lines(text, len, out);
+  free(text);
   free(copy);
 }
 
