@@ -430,6 +430,20 @@ static void hardware_list(const char *pattern, FILE *out) {
   perf_kind_list(&hardware_kind, pattern, out);
 }
 
+/* The kernel runs the software events of a CPU that share its list
+ * (page faults, context switches, ...) newest first, so those attach last
+ * to first; cpu-clock and task-clock each run on a timer of their own,
+ * and the one started first fires first, so those attach in order. */
+static bool software_newest_first(const AttachPoint *ap) {
+  for (const Target *t = ap->targets; t; t = t->next) {
+    const PerfEventName *e = event_find(&software_kind, t->event);
+    if (e && (e->config == PERF_COUNT_SW_CPU_CLOCK ||
+              e->config == PERF_COUNT_SW_TASK_CLOCK))
+      return false;
+  }
+  return true;
+}
+
 const Provider software_provider = {
     .name = "software",
     .alias = "s",
@@ -437,9 +451,7 @@ const Provider software_provider = {
     .expand = perf_kind_expand,
     .attach = software_attach,
     .list = software_list,
-    /* the kernel puts each new software event of a CPU first in the list
-     * it runs when the event happens (page faults, context switches) */
-    .fires_newest_first = true,
+    .newest_first = software_newest_first,
 };
 
 const Provider hardware_provider = {

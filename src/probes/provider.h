@@ -74,6 +74,9 @@ typedef struct Provider {
   /* The kernel runs the probes of one place newest first (uprobes put
    * each new consumer first): attach_all attaches them in reverse. */
   bool fires_newest_first;
+  /* The same decided by attach point, where it depends on the event
+   * (software events); when set, it is asked instead of the flag. */
+  bool (*newest_first)(const AttachPoint *ap);
   /* Each target needs a program of its own (fentry: the kernel ties a
    * program to its function when loading it, Target.btf_id). */
   bool prog_per_target;

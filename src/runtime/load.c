@@ -658,7 +658,9 @@ static int attach_prog(const BpfProg *p, LinkSet *links, Diag *d) {
 /* Whether p's probes are of a kind the kernel runs newest first. */
 static bool newest_first(const BpfProg *p) {
   const AttachPoint *ap = p->ap ? p->ap : p->probe ? p->probe->aps : NULL;
-  return ap && ap->prov && ap->prov->fires_newest_first;
+  if (!ap || !ap->prov) return false;
+  if (ap->prov->newest_first) return ap->prov->newest_first(ap);
+  return ap->prov->fires_newest_first;
 }
 
 /* Programs attach in script order, so that probes of one event run in
