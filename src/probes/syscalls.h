@@ -40,10 +40,22 @@ enum {
 #define SYSCALL_EVERY (SYSCALL_EVERY_ENTER | SYSCALL_EVERY_EXIT)
 #define SYSCALL_ENTERS (SYSCALL_ENTER | SYSCALL_EVERY_ENTER)
 
-/* A group goes through the raw tracepoint when the attach point matches
- * more of its tracepoints than this: below it, the per-event cost of a
- * program that runs for every system call is not worth the faster
- * detach (8 perf events detach in about 0.2 s). */
+/* A group of syscalls:* tracepoints goes through the raw tracepoint when
+ * the probe has at least this many: below it, the perf events cost less,
+ * and 8 of them detach in about 0.2 s.
+ *
+ * Measured (bench/hook.sh's dd of 1,000,000 bytes, 2,000,000 system
+ * calls, CPU time, medians of 5, 6.18 on 2 shared vCPUs, with loupe built
+ * with this at 1 for the raw path): once a syscall tracepoint is on,
+ * every system call pays for it, and the raw program, which runs for each
+ * and filters by number, costs about 90 ns more per call it does not
+ * want than the perf events' own filter (a bitmap in the kernel):
+ * sys_enter_openat, none of dd's, +10 ns a call on perf events, +100 on
+ * the raw path; sys_exit_openat +15, +105. A call it wants is about 50 ns
+ * cheaper: sys_enter_read and sys_enter_write, all of them, +225 and
+ * +175; sys_enter_write, half of them, +95 and +140. The raw path wins
+ * only when about two calls in three are traced, which one or a few
+ * tracepoints seldom are; many are chosen for their detach time. */
 #define SYSCALL_RAW_MIN_TARGETS 9
 
 /* Bit 1 of thread_info.status on x86-64 (TS_COMPAT): a 32-bit system
