@@ -12,6 +12,7 @@
 #include "builtins/builtin.h"
 #include "lang/ctype.h"
 #include "probes/provider.h"
+#include "probes/syscalls.h"
 #include "probes/usdt.h"
 
 /* The inode number of the initial PID namespace (include/linux/proc_ns.h). */
@@ -870,7 +871,7 @@ static bool names_by_cookie(const Gen *g) {
 
 /* probe and func are constants of each target's program. */
 static void emit_probe(Gen *g, Node *n, int dst, int cap) {
-  if (g->p->syscall_group) {   /* one program for many tracepoints */
+  if (g->p->syscall_group & SYSCALL_NUMBERED) {   /* many tracepoints */
     syscall_raw_probe_name(g, dst, cap);
     return;
   }

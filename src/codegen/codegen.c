@@ -290,7 +290,8 @@ static bool program_per_target(const Probe *probe, const AttachPoint *ap) {
  * per attach point; the raw tracepoint programs of syscall groups. */
 static int probe_programs(Probe *probe) {
   unsigned raw = syscall_raw_plan(probe);
-  int n = !!(raw & SYSCALL_ENTER) + !!(raw & SYSCALL_EXIT);
+  int n = 0;
+  FOR_EACH_SYSCALL_GROUP(group) n += !!(raw & (unsigned)group);
   for (AttachPoint *ap = probe->aps; ap; ap = ap->next) {
     int rest = targets_left(ap);
     if (rest > 0) n += program_per_target(probe, ap) ? rest : 1;
@@ -378,10 +379,10 @@ int codegen_script(Script *s, Compiled *c, Diag *d) {
   for (Probe *probe = s->probes; probe; probe = probe->next) {
     /* many syscall tracepoints: one raw tracepoint program per group */
     unsigned raw = syscall_raw_plan(probe);
-    for (int group = SYSCALL_ENTER; group <= SYSCALL_EXIT; group++)
+    FOR_EACH_SYSCALL_GROUP(group)
       if (raw & (unsigned)group &&
-          gen_prog(&g, probe, syscall_raw_first_ap(probe, group), NULL,
-                   s->target_pid, group))
+          gen_prog(&g, probe, syscall_raw_first_ap(probe, group),
+                   syscall_raw_target(probe, group), s->target_pid, group))
         goto out;
     for (AttachPoint *ap = probe->aps; ap; ap = ap->next) {
       if (targets_left(ap) == 0) continue;

@@ -419,7 +419,10 @@ static void put_source_line(FILE *out, const Source *src, int line) {
 /* What the program is attached to: its target, its attach point, or every
  * attach point of its probe. */
 static void put_attach_text(FILE *out, const BpfProg *p) {
-  if (p->syscall_group) {   /* codegen/syscall_raw.c */
+  if (p->syscall_group & SYSCALL_EVERY) {   /* codegen/syscall_raw.c */
+    fprintf(out, "%s through the raw tracepoint %s", p->target->name,
+            syscall_group_tracepoint(p->syscall_group));
+  } else if (p->syscall_group) {
     for (AttachPoint *ap = p->probe->aps; ap; ap = ap->next)
       if (ap->raw_syscalls & (unsigned)p->syscall_group)
         fprintf(out, "%s, ", ap->text);

@@ -5,6 +5,7 @@
 
 #include "builtins/builtin.h"
 #include "codegen/gen.h"
+#include "probes/syscalls.h"
 
 /* The ALU opcode of an arithmetic operator, or -1 for comparisons. */
 int alu_code(int op, bool is_signed) {
@@ -646,7 +647,10 @@ int gen_int(Gen *g, Node *n) {
                                       : gen_field_int(g, n);
     break;
   case N_INDEX:
-    r = n->lhs->type.kind == TY_STR ? gen_str_index(g, n) : gen_mem_int(g, n);
+    r = n->lhs->type.kind == TY_STR ? gen_str_index(g, n)
+        : g->p->syscall_group == SYSCALL_EVERY_ENTER && syscall_raw_is_arg(n)
+            ? syscall_raw_arg(g, n)   /* args->args[K] from the registers */
+            : gen_mem_int(g, n);
     break;
   case N_CAST:
     r = gen_cast(g, n);

@@ -234,8 +234,15 @@ void gen_mem_copy(Gen *g, Node *n, int dst, int cap);
 unsigned syscall_raw_plan(Probe *probe);
 /* The first attach point with targets of the group. */
 AttachPoint *syscall_raw_first_ap(Probe *probe, int group);
+/* The raw_syscalls tracepoint a SYSCALL_EVERY_* group's program serves
+ * (its `probe`); NULL for the other groups. */
+Target *syscall_raw_target(Probe *probe, int group);
 void syscall_raw_prologue(Gen *g);
 int syscall_raw_field(Gen *g, Node *n);
+/* Whether n is args->args[K], K a constant within the array: what the
+ * raw program of raw_syscalls:sys_enter reads with syscall_raw_arg. */
+bool syscall_raw_is_arg(const Node *n);
+int syscall_raw_arg(Gen *g, Node *n);
 void syscall_raw_probe_name(Gen *g, int dst, int cap);
 
 /* ---- maps.c ---- */

@@ -1,21 +1,28 @@
 /* syscall_raw: one raw tracepoint program (on sys_enter or sys_exit) for
  * the many syscalls:sys_enter_* or sys_exit_* tracepoints of an attach
- * point, which then need no perf event each (see probes/syscalls.h).
+ * point, which then need no perf event each, and for raw_syscalls:sys_enter
+ * or sys_exit, whose events the raw tracepoints are (see probes/syscalls.h).
  *
  * The program sees what the tracepoints' programs would see:
  * - it runs for the same system calls: those whose number is one of the
  *   tracepoints' (a bitmap in the program), not for 32-bit ones, which
  *   the syscall events skip (thread_info.status has TS_COMPAT; x32 calls
- *   carry a number above any in the bitmap);
+ *   carry a number above any in the bitmap); raw_syscalls' events come for
+ *   every system call, as the raw tracepoint's;
  * - args->__syscall_nr is that number, args->NAME of sys_enter_X the
  *   call's argument in NAME's place (read from the task's pt_regs, where
  *   the kernel copies them from), args->ret of sys_exit_X the raw
  *   tracepoint's own `ret`;
+ * - raw_syscalls:sys_enter's args->id is the raw tracepoint's `id`, and
+ *   args->args[K] (K a constant) the registers syscall_get_arguments
+ *   reads (a 32-bit call's others); sys_exit's args->id is the number in
+ *   pt_regs, as syscall_get_nr gives it, args->ret the raw `ret`;
  * - `probe` is the tracepoint's name, from an array map of names by
- *   number.
+ *   number (raw_syscalls: its own name).
  * A probe whose body needs anything else of its context (the whole
- * `args`, ctx, a field the tracepoints do not share, kstack or ustack,
- * which walk from a different place) keeps the perf events. */
+ * `args`, ctx, a field the tracepoints do not share, args->args[i] with i
+ * not a constant, kstack or ustack, which walk from a different place)
+ * keeps the perf events. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -73,6 +80,10 @@ static const TpField *group_field(const Probe *probe, int group,
 /* Whether the raw program can give field f its meaning. */
 static bool field_fits(const TpField *f, int group) {
   if (!f || f->is_string || f->is_array || f->data_loc) return false;
+  if (group & SYSCALL_EVERY)   /* id; sys_exit's ret */
+    return f->size == 8 && (!strcmp(f->name, "id") ||
+                            (group == SYSCALL_EVERY_EXIT &&
+                             !strcmp(f->name, "ret")));
   if (!strcmp(f->name, "__syscall_nr")) return f->size == 4;
   if (f->size != 8 || f->offset < 16 || (f->offset - 16) % 8) return false;
   if (group == SYSCALL_EXIT) return f->offset == 16;
@@ -85,10 +96,24 @@ typedef struct Fit {
   bool ok;
 } Fit;
 
+/* Whether n is args->NAME. */
+static bool is_args_field(const Node *n, const char *name) {
+  return n && n->kind == N_FIELD && n->lhs && n->lhs->kind == N_BUILTIN &&
+         n->lhs->type.kind == TY_ARGS && (!name || !strcmp(n->name, name));
+}
+
+bool syscall_raw_is_arg(const Node *n) {
+  return n->kind == N_INDEX && is_args_field(n->lhs, "args") && n->rhs &&
+         n->rhs->kind == N_INT && n->rhs->ival >= 0 && n->rhs->ival < 6;
+}
+
 static void walk(Fit *f, const Node *n, bool in_loop) {
   for (; n && f->ok; n = n->next) {
-    if (n->kind == N_FIELD && n->lhs && n->lhs->kind == N_BUILTIN &&
-        n->lhs->type.kind == TY_ARGS) {
+    if (f->group == SYSCALL_EVERY_ENTER && syscall_raw_is_arg(n)) continue;
+    if (n->kind == N_UNOP && n->op == '&' && n->lhs &&
+        syscall_raw_is_arg(n->lhs))
+      f->ok = false;   /* the address of a record's copy */
+    if (is_args_field(n, NULL)) {
       f->ok = field_fits(group_field(f->probe, f->group, n->name), f->group);
       continue;
     }
@@ -97,7 +122,8 @@ static void walk(Fit *f, const Node *n, bool in_loop) {
       /* probe reads the number the prologue keeps in the probe's own
        * frame, which a loop's callback does not have */
       if (!strcmp(s, "args") || !strcmp(s, "ctx") || !strcmp(s, "kstack") ||
-          !strcmp(s, "ustack") || (in_loop && !strcmp(s, "probe")))
+          !strcmp(s, "ustack") ||
+          (in_loop && (f->group & SYSCALL_NUMBERED) && !strcmp(s, "probe")))
         f->ok = false;
     }
     bool loop = in_loop || n->kind == N_FOR;
@@ -119,6 +145,10 @@ static int group_count(const Probe *probe, int group, bool uses_probe) {
   const AttachPoint *ap;
   const Target *t;
   EACH_OF_GROUP(probe, group, ap, t) {
+    if (group & SYSCALL_EVERY) {   /* one tracepoint */
+      if (count++) return -1;
+      continue;
+    }
     syscall_group_of(t, &nr);
     if (nr >= SYSCALL_NR_WORDS * 64 || (seen[nr / 64] >> (nr % 64)) & 1 ||
         (uses_probe && strlen(t->name) + 1 > NAME_STRIDE))
@@ -131,10 +161,10 @@ static int group_count(const Probe *probe, int group, bool uses_probe) {
 
 unsigned syscall_raw_plan(Probe *probe) {
   unsigned groups = 0;
-  for (int group = SYSCALL_ENTER; group <= SYSCALL_EXIT; group++) {
+  FOR_EACH_SYSCALL_GROUP(group) {
+    int least = group & SYSCALL_EVERY ? 1 : SYSCALL_RAW_MIN_TARGETS;
     if (group_count(probe, group,
-                    probe->uses_probe || probe->uses_target_name) <
-            SYSCALL_RAW_MIN_TARGETS ||
+                    probe->uses_probe || probe->uses_target_name) < least ||
         raw_path_disabled() || !syscall_layout())
       continue;
     Fit f = {probe, group, true};
@@ -144,7 +174,7 @@ unsigned syscall_raw_plan(Probe *probe) {
   }
   for (AttachPoint *ap = probe->aps; ap; ap = ap->next) {
     ap->raw_syscalls = 0;
-    for (int group = SYSCALL_ENTER; group <= SYSCALL_EXIT; group++) {
+    FOR_EACH_SYSCALL_GROUP(group) {
       const AttachPoint *at;
       const Target *t = next_of_group(probe, group, &at, NULL);
       for (; t && at != ap; t = next_of_group(probe, group, &at, t)) {}
@@ -157,6 +187,13 @@ unsigned syscall_raw_plan(Probe *probe) {
 AttachPoint *syscall_raw_first_ap(Probe *probe, int group) {
   const AttachPoint *ap;
   return next_of_group(probe, group, &ap, NULL) ? (AttachPoint *)ap : NULL;
+}
+
+Target *syscall_raw_target(Probe *probe, int group) {
+  const AttachPoint *ap;
+  return group & SYSCALL_EVERY
+             ? (Target *)next_of_group(probe, group, &ap, NULL)
+             : NULL;
 }
 
 /* ---- the prologue --------------------------------------------------- */
@@ -218,6 +255,7 @@ static void emit_read_slot(Gen *g, int slot, int size, Jumps *skip) {
  * unless the event is one of the group's tracepoints', and keeps the
  * system call's number in g->sysnr_slot. */
 void syscall_raw_prologue(Gen *g) {
+  if (g->p->syscall_group & SYSCALL_EVERY) return;   /* every event */
   const SyscallLayout *l = syscall_layout();
   Jumps skip = {0};
   g->sysnr_slot = stack_alloc(g, 8);
@@ -243,13 +281,73 @@ void syscall_raw_prologue(Gen *g) {
 
 /* ---- what the body reads -------------------------------------------- */
 
-int syscall_raw_field(Gen *g, Node *n) {
-  const TpField *f = group_field(g->probe, g->p->syscall_group, n->name);
+/* r = the 8 bytes at offset `off` of the task's pt_regs (the raw
+ * tracepoint's first argument), or at the offset register off_reg holds
+ * when that is not -1; read through a stack slot. */
+static void emit_regs_read(Gen *g, int r, int off, int off_reg) {
+  int slot = stack_alloc(g, 8);
+  emit_ctx(g, BPF_REG_3);
+  emit(g, I_LDX(BPF_DW, BPF_REG_3, BPF_REG_3, 0));
+  if (off_reg >= 0)
+    emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_3, off_reg));
+  else
+    emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, off));
+  emit(g, I_MOV64_REG(BPF_REG_1, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_1, slot));
+  emit(g, I_MOV64_IMM(BPF_REG_2, 8));
+  emit_call(g, BPF_FUNC_probe_read_kernel);
+  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, slot));
+}
+
+/* raw_syscalls' fields: the raw tracepoint's second argument (sys_enter's
+ * id, sys_exit's ret), or sys_exit's id, syscall_get_nr's (int)orig_ax. */
+static int every_field(Gen *g, const TpField *f) {
   int r = reg_alloc(g);
-  if (!field_fits(f, g->p->syscall_group)) {
-    fail(g, n->span, "internal error: no field '%s' here", n->name);
+  if (g->p->syscall_group == SYSCALL_EVERY_EXIT && !strcmp(f->name, "id")) {
+    emit_regs_read(g, r, syscall_layout()->orig_ax, -1);
+    emit(g, I_ALU64_IMM(BPF_LSH, r, 32));
+    emit(g, I_ALU64_IMM(BPF_ARSH, r, 32));
     return r;
   }
+  emit_ctx(g, r);
+  emit(g, I_LDX(BPF_DW, r, r, 8));
+  return r;
+}
+
+int syscall_raw_arg(Gen *g, Node *n) {
+  const SyscallLayout *l = syscall_layout();
+  int k = (int)n->rhs->ival;
+  int r = reg_alloc(g);
+  if (l->args[k] == l->compat_args[k]) {   /* dx either way */
+    emit_regs_read(g, r, l->args[k], -1);
+    return r;
+  }
+  /* which registers: a 32-bit call's (TS_COMPAT) are others */
+  int status = stack_alloc(g, 8);
+  emit_call(g, BPF_FUNC_get_current_task);
+  emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_0));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, l->task_status));
+  emit(g, I_MOV64_REG(BPF_REG_1, BPF_REG_10));
+  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_1, status));
+  emit(g, I_MOV64_IMM(BPF_REG_2, 4));
+  emit_call(g, BPF_FUNC_probe_read_kernel);
+  emit(g, I_LDX(BPF_W, BPF_REG_5, BPF_REG_10, status));
+  emit(g, I_ALU64_IMM(BPF_AND, BPF_REG_5, SYSCALL_TS_COMPAT));
+  emit(g, I_MOV64_IMM(BPF_REG_4, l->args[k]));
+  emit(g, I_JMP_IMM(BPF_JEQ, BPF_REG_5, 0, 1));
+  emit(g, I_MOV64_IMM(BPF_REG_4, l->compat_args[k]));
+  emit_regs_read(g, r, 0, BPF_REG_4);
+  return r;
+}
+
+int syscall_raw_field(Gen *g, Node *n) {
+  const TpField *f = group_field(g->probe, g->p->syscall_group, n->name);
+  if (!field_fits(f, g->p->syscall_group)) {
+    fail(g, n->span, "internal error: no field '%s' here", n->name);
+    return reg_alloc(g);
+  }
+  if (g->p->syscall_group & SYSCALL_EVERY) return every_field(g, f);
+  int r = reg_alloc(g);
   if (!strcmp(f->name, "__syscall_nr")) {
     emit(g, I_LDX(BPF_W, r, BPF_REG_10, g->sysnr_slot));
     emit(g, I_ALU64_IMM(BPF_LSH, r, 32));
@@ -261,16 +359,7 @@ int syscall_raw_field(Gen *g, Node *n) {
     emit(g, I_LDX(BPF_DW, r, r, 8));
     return r;
   }
-  int slot = stack_alloc(g, 8);
-  emit_ctx(g, BPF_REG_3);
-  emit(g, I_LDX(BPF_DW, BPF_REG_3, BPF_REG_3, 0));
-  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3,
-                      syscall_layout()->args[(f->offset - 16) / 8]));
-  emit(g, I_MOV64_REG(BPF_REG_1, BPF_REG_10));
-  emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_1, slot));
-  emit(g, I_MOV64_IMM(BPF_REG_2, 8));
-  emit_call(g, BPF_FUNC_probe_read_kernel);
-  emit(g, I_LDX(BPF_DW, r, BPF_REG_10, slot));
+  emit_regs_read(g, r, syscall_layout()->args[(f->offset - 16) / 8], -1);
   return r;
 }
 

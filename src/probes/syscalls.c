@@ -107,13 +107,17 @@ static bool read_layout(SyscallLayout *l) {
       btf__find_by_name_kind(btf, "btf_trace_sys_exit",
                              BTF_KIND_TYPEDEF) <= 0)
     return false;
+  /* as the kernel's syscall_get_arguments takes them */
   static const char *const arg_regs[6] = {"di", "si", "dx", "r10", "r8",
                                           "r9"};
+  static const char *const compat_regs[6] = {"bx", "cx", "dx", "si", "di",
+                                             "bp"};
   l->orig_ax = struct_member(btf, "pt_regs", "orig_ax");
   bool ok = l->orig_ax >= 0;
   for (int i = 0; i < 6; i++) {
     l->args[i] = struct_member(btf, "pt_regs", arg_regs[i]);
-    ok = ok && l->args[i] >= 0;
+    l->compat_args[i] = struct_member(btf, "pt_regs", compat_regs[i]);
+    ok = ok && l->args[i] >= 0 && l->compat_args[i] >= 0;
   }
   int info = struct_member(btf, "task_struct", "thread_info");
   int status = struct_member(btf, "thread_info", "status");
@@ -135,7 +139,14 @@ const SyscallLayout *syscall_layout(void) {
 /* ---- targets -------------------------------------------------------- */
 
 int syscall_group_of(const Target *t, int *nr) {
-  if (!t->category || !t->event || strcmp(t->category, "syscalls")) return 0;
+  if (!t->category || !t->event) return 0;
+  if (!strcmp(t->category, "raw_syscalls")) {
+    if (nr) *nr = -1;
+    return !strcmp(t->event, "sys_enter")  ? SYSCALL_EVERY_ENTER
+           : !strcmp(t->event, "sys_exit") ? SYSCALL_EVERY_EXIT
+                                           : 0;
+  }
+  if (strcmp(t->category, "syscalls")) return 0;
   int group;
   const char *name;
   if (!strncmp(t->event, "sys_enter_", 10)) {
@@ -175,7 +186,7 @@ int syscall_group_count(const Probe *probe, int group) {
 }
 
 const char *syscall_group_tracepoint(int group) {
-  return group == SYSCALL_EXIT ? "sys_exit" : "sys_enter";
+  return group & SYSCALL_ENTERS ? "sys_enter" : "sys_exit";
 }
 
 int syscall_group_attach(int group, int prog_fd, LinkSet *links, char *err,

@@ -10,6 +10,12 @@
  * what the syscall events skip and reads their fields from the registers
  * sees the same events, and detaches at once.
  *
+ * The raw_syscalls:sys_enter and sys_exit tracepoints ARE those raw
+ * tracepoints' events, for every system call (32-bit ones too): a program
+ * on the raw tracepoint sees the same events without the cost of a perf
+ * event (about 30 ns each), so a probe on one of them whose body reads
+ * only what the raw tracepoint gives takes it, whatever it counts.
+ *
  * x86-64 only (numbers from <asm/unistd_64.h> at build time, registers
  * from BTF); elsewhere every target keeps its perf event. */
 #ifndef LOUPE_SYSCALLS_H
@@ -20,13 +26,36 @@
 
 #include "probes/provider.h"
 
-/* The two groups, as bits of AttachPoint.raw_syscalls. */
-enum { SYSCALL_ENTER = 1, SYSCALL_EXIT = 2 };
+/* The groups, as bits of AttachPoint.raw_syscalls: the syscalls:sys_enter_*
+ * and sys_exit_* tracepoints, and raw_syscalls:sys_enter and sys_exit,
+ * which fire for every system call. */
+enum {
+  SYSCALL_ENTER = 1,
+  SYSCALL_EXIT = 2,
+  SYSCALL_EVERY_ENTER = 4,
+  SYSCALL_EVERY_EXIT = 8,
+};
+#define SYSCALL_GROUP_LAST SYSCALL_EVERY_EXIT
+#define SYSCALL_NUMBERED (SYSCALL_ENTER | SYSCALL_EXIT)
+#define SYSCALL_EVERY (SYSCALL_EVERY_ENTER | SYSCALL_EVERY_EXIT)
+#define SYSCALL_ENTERS (SYSCALL_ENTER | SYSCALL_EVERY_ENTER)
 
-/* A group goes through the raw tracepoint when the attach point matches
- * more of its tracepoints than this: below it, the per-event cost of a
- * program that runs for every system call is not worth the faster
- * detach (8 perf events detach in about 0.2 s). */
+/* A group of syscalls:* tracepoints goes through the raw tracepoint when
+ * the probe has at least this many: below it, the perf events cost less,
+ * and 8 of them detach in about 0.2 s.
+ *
+ * Measured (bench/hook.sh's dd of 1,000,000 bytes, 2,000,000 system
+ * calls, CPU time, medians of 5, 6.18 on 2 shared vCPUs, with loupe built
+ * with this at 1 for the raw path): once a syscall tracepoint is on,
+ * every system call pays for it, and the raw program, which runs for each
+ * and filters by number, costs about 90 ns more per call it does not
+ * want than the perf events' own filter (a bitmap in the kernel):
+ * sys_enter_openat, none of dd's, +10 ns a call on perf events, +100 on
+ * the raw path; sys_exit_openat +15, +105. A call it wants is about 50 ns
+ * cheaper: sys_enter_read and sys_enter_write, all of them, +225 and
+ * +175; sys_enter_write, half of them, +95 and +140. The raw path wins
+ * only when about two calls in three are traced, which one or a few
+ * tracepoints seldom are; many are chosen for their detach time. */
 #define SYSCALL_RAW_MIN_TARGETS 9
 
 /* Bit 1 of thread_info.status on x86-64 (TS_COMPAT): a 32-bit system
@@ -39,6 +68,7 @@ enum { SYSCALL_ENTER = 1, SYSCALL_EXIT = 2 };
 typedef struct SyscallLayout {
   int orig_ax;          /* the system call's number */
   int args[6];          /* di, si, dx, r10, r8, r9: its arguments */
+  int compat_args[6];   /* bx, cx, dx, si, di, bp: a 32-bit call's */
   int task_status;      /* task_struct.thread_info.status */
 } SyscallLayout;
 
@@ -46,10 +76,11 @@ typedef struct SyscallLayout {
  * x86-64, no kernel BTF, no sys_enter/sys_exit raw tracepoints). */
 const SyscallLayout *syscall_layout(void);
 
-/* The group (SYSCALL_ENTER or SYSCALL_EXIT) of tracepoint target t that
- * the raw path can serve, its system call number in *nr; 0 for any other
- * target (other categories, or a system call whose number loupe does not
- * know for certain: those keep their perf events). */
+/* The group of tracepoint target t that the raw path can serve:
+ * SYSCALL_ENTER or SYSCALL_EXIT with its system call number in *nr,
+ * SYSCALL_EVERY_ENTER or SYSCALL_EVERY_EXIT (raw_syscalls) with -1 there;
+ * 0 for any other target (other categories, or a system call whose number
+ * loupe does not know for certain: those keep their perf events). */
 int syscall_group_of(const Target *t, int *nr);
 
 /* The x86-64 number of system call `name` ("nanosleep", as __NR_nanosleep
@@ -72,6 +103,10 @@ bool syscall_raw_serves(const AttachPoint *ap, const Target *t);
 
 /* How many of the probe's targets the raw program of `group` serves. */
 int syscall_group_count(const Probe *probe, int group);
+
+/* Iterates over the groups, one bit after the other. */
+#define FOR_EACH_SYSCALL_GROUP(group) \
+  for (int group = SYSCALL_ENTER; group <= SYSCALL_GROUP_LAST; group <<= 1)
 
 /* "sys_enter" or "sys_exit": the raw tracepoint of a group. */
 const char *syscall_group_tracepoint(int group);
