@@ -111,8 +111,11 @@ static bool find_symbol(Elf *e, const char *name, size_t len,
 
 /* ---- argument specs -------------------------------------------------- */
 
-/* A signed number in C's decimal or hex form at *s. */
-static bool parse_number(const char **s, int64_t *v) {
+/* A number in C's decimal or hex form at *s: a negative one from
+ * INT64_MIN, a positive one up to INT64_MAX, or if `wide` up to
+ * UINT64_MAX (an unsigned constant or an address keeps its 64 bits in
+ * *v). */
+static bool parse_number(const char **s, int64_t *v, bool wide) {
   char *end;
   errno = 0;
   const char *p = *s;
@@ -120,10 +123,17 @@ static bool parse_number(const char **s, int64_t *v) {
   if (neg || *p == '+') p++;
   if (!isdigit((unsigned char)*p)) return false;
   uint64_t u = strtoull(p, &end, 0);
-  if (errno) return false;
-  *v = neg ? (int64_t)(0 - u) : (int64_t)u;
+  if (errno || (neg && u > (uint64_t)INT64_MAX + 1) ||
+      (!neg && !wide && u > INT64_MAX))
+    return false;
+  *v = (int64_t)(neg ? 0 - u : u);
   *s = end;
   return true;
+}
+
+/* What is at and after the start of a symbol's name in an operand. */
+static bool is_symbol_char(char c) {
+  return isalnum((unsigned char)c) || (c && strchr("_.$@", c));
 }
 
 /* The displacement before '(' or a bare address: a number, or a symbol
@@ -136,16 +146,17 @@ static const char *parse_disp(Elf *e, uint64_t pc_vaddr, const char **s,
   a->value = 0;
   if (isalpha((unsigned char)*p) || *p == '_' || *p == '.') {
     size_t len = 0;
-    while (isalnum((unsigned char)p[len]) || strchr("_.$@", p[len])) len++;
+    while (is_symbol_char(p[len])) len++;
     uint64_t addr;
     if (!find_symbol(e, p, len, &addr)) return "names a symbol the file lacks";
     p += len;
     int64_t off = 0;
-    if ((*p == '+' || *p == '-') && !parse_number(&p, &off))
+    if ((*p == '+' || *p == '-') && !parse_number(&p, &off, true))
       return "has a bad offset";
-    a->value = (int64_t)(addr - pc_vaddr) + off;
+    /* addresses wrap as the program's own arithmetic does */
+    a->value = (int64_t)(addr - pc_vaddr + (uint64_t)off);
     *is_symbol = true;
-  } else if (*p != '(' && !parse_number(&p, &a->value)) {
+  } else if (*p != '(' && !parse_number(&p, &a->value, true)) {
     return "has an operand loupe cannot read";
   }
   *s = p;
@@ -165,7 +176,7 @@ static const char *parse_mem_regs(const char **s, UsdtArg *a) {
     if (*p == ',') {
       int64_t scale;
       p++;
-      if (!parse_number(&p, &scale) ||
+      if (!parse_number(&p, &scale, false) ||
           (scale != 1 && scale != 2 && scale != 4 && scale != 8))
         return "has a bad scale";
       a->scale = (int)scale;
@@ -188,8 +199,9 @@ static const char *parse_arg(Elf *e, uint64_t pc_vaddr, const char **s,
   const char *space = p + strcspn(p, " \t");
   if (at && at < space) {
     int64_t size;
-    if (!parse_number(&p, &size) || p != at) return "has a bad size";
+    if (!parse_number(&p, &size, false) || p != at) return "has a bad size";
     a->is_signed = size < 0;
+    if (size < -8 || size > 8) return "has a bad size";
     a->size = (int)(size < 0 ? -size : size);
     if (a->size != 1 && a->size != 2 && a->size != 4 && a->size != 8)
       return "has a bad size";
@@ -203,7 +215,8 @@ static const char *parse_arg(Elf *e, uint64_t pc_vaddr, const char **s,
   } else if (*p == '$') {
     p++;
     a->kind = USDT_ARG_CONST;
-    if (!parse_number(&p, &a->value)) why = "has a constant loupe cannot read";
+    if (!parse_number(&p, &a->value, true))
+      why = "has a constant loupe cannot read";
   } else {
     bool is_symbol;
     a->kind = USDT_ARG_MEM;
@@ -215,7 +228,7 @@ static const char *parse_arg(Elf *e, uint64_t pc_vaddr, const char **s,
     if (!why && a->reg < 0 && a->index_reg < 0) {
       /* an absolute address: as far from the probe as at link time */
       a->reg = PT_REGS_IP;
-      if (!is_symbol) a->value -= (int64_t)pc_vaddr;
+      if (!is_symbol) a->value = (int64_t)((uint64_t)a->value - pc_vaddr);
     } else if (!why && is_symbol && a->reg != PT_REGS_IP) {
       why = "adds a symbol to a register";
     }
@@ -225,8 +238,7 @@ static const char *parse_arg(Elf *e, uint64_t pc_vaddr, const char **s,
   return why;
 }
 
-/* Parses every argument of note n; records the first problem. */
-static void parse_args(Elf *e, uint64_t pc_vaddr, UsdtNote *n) {
+void stapsdt_parse_args(Elf *e, uint64_t pc_vaddr, UsdtNote *n) {
   const char *p = n->args_text;
   while (isspace((unsigned char)*p)) p++;
   while (*p) {
@@ -325,7 +337,7 @@ static void read_note(Elf *e, const char *desc, size_t size, uint64_t base,
     n->pc = 0;   /* not in the file's image: unusable */
     n->args_error = strdup("probe address outside the file's segments");
   }
-  if (!n->args_error) parse_args(e, pc, n);
+  if (!n->args_error) stapsdt_parse_args(e, pc, n);
 }
 
 static void read_notes(Elf *e, UsdtNotes *out) {
