@@ -187,6 +187,10 @@ static const char *parse_mem_regs(const char **s, UsdtArg *a) {
   return NULL;
 }
 
+/* What separates arguments: isspace()'s characters, which parse_args
+ * skips between them. */
+#define SPEC_SPACE " \t\n\v\f\r"
+
 /* One "SIZE@OPERAND"; NULL, or what is wrong with it. */
 static const char *parse_arg(Elf *e, uint64_t pc_vaddr, const char **s,
                              UsdtArg *a) {
@@ -196,7 +200,7 @@ static const char *parse_arg(Elf *e, uint64_t pc_vaddr, const char **s,
   a->index_reg = -1;
   a->scale = 1;
   const char *at = strchr(p, '@');
-  const char *space = p + strcspn(p, " \t");
+  const char *space = p + strcspn(p, SPEC_SPACE);
   if (at && at < space) {
     int64_t size;
     if (!parse_number(&p, &size, false) || p != at) return "has a bad size";
@@ -248,7 +252,7 @@ void stapsdt_parse_args(Elf *e, uint64_t pc_vaddr, UsdtNote *n) {
     else
       why = parse_arg(e, pc_vaddr, &p, &n->args[n->nargs]);
     if (why) {
-      size_t len = strcspn(start, " \t");
+      size_t len = strcspn(start, SPEC_SPACE);
       char buf[512];
       snprintf(buf, sizeof buf, "argument spec '%.*s' %s", (int)len, start,
                why);

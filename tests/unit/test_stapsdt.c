@@ -123,6 +123,16 @@ static void test_displacements(void) {
   done(&n);
 }
 
+/* Arguments are apart wherever isspace() says, the size being looked for
+ * in the argument alone: an argument without one, then a form feed, took
+ * the next one's. */
+static void test_separators(void) {
+  UsdtNote n = parse("%rdi\f-4@%rax\v2@%bx", 0);
+  CHECK(!n.args_error && n.nargs == 3 && n.args[0].size == 8 &&
+        n.args[1].size == 4 && n.args[1].is_signed && n.args[2].size == 2);
+  done(&n);
+}
+
 int main(void) {
   elf_version(EV_CURRENT);
   int fd = open("/proc/self/exe", O_RDONLY);
@@ -135,6 +145,7 @@ int main(void) {
   test_sizes();
   test_constants();
   test_displacements();
+  test_separators();
   elf_end(self_elf);
   close(fd);
   printf("test_stapsdt: %d passed, %d failed\n", passed, failed);
