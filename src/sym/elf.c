@@ -105,10 +105,18 @@ static bool base_matches(const char *base, const char *name) {
 
 int elf_each_mapped_file(int pid, bool (*fn)(const char *path, void *arg),
                          void *arg) {
-  char maps[64], line[PATH_MAX + 256], last[PATH_MAX + 256] = "";
+  char maps[64];
   snprintf(maps, sizeof maps, "/proc/%d/maps", pid);
   FILE *f = fopen(maps, "r");
   if (!f) return -1;
+  elf_maps_each_file(f, fn, arg);
+  fclose(f);
+  return 0;
+}
+
+void elf_maps_each_file(FILE *f, bool (*fn)(const char *path, void *arg),
+                        void *arg) {
+  char line[PATH_MAX + 256], last[PATH_MAX + 256] = "";
   while (fgets(line, sizeof line, f)) {
     /* address perms offset dev inode   pathname */
     char *path = strchr(line, '/');
@@ -119,8 +127,6 @@ int elf_each_mapped_file(int pid, bool (*fn)(const char *path, void *arg),
     snprintf(last, sizeof last, "%s", path);
     if (fn(path, arg)) break;
   }
-  fclose(f);
-  return 0;
 }
 
 typedef struct MapsFind {

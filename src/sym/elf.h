@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 #include <libelf.h>
 
@@ -36,6 +37,12 @@ bool elf_find_in_maps(int pid, const char *name, char *out, size_t outlen);
  * once per file, until fn returns true. -1 if the maps cannot be read. */
 int elf_each_mapped_file(int pid, bool (*fn)(const char *path, void *arg),
                          void *arg);
+
+/* elf_each_mapped_file's reading of the maps text f: fn with each file
+ * named, once per file, until it returns true. Apart for the fuzzer
+ * (tests/fuzz/fuzz_maps.c). */
+void elf_maps_each_file(FILE *f, bool (*fn)(const char *path, void *arg),
+                        void *arg);
 
 /* Whether process pid sees another file system tree than loupe (another
  * mount namespace): its paths then resolve under /proc/PID/root. */
