@@ -197,10 +197,13 @@ static void format_timestamp(const char *fmt, uint64_t ns, char *buf,
     boot_to_wall = (real.tv_sec - boot.tv_sec) * 1000000000LL +
                    (real.tv_nsec - boot.tv_nsec);
   }
-  int64_t wall = boot_to_wall + (int64_t)ns;
-  time_t secs = (time_t)(wall / 1000000000LL);
+  /* any 64 bits a record holds: wrap rather than overflow */
+  int64_t wall = (int64_t)((uint64_t)boot_to_wall + ns);
+  int64_t frac = wall % 1000000000LL;
+  if (frac < 0) frac += 1000000000LL;
+  time_t secs = (time_t)((wall - frac) / 1000000000LL);
   char micros[8], expanded[512];
-  snprintf(micros, sizeof micros, "%06d", (int)(wall % 1000000000LL / 1000));
+  snprintf(micros, sizeof micros, "%06d", (int)(frac / 1000));
   size_t o = 0;
   for (const char *f = fmt; *f && o + 8 < sizeof expanded; f++) {
     if (f[0] == '%' && f[1] == 'f') {
@@ -216,8 +219,8 @@ static void format_timestamp(const char *fmt, uint64_t ns, char *buf,
   }
   expanded[o] = '\0';
   struct tm tm;
-  localtime_r(&secs, &tm);
-  if (strftime(buf, len, expanded, &tm) == 0) buf[0] = '\0';
+  if (!localtime_r(&secs, &tm) || strftime(buf, len, expanded, &tm) == 0)
+    buf[0] = '\0';   /* a year out of range, or nothing to show */
 }
 
 /* Literal text between conversions goes through C's printf in bpftrace, so
