@@ -2,8 +2,9 @@
 # probes_uprobe_dwarf_lies_target.c so that its .debug_info lies: every
 # typedef, and every pointer type that points to a pointer type, names
 # itself as its type; member `far` is at offset 0x40000000 and member
-# `beyond` at 6. The DIE references gcc writes as numbers become labels,
-# so that the member offsets can grow to 4 bytes each.
+# `beyond` at 6; every array has 0x80000000 elements (an int of them
+# overflows an int of bytes). The DIE references gcc writes as numbers become labels,
+# so that the member offsets and array bounds can grow to 4 bytes each.
 # Run as: awk -f dwarf_lies.awk t.s t.s > lies.s (two passes).
 function die_of(line) {
   if (!match(line, /\(DIE \(0x[0-9a-f]+\) DW_TAG_[a-z_]+\)/)) return ""
@@ -35,7 +36,8 @@ in_info && /^\t\.section/ { print ".Ldebug_info_end:"; in_info = 0 }
   print "\t.long\t.Ldie" target " - .Ldebug_info0"; next
 }
 form_next { print "\t.uleb128 0x6\t# (DW_FORM_data4)"; form_next = 0; next }
-/# \(DW_AT_data_member_location\)/ { form_next = 1 }
+/# \(DW_AT_(data_member_location|upper_bound)\)/ { form_next = 1 }
+/# DW_AT_upper_bound$/ { print "\t.long\t0x7fffffff"; next }
 /# DW_AT_data_member_location$/ {
   at = $2
   if (name ~ /"far/) at = "0x40000000"
