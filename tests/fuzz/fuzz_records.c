@@ -7,12 +7,19 @@
  *
  * An input is a byte of options (bit 0: JSON), then records, each as a
  * little-endian 16-bit length and that many bytes. system() and cat()
- * records are skipped: they run a command or open a file by design.
+ * records are skipped: they run a command or open a file by design. As
+ * root, the script's maps are created in the kernel, emptied before each
+ * input, and records of kind PUT_ENTRY fill them, so that print(@m)
+ * records print whatever maps may hold (hist and stats buckets
+ * included).
  * With LOUPE_FUZZ_WRITE_SEEDS=DIR set, the harness writes seed inputs to
  * DIR instead (a record of each kind for each printf id and map, with a
  * payload of the size the program sends) and exits.
  * Findings: tests/fuzz/regressions/records/. */
 #include "compile.h"
+#include <bpf/bpf.h>
+#include <bpf/libbpf.h>
+
 #include "codegen/program.h"
 #include "fuzz_util.h"
 #include "lang/ctype.h"
@@ -63,6 +70,56 @@ static Compiled *compiled(void) {
   return &c;
 }
 
+/* ---- the script's maps, in the kernel, filled by the input ------------ */
+
+/* A record of this kind (no EventKind is 0) puts an entry into map
+ * `index`: its key's bytes, then its value's (each CPU's for a per-CPU
+ * map); print(@m) records then read and print what the map holds. */
+#define PUT_ENTRY 0
+
+static bool maps_tried, maps_made;   /* made: as root, with BPF */
+
+static void make_maps(Compiled *c) {
+  maps_tried = maps_made = true;
+  for (int i = 0; i < c->nmaps; i++) {
+    MapSym *m = c->maps[i];
+    m->fd = bpf_map_create(m->bpf_type, NULL, m->key_size, m->value_size,
+                           m->max_entries, NULL);
+    if (m->fd < 0) maps_made = false;
+  }
+}
+
+static int map_ncpus(const MapSym *m) {
+  return map_is_percpu(m) ? libbpf_num_possible_cpus() : 1;
+}
+
+/* Each map as the programs leave it at their start: hashes empty, arrays
+ * zero. */
+static void empty_maps(const Compiled *c) {
+  static uint8_t next[4096], zero[1 << 16];
+  for (int i = 0; i < c->nmaps; i++) {
+    const MapSym *m = c->maps[i];
+    if (m->bpf_type == BPF_MAP_TYPE_ARRAY ||
+        m->bpf_type == BPF_MAP_TYPE_PERCPU_ARRAY) {
+      size_t vsize = (size_t)(m->value_size + 7) / 8 * 8 * map_ncpus(m);
+      for (uint32_t k = 0; k < m->max_entries && k < 64; k++)
+        if (vsize <= sizeof zero) bpf_map_update_elem(m->fd, &k, zero, 0);
+      continue;
+    }
+    while (bpf_map_get_next_key(m->fd, NULL, next) == 0 &&
+           bpf_map_delete_elem(m->fd, next) == 0) {}
+  }
+}
+
+static void put_entry(const Compiled *c, uint32_t index, const uint8_t *p,
+                      size_t size) {
+  if (index >= (uint32_t)c->nmaps) return;
+  const MapSym *m = c->maps[index];
+  size_t vsize = (size_t)(m->value_size + 7) / 8 * 8 * map_ncpus(m);
+  if (size < (size_t)m->key_size + vsize) return;
+  bpf_map_update_elem(m->fd, p, p + m->key_size, 0);
+}
+
 static void put_record(FILE *f, uint32_t kind, uint32_t index, int size) {
   EventHeader h = {kind, index};
   uint16_t len = (uint16_t)(sizeof h + (size_t)size);
@@ -89,6 +146,9 @@ static void write_seeds(const char *dir, const Compiled *c) {
   if (!f) abort();
   fputc(0, f);
   for (int i = 0; i < c->nmaps; i++) {
+    const MapSym *m = c->maps[i];
+    int vsize = (m->value_size + 7) / 8 * 8 * map_ncpus(m);
+    put_record(f, PUT_ENTRY, (uint32_t)i, m->key_size + vsize);
     put_record(f, EV_PRINT_MAP, (uint32_t)i, 16);
     put_record(f, EV_CLEAR_MAP, (uint32_t)i, 0);
     put_record(f, EV_ZERO_MAP, (uint32_t)i, 0);
@@ -108,6 +168,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     _exit(0);   /* not exit: libFuzzer takes that for a crash */
   }
   if (size < 1 || size > 1 << 16) return 0;
+  if (!maps_tried) make_maps(c);
+  if (maps_made) empty_maps(c);
   int format = data[0] & 1 ? OUT_JSON : OUT_TEXT;
   int exit_seen = 0;
   for (size_t at = 1; at + 2 <= size;) {
@@ -122,7 +184,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     at += len;
     EventHeader h = {0};
     if (len >= sizeof h) memcpy(&h, rec, sizeof h);
-    if (h.kind != EV_SYSTEM && h.kind != EV_CAT)
+    if (h.kind == PUT_ENTRY && len >= sizeof h && maps_made)
+      put_entry(c, h.index, rec + sizeof h, len - sizeof h);
+    else if (h.kind != EV_SYSTEM && h.kind != EV_CAT)
       run_handle_record(c, fuzz_devnull(), format, &exit_seen, rec, len);
     free(rec);
   }
