@@ -110,12 +110,15 @@ build/fuzz/%.o: src/%.c
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_FLAGS) -c -o $@ $<
 
-build/fuzz/fuzz_compile: tests/fuzz/fuzz_compile.c $(FUZZ_OBJS)
-	$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $^ $(LDLIBS)
+# One harness per tests/fuzz/fuzz_NAME.c (tests/fuzz/run.sh says which
+# input each takes).
+FUZZERS := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c))
+build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) $(FUZZ_OBJS)
+	$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
-# make fuzz [FUZZ_SECONDS=N]: a fuzzing run from the seed corpus.
+# make fuzz [FUZZ_SECONDS=N]: a fuzzing run of each harness from its seeds.
 FUZZ_SECONDS ?= 60
-fuzz: build/fuzz/fuzz_compile
+fuzz: $(FUZZERS)
 	tests/fuzz/run.sh $(FUZZ_SECONDS)
 
 .PHONY: all static asan unit unit-bins check clean deps test-deps demo fuzz

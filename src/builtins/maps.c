@@ -259,7 +259,8 @@ static void on_print_value(const EventCtx *e, uint32_t index,
                            const uint8_t *payload, size_t size) {
   if (index >= (uint32_t)e->c->nprintfs) return;
   const PrintfDef *p = &e->c->printfs[index];
-  if (size < (size_t)p->size) return;
+  /* print()'s definitions alone hold one value and no format */
+  if (size < (size_t)p->size || p->fmt || p->nargs != 1) return;
   bool json = e->format == OUT_JSON;
   if (json) fputs("{\"type\": \"value\", \"data\": ", e->out);
   print_value(&p->args[0].type, payload, p->size, json, e->out);

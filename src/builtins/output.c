@@ -538,9 +538,17 @@ static const PrintfDef *record_printf(const Compiled *c, uint32_t index,
   return &c->printfs[index];
 }
 
+/* record_printf's definition if it has a format to fill in (print()'s
+ * have none): what a record of printf, system, cat or errorf must name. */
+static const PrintfDef *record_format(const Compiled *c, uint32_t index,
+                                      size_t payload_size) {
+  const PrintfDef *p = record_printf(c, index, payload_size);
+  return p && p->fmt ? p : NULL;
+}
+
 static void on_printf(const EventCtx *e, uint32_t index,
                       const uint8_t *payload, size_t size) {
-  const PrintfDef *p = record_printf(e->c, index, size);
+  const PrintfDef *p = record_format(e->c, index, size);
   if (p) handle_printf(p, payload, e->format, e->out);
 }
 
@@ -552,13 +560,13 @@ static void on_time(const EventCtx *e, uint32_t index,
 
 static void on_system(const EventCtx *e, uint32_t index,
                       const uint8_t *payload, size_t size) {
-  const PrintfDef *p = record_printf(e->c, index, size);
+  const PrintfDef *p = record_format(e->c, index, size);
   if (p) handle_system(p, payload, e->format, e->out);
 }
 
 static void on_cat(const EventCtx *e, uint32_t index, const uint8_t *payload,
                    size_t size) {
-  const PrintfDef *p = record_printf(e->c, index, size);
+  const PrintfDef *p = record_format(e->c, index, size);
   if (p) handle_cat(p, payload, e->format, e->c->max_cat_bytes, e->out);
 }
 
@@ -572,7 +580,7 @@ static void on_join(const EventCtx *e, uint32_t index,
  * stdout is flushed first so that the two stay in order on a terminal. */
 static void on_errorf(const EventCtx *e, uint32_t index,
                       const uint8_t *payload, size_t size) {
-  const PrintfDef *p = record_printf(e->c, index, size);
+  const PrintfDef *p = record_format(e->c, index, size);
   if (!p) return;
   if (p->once && e->c->warn_repeats && e->c->warn_repeats[index]++ > 0)
     return;

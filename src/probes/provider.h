@@ -103,6 +103,12 @@ const char *tracefs_dir(void);
 /* Parsed format of category:event, cached; NULL if it does not exist. */
 TpFormat *tp_format(const char *category, const char *event);
 const TpField *tp_field(const TpFormat *f, const char *name);
+/* The fields and id of a format file's text (tracefs'
+ * events/CATEGORY/EVENT/format), and the cache tp_format reads first:
+ * apart for the fuzzer (tests/fuzz/fuzz_tp_format.c). */
+TpFormat *tp_format_parse(FILE *f);
+void tp_format_remember(const char *category, const char *event,
+                        TpFormat *fmt);
 
 /* Glob match with '*' and '?' as bpftrace's wildcards. */
 bool glob_match(const char *pattern, const char *s);

@@ -139,7 +139,7 @@ static bool parse_field_line(const char *line, TpField *fld) {
   return true;
 }
 
-static TpFormat *parse_format_file(FILE *f) {
+TpFormat *tp_format_parse(FILE *f) {
   TpFormat *fmt = calloc(1, sizeof *fmt);
   int cap = 0;
   char line[4096];
@@ -213,16 +213,21 @@ TpFormat *tp_format(const char *category, const char *event) {
   snprintf(path, sizeof path, "%s/events/%s/%s/format", dir, category, event);
   FILE *f = fopen(path, "r");
   if (!f) return NULL;
-  TpFormat *fmt = parse_format_file(f);
+  TpFormat *fmt = tp_format_parse(f);
   fclose(f);
   if (!strcmp(category, "syscalls")) syscall_arg_signs(fmt);
+  tp_format_remember(category, event, fmt);
+  return fmt;
+}
+
+void tp_format_remember(const char *category, const char *event,
+                        TpFormat *fmt) {
   FormatCache *c = calloc(1, sizeof *c);
   c->category = strdup(category);
   c->event = strdup(event);
   c->format = fmt;
   c->next = format_cache;
   format_cache = c;
-  return fmt;
 }
 
 const TpField *tp_field(const TpFormat *f, const char *name) {

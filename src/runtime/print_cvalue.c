@@ -15,7 +15,9 @@ static uint64_t load(const uint8_t *p, int size) {
 }
 
 static void put_number(uint64_t v, int bits, bool is_signed, FILE *out) {
-  if (bits < 64) {
+  if (bits <= 0) {
+    v = 0;   /* an integer of no bytes, as only lying DWARF describes */
+  } else if (bits < 64) {
     v &= (UINT64_C(1) << bits) - 1;
     if (is_signed && v >> (bits - 1)) v |= ~UINT64_C(0) << bits;
   }
@@ -91,7 +93,8 @@ static void put_cval(const CType *ct, const uint8_t *p, bool json,
       fputs(p[0] ? "true" : "false", out);
       break;
     }
-    put_number(load(p, ct->size), ct->size * 8, ct->is_signed, out);
+    put_number(load(p, ct->size), ct->size >= 8 ? 64 : ct->size * 8,
+               ct->is_signed, out);
     break;
   case C_PTR:
     fprintf(out, json ? "%" PRIu64 : "0x%" PRIx64, load(p, 8));

@@ -48,7 +48,9 @@ static void text_add(const char *fmt, ...) {
   va_list ap;
   for (;;) {
     va_start(ap, fmt);
-    int n = vsnprintf(text + text_len, text_cap - text_len, fmt, ap);
+    /* no arithmetic on the NULL of a text not yet allocated */
+    int n = vsnprintf(text ? text + text_len : NULL, text_cap - text_len,
+                      fmt, ap);
     va_end(ap);
     if (n < 0) return;
     if ((size_t)n < text_cap - text_len) {

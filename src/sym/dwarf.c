@@ -174,6 +174,28 @@ bool dwinfo_available(const char *path) {
   return binary_dwarf(binary_named(path, true)) != NULL;
 }
 
+void dwinfo_forget_binaries(void) {
+  while (binaries) {
+    DwBinary *b = binaries;
+    binaries = b->next;
+    for (int i = 0; i < b->nfuncs; i++) {
+      DwFunc *f = &b->funcs[i];
+      for (int k = 0; k < f->nparams; k++) {
+        free(f->params[k].name);
+        free(f->params[k].type_text);
+      }
+      free(f->params);
+      free(f->left_out);
+      free(f->name);
+    }
+    free(b->funcs);
+    if (b->dwfl) dwfl_end(b->dwfl);
+    free(b->path);
+    free(b);
+  }
+  dwinfo_types_forget();
+}
+
 /* ---- named types -------------------------------------------------------- */
 
 typedef struct NameQuery {
@@ -376,7 +398,7 @@ static void build_args(DwFunc *f) {
       f->left_out[f->nleft_out++] = p->name;
       continue;
     }
-    fields[n].name = p->name;
+    fields[n].name = strdup(p->name);   /* outlives dwinfo_forget_binaries */
     fields[n].type = p->type;
     fields[n].offset = used * 8;
     n++;

@@ -62,4 +62,9 @@ bool dwinfo_line_offset(const char *path, const char *file, int line,
                         uint64_t *offset, const char **func, char *err,
                         size_t errlen);
 
+/* Forgets every binary noted and read, closing their files; the types
+ * made of them stay valid. For the fuzzer (tests/fuzz/fuzz_elf.c), which
+ * reads a new file under the same name for each input. */
+void dwinfo_forget_binaries(void);
+
 #endif

@@ -9,6 +9,8 @@
 
 /* The C type of a type DIE (NULL: void), converted once and cached. */
 const CType *dwinfo_type_of_die(Dwarf_Die *die);
+/* Forgets every DIE converted (dwinfo_forget_binaries). */
+void dwinfo_types_forget(void);
 /* The type text of a type DIE (NULL: void) as bpftrace lists it. */
 void dwinfo_type_text(Dwarf_Die *die, char *buf, size_t len);
 /* The DIE a DIE's DW_AT_type names (through abstract origins); false for

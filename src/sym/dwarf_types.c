@@ -90,7 +90,8 @@ static const CType *base_type(Dwarf_Die *die) {
     break;
   case DW_ATE_float:
   case DW_ATE_complex_float:
-    return ctype_new(C_FLOAT, name, size, size);
+    return ctype_new(C_FLOAT, name, size > 0 ? size : 0,
+                     size >= 16 ? 16 : size > 0 ? size : 1);
   default:
     break;
   }
@@ -103,19 +104,47 @@ static const CType *base_type(Dwarf_Die *die) {
   return t;
 }
 
-/* Where a member starts, in bits from the start of its record. */
-static int member_bit_offset(Dwarf_Die *m, const CType *type, int *bits) {
+/* Where a member starts, in bits from the start of its record (64 bits
+ * wide, so that no offset a file claims overflows), and its width in bits
+ * if it is a bitfield (else 0). */
+static Dwarf_Word member_bit_offset(Dwarf_Die *m, const CType *type,
+                                    Dwarf_Word *bits) {
   Dwarf_Word loc = 0, v;
   uattr(m, DW_AT_data_member_location, &loc);
-  *bits = uattr(m, DW_AT_bit_size, &v) ? (int)v : 0;
-  if (!*bits) return (int)loc * 8;
-  if (uattr(m, DW_AT_data_bit_offset, &v)) return (int)v;
+  *bits = uattr(m, DW_AT_bit_size, &v) ? v : 0;
+  if (loc > UINT32_MAX) return UINT64_MAX;   /* past any record */
+  if (!*bits) return loc * 8;
+  if (uattr(m, DW_AT_data_bit_offset, &v)) return v;
   /* DWARF 2/3: DW_AT_bit_offset counts from the most significant bit of
    * a storage unit of DW_AT_byte_size (or the type's size) bytes */
-  Dwarf_Word unit = type->size, from_msb = 0;
+  Dwarf_Word unit = (Dwarf_Word)type->size, from_msb = 0;
   uattr(m, DW_AT_byte_size, &unit);
   uattr(m, DW_AT_bit_offset, &from_msb);
-  return (int)(loc * 8 + unit * 8 - from_msb - (Dwarf_Word)*bits);
+  if (unit > UINT32_MAX || from_msb + *bits > unit * 8) return UINT64_MAX;
+  return loc * 8 + unit * 8 - from_msb - *bits;
+}
+
+/* Places member f of a record of rec_size bytes at bitoff (bits bits
+ * wide, 0: not a bitfield); false if it does not lie wholly inside the
+ * record, as only a lying file says: printing a value reads each member
+ * from the record's own bytes. */
+static bool place_member(CField *f, Dwarf_Word bitoff, Dwarf_Word bits,
+                         int rec_size) {
+  Dwarf_Word end_bits = (Dwarf_Word)rec_size * 8;
+  if (bitoff > end_bits) return false;
+  if (!bits) {
+    if (bitoff % 8 || (Dwarf_Word)f->type->size > end_bits / 8 - bitoff / 8)
+      return false;
+    f->offset = (int)(bitoff / 8);
+    return true;
+  }
+  /* a bitfield is read as an integer of its type's size */
+  if ((f->type->kind != C_INT && f->type->kind != C_ENUM) ||
+      f->type->size < 1 || f->type->size > 8 ||
+      bits > (Dwarf_Word)f->type->size * 8 || bits > end_bits - bitoff)
+    return false;
+  ctype_place_bitfield(f, (int)bitoff, (int)bits);
+  return f->offset + f->type->size <= rec_size;
 }
 
 static void record_members(Dwarf_Die *die, CType *t) {
@@ -129,15 +158,14 @@ static void record_members(Dwarf_Die *die, CType *t) {
   int k = 0;
   if (n && dwarf_child(die, &child) == 0) do {
       if (dwarf_tag(&child) != DW_TAG_member) continue;
-      CField *f = &fields[k++];
+      CField *f = &fields[k];
+      memset(f, 0, sizeof *f);
+      f->type = type_of_member(&child);
+      Dwarf_Word bits, bitoff = member_bit_offset(&child, f->type, &bits);
+      if (!place_member(f, bitoff, bits, t->size)) continue;
       const char *name = dwarf_diename(&child);
       f->name = name ? strdup(name) : NULL;
-      f->type = type_of_member(&child);
-      int bits, bitoff = member_bit_offset(&child, f->type, &bits);
-      if (bits)
-        ctype_place_bitfield(f, bitoff, bits);
-      else
-        f->offset = bitoff / 8;
+      k++;
       if (f->type->align > align) align = f->type->align;
     } while (dwarf_siblingof(&child, &child) == 0);
   t->align = align;
@@ -192,7 +220,9 @@ static const CType *enum_type(Dwarf_Die *die) {
   return t;
 }
 
-/* T name[a][b]: an array of a arrays of b Ts, from the subranges. */
+/* T name[a][b]: an array of a arrays of b Ts, from the subranges. A
+ * bound whose array would not fit in an int of bytes (only a lying file
+ * has one) makes an array of unknown size, as `T name[]`. */
 static const CType *array_type(Dwarf_Die *die) {
   const CType *elem = type_of_member(die);
   int dims[8], ndims = 0;
@@ -203,14 +233,16 @@ static const CType *array_type(Dwarf_Die *die) {
       if (!uattr(&child, DW_AT_count, &count) &&
           uattr(&child, DW_AT_upper_bound, &upper))
         count = upper + 1;
-      dims[ndims++] = (int)count;
+      dims[ndims++] = count > INT32_MAX ? 0 : (int)count;
     } while (dwarf_siblingof(&child, &child) == 0);
   if (ndims == 0) dims[ndims++] = 0;
   const CType *t = elem;
   for (int i = ndims - 1; i >= 0; i--) {
-    CType *arr = ctype_new(C_ARRAY, NULL, t->size * dims[i], t->align);
+    int64_t size = (int64_t)(t->size > 0 ? t->size : 0) * dims[i];
+    int nelems = size > INT32_MAX ? 0 : dims[i];
+    CType *arr = ctype_new(C_ARRAY, NULL, nelems ? (int)size : 0, t->align);
     arr->target = t;
-    arr->nelems = dims[i];
+    arr->nelems = nelems;
     t = arr;
   }
   return t;
@@ -244,14 +276,57 @@ static const CType *convert(Dwarf_Die *die) {
   }
 }
 
+/* The DIEs being converted, outermost first. Records are remembered
+ * before their members, so a struct that points to itself terminates,
+ * through a pointer DIE that the members may share with the outside. A
+ * typedef, qualifier, pointer or array that refers to itself with no
+ * record in between, as only a lying file has, is void where it comes
+ * round again. And the nesting is bounded, so that no chain of types
+ * exhausts the stack: beyond it a type is void. */
+#define MAX_NESTING 1024
+static struct {
+  Dwarf *dbg;
+  Dwarf_Off off;
+  bool is_record;
+} converting[MAX_NESTING];
+static int nconverting;
+
+static bool is_record_tag(int tag) {
+  return tag == DW_TAG_structure_type || tag == DW_TAG_class_type ||
+         tag == DW_TAG_union_type;
+}
+
+/* Whether converting the DIE would come round to itself. */
+static bool in_cycle(Dwarf *dbg, Dwarf_Off off) {
+  for (int i = nconverting - 1; i >= 0 && !converting[i].is_record; i--)
+    if (converting[i].off == off && converting[i].dbg == dbg) return true;
+  return false;
+}
+
 const CType *dwinfo_type_of_die(Dwarf_Die *die) {
   if (!die) return ctype_void();
   const CType *t = converted_before(die);
   if (t) return t;
+  Dwarf *dbg = dwarf_cu_getdwarf(die->cu);
+  Dwarf_Off off = dwarf_dieoffset(die);
+  if (nconverting == MAX_NESTING || in_cycle(dbg, off)) return ctype_void();
+  converting[nconverting].dbg = dbg;
+  converting[nconverting].off = off;
+  converting[nconverting++].is_record = is_record_tag(dwarf_tag(die));
   t = convert(die);
+  nconverting--;
   /* records remember themselves before their members */
   if (!converted_before(die)) remember(die, t);
   return t;
+}
+
+void dwinfo_types_forget(void) {
+  for (int i = 0; i < NBUCKETS; i++)
+    while (converted[i]) {
+      Converted *c = converted[i];
+      converted[i] = c->next;
+      free(c);
+    }
 }
 
 /* ---- type text --------------------------------------------------------- */

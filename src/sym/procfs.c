@@ -340,6 +340,14 @@ int procfs_each_mapped_file(int pid,
   snprintf(maps, sizeof maps, "/proc/%d/maps", pid);
   FILE *f = fopen(maps, "re");
   if (!f) return -1;
+  procfs_maps_each_file(f, pid, fn, arg);
+  fclose(f);
+  return 0;
+}
+
+void procfs_maps_each_file(FILE *f, int pid,
+                           bool (*fn)(const ProcMapping *m, void *arg),
+                           void *arg) {
   /* a path of PATH_MAX bytes or more is refused anyway: its line is read
    * to its end, never in pieces */
   char line[PATH_MAX + 256], last[PATH_MAX] = "";
@@ -355,8 +363,6 @@ int procfs_each_mapped_file(int pid,
     snprintf(last, sizeof last, "%s", m.path);
     if (fn(&m, arg)) break;
   }
-  fclose(f);
-  return 0;
 }
 
 /* A file kept already that a maps line names: the kernel shows one

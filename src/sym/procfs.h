@@ -12,6 +12,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <stdio.h>
 
 /* Opens path for reading as process pid sees it: inside /proc/PID/root,
  * its symlinks (absolute ones, "..") resolved there; pid <= 0 means
@@ -68,6 +69,12 @@ bool procfs_parse_maps_line(char *line, ProcMapping *m);
 int procfs_each_mapped_file(int pid,
                             bool (*fn)(const ProcMapping *m, void *arg),
                             void *arg);
+
+/* procfs_each_mapped_file's reading of maps text f (of process pid):
+ * apart for the fuzzer (tests/fuzz/fuzz_maps.c). */
+void procfs_maps_each_file(FILE *f, int pid,
+                           bool (*fn)(const ProcMapping *m, void *arg),
+                           void *arg);
 
 /* The file a mapping maps, opened and kept (procfs_keep): the mapped
  * object itself through /proc/PID/map_files/START-END, whatever its path

@@ -163,8 +163,11 @@ static bool find_symbol(SymIndex *ix, const char *name, size_t len,
 
 /* ---- argument specs -------------------------------------------------- */
 
-/* A signed number in C's decimal or hex form at *s. */
-static bool parse_number(const char **s, int64_t *v) {
+/* A number in C's decimal or hex form at *s: a negative one from
+ * INT64_MIN, a positive one up to INT64_MAX, or if `wide` up to
+ * UINT64_MAX (an unsigned constant or an address keeps its 64 bits in
+ * *v). */
+static bool parse_number(const char **s, int64_t *v, bool wide) {
   char *end;
   errno = 0;
   const char *p = *s;
@@ -172,10 +175,17 @@ static bool parse_number(const char **s, int64_t *v) {
   if (neg || *p == '+') p++;
   if (!isdigit((unsigned char)*p)) return false;
   uint64_t u = strtoull(p, &end, 0);
-  if (errno) return false;
-  *v = neg ? (int64_t)(0 - u) : (int64_t)u;
+  if (errno || (neg && u > (uint64_t)INT64_MAX + 1) ||
+      (!neg && !wide && u > INT64_MAX))
+    return false;
+  *v = (int64_t)(neg ? 0 - u : u);
   *s = end;
   return true;
+}
+
+/* What is at and after the start of a symbol's name in an operand. */
+static bool is_symbol_char(char c) {
+  return isalnum((unsigned char)c) || (c && strchr("_.$@", c));
 }
 
 /* The displacement before '(' or a bare address: a number, or a symbol
@@ -188,17 +198,18 @@ static const char *parse_disp(SymIndex *syms, uint64_t pc_vaddr,
   a->value = 0;
   if (isalpha((unsigned char)*p) || *p == '_' || *p == '.') {
     size_t len = 0;
-    while (isalnum((unsigned char)p[len]) || strchr("_.$@", p[len])) len++;
+    while (is_symbol_char(p[len])) len++;
     uint64_t addr;
     if (!find_symbol(syms, p, len, &addr))
       return "names a symbol the file lacks";
     p += len;
     int64_t off = 0;
-    if ((*p == '+' || *p == '-') && !parse_number(&p, &off))
+    if ((*p == '+' || *p == '-') && !parse_number(&p, &off, true))
       return "has a bad offset";
-    a->value = (int64_t)(addr - pc_vaddr) + off;
+    /* addresses wrap as the program's own arithmetic does */
+    a->value = (int64_t)(addr - pc_vaddr + (uint64_t)off);
     *is_symbol = true;
-  } else if (*p != '(' && !parse_number(&p, &a->value)) {
+  } else if (*p != '(' && !parse_number(&p, &a->value, true)) {
     return "has an operand loupe cannot read";
   }
   *s = p;
@@ -218,7 +229,7 @@ static const char *parse_mem_regs(const char **s, UsdtArg *a) {
     if (*p == ',') {
       int64_t scale;
       p++;
-      if (!parse_number(&p, &scale) ||
+      if (!parse_number(&p, &scale, false) ||
           (scale != 1 && scale != 2 && scale != 4 && scale != 8))
         return "has a bad scale";
       a->scale = (int)scale;
@@ -229,6 +240,10 @@ static const char *parse_mem_regs(const char **s, UsdtArg *a) {
   return NULL;
 }
 
+/* What separates arguments: isspace()'s characters, which parse_args
+ * skips between them. */
+#define SPEC_SPACE " \t\n\v\f\r"
+
 /* One "SIZE@OPERAND"; NULL, or what is wrong with it. */
 static const char *parse_arg(SymIndex *syms, uint64_t pc_vaddr,
                              const char **s, UsdtArg *a) {
@@ -238,11 +253,12 @@ static const char *parse_arg(SymIndex *syms, uint64_t pc_vaddr,
   a->index_reg = -1;
   a->scale = 1;
   const char *at = strchr(p, '@');
-  const char *space = p + strcspn(p, " \t");
+  const char *space = p + strcspn(p, SPEC_SPACE);
   if (at && at < space) {
     int64_t size;
-    if (!parse_number(&p, &size) || p != at) return "has a bad size";
+    if (!parse_number(&p, &size, false) || p != at) return "has a bad size";
     a->is_signed = size < 0;
+    if (size < -8 || size > 8) return "has a bad size";
     a->size = (int)(size < 0 ? -size : size);
     if (a->size != 1 && a->size != 2 && a->size != 4 && a->size != 8)
       return "has a bad size";
@@ -256,7 +272,8 @@ static const char *parse_arg(SymIndex *syms, uint64_t pc_vaddr,
   } else if (*p == '$') {
     p++;
     a->kind = USDT_ARG_CONST;
-    if (!parse_number(&p, &a->value)) why = "has a constant loupe cannot read";
+    if (!parse_number(&p, &a->value, true))
+      why = "has a constant loupe cannot read";
   } else {
     bool is_symbol;
     a->kind = USDT_ARG_MEM;
@@ -268,7 +285,7 @@ static const char *parse_arg(SymIndex *syms, uint64_t pc_vaddr,
     if (!why && a->reg < 0 && a->index_reg < 0) {
       /* an absolute address: as far from the probe as at link time */
       a->reg = PT_REGS_IP;
-      if (!is_symbol) a->value -= (int64_t)pc_vaddr;
+      if (!is_symbol) a->value = (int64_t)((uint64_t)a->value - pc_vaddr);
     } else if (!why && is_symbol && a->reg != PT_REGS_IP) {
       why = "adds a symbol to a register";
     }
@@ -291,7 +308,7 @@ static void parse_args(SymIndex *syms, uint64_t pc_vaddr, UsdtNote *n) {
     else
       why = parse_arg(syms, pc_vaddr, &p, &args[n->nargs]);
     if (why) {
-      size_t len = strcspn(start, " \t");
+      size_t len = strcspn(start, SPEC_SPACE);
       char buf[512];
       snprintf(buf, sizeof buf, "argument spec '%.*s' %s", (int)len, start,
                why);
@@ -370,6 +387,12 @@ static uint64_t stapsdt_base(Elf *e) {
       return sh.sh_addr;
   }
   return 0;
+}
+
+void stapsdt_parse_args(Elf *e, uint64_t pc_vaddr, UsdtNote *n) {
+  SymIndex syms = {.e = e};
+  parse_args(&syms, pc_vaddr, n);
+  free(syms.syms);
 }
 
 /* One note's descriptor: addresses (of the file's word size), then the

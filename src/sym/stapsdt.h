@@ -69,6 +69,13 @@ typedef struct UsdtNotes {
 int stapsdt_read(const char *path, UsdtNotes *out, char *err, size_t errlen);
 void stapsdt_free(UsdtNotes *notes);
 
+/* Parses n->args_text, the spec of a probe at address pc_vaddr in ELF
+ * file e (whose symbols sym(%rip) operands name), into n->args; the
+ * first problem goes to n->args_error (malloc'd). For stapsdt_read, and
+ * for the fuzzer (tests/fuzz/fuzz_usdt_args.c). */
+typedef struct Elf Elf;
+void stapsdt_parse_args(Elf *e, uint64_t pc_vaddr, UsdtNote *n);
+
 /* Whether two argument specs read the same thing; and an order of specs
  * (-1, 0, 1), 0 for the same. */
 bool usdt_arg_same(const UsdtArg *a, const UsdtArg *b);

@@ -236,9 +236,10 @@ void usyms_remember(int pid) {
   proc_session(p, true);
 }
 
+static char **added;   /* the paths of the probed binaries */
+static int nadded;
+
 void usyms_add_binary(const char *path) {
-  static char **added;
-  static int nadded;
   for (int i = 0; i < nadded; i++)
     if (!strcmp(added[i], path)) return;
   char **grown = realloc(added, sizeof(*added) * (nadded + 1));
@@ -540,4 +541,20 @@ bool usyms_offset_to_vaddr(const char *path, uint64_t offset,
   elf_end(e);
   close(fd);
   return ok;
+}
+
+void usyms_forget_binaries(void) {
+  if (binaries) dwfl_end(binaries);
+  binaries = NULL;
+  for (int i = 0; i < nadded; i++) free(added[i]);
+  free(added);
+  added = NULL;
+  nadded = 0;
+  /* the cache is keyed by names the sessions held */
+  for (size_t i = 0; i < demangled_cap; i++)
+    if (demangled_cache[i].plain != demangled_cache[i].mangled)
+      free((char *)demangled_cache[i].plain);
+  free(demangled_cache);
+  demangled_cache = NULL;
+  demangled_n = demangled_cap = 0;
 }

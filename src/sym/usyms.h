@@ -56,6 +56,11 @@ void usyms_remember(int pid);
 /* A binary the script probes, for processes loupe never saw alive. */
 void usyms_add_binary(const char *path);
 
+/* Forgets the probed binaries (usyms_add_binary), closing their files,
+ * and the names their symbols had. For the fuzzer (tests/fuzz/fuzz_elf.c),
+ * which reads a new file under the same name for each input. */
+void usyms_forget_binaries(void);
+
 /* The address and size of symbol `name` (a function or an object) in the
  * ELF file at path, as the file lays it out; *relocatable tells whether
  * the file is position-independent (a PIE or a library: a process adds

@@ -1597,6 +1597,34 @@ static void test_dispatch(void) {
   map_free(m);
 }
 
+/* A record naming a definition of another kind than its own (a printf
+ * record naming print()'s definition, which has no format; a print(value)
+ * record naming printf's) is ignored: it read a NULL format or a value
+ * bigger than the payload. */
+static void test_dispatch_mismatched_kinds(void) {
+  PrintfDef defs[2] = {{.nargs = 1, .size = 8},
+                       {.fmt = "a=%s b=%d\n", .nargs = 2, .size = 16}};
+  defs[0].args[0].type = ty_int(8, true);
+  defs[1].args[0].type = ty_str(64);
+  defs[1].args[1].type = ty_int(8, true);
+  Compiled c = {.printfs = defs, .nprintfs = 2};
+  Capture cap;
+  capture_open(&cap);
+  int exit_seen = 0;
+  Rec r;
+  static const uint32_t formatted[] = {EV_PRINTF, EV_ERRORF, EV_WARNF};
+  for (size_t i = 0; i < sizeof formatted / sizeof formatted[0]; i++) {
+    size_t n = rec_make(&r, formatted[i], 0, 1);
+    run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n + 8);
+  }
+  size_t n = rec_make(&r, EV_PRINT_VALUE, 1, 2);
+  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n + 8);
+  n = rec_make(&r, EV_PRINT_VALUE, 0, 3);
+  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
+  EXPECT_TEXT(capture_text(&cap), "3\n");
+  capture_free(&cap);
+}
+
 /* time(), join(), cat(), system() and JSON printf records.
  *   bpftrace --unsafe -e 'BEGIN { time("%Y|"); cat("/tmp/f");
  *     system("echo hi %d", 5); exit(); }'  ->  "2026|" "line1\nline2" "hi 5\n"
@@ -1867,6 +1895,7 @@ int main(void) {
   test_dispatch_builtins();
   test_dispatch_print_top_div();
   test_dispatch();
+  test_dispatch_mismatched_kinds();
   test_run_script_begin_end();
   printf("test_print: %d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
