@@ -134,7 +134,7 @@ static void sym_index_build(SymIndex *ix) {
       ix->n++;
     }
   }
-  qsort(ix->syms, ix->n, sizeof *ix->syms, sym_entry_cmp);
+  if (ix->n > 1) qsort(ix->syms, ix->n, sizeof *ix->syms, sym_entry_cmp);
 }
 
 /* strcmp of s against name[0..len). */
