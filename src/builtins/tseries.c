@@ -274,19 +274,34 @@ typedef struct Point {
 /* The intervals of the window that one entry prints: from its first
  * interval holding a value to the latest of the map (at most
  * tseries_intervals of them). Returns how many (0: nothing to show). */
+/* a / b for any 64 bits a map holds: no trap on INT64_MIN / -1, and a
+ * divisor of 0 divides by 1 */
+static int64_t quotient(int64_t a, int64_t b) {
+  if (b == 0 || b == 1) return a;
+  if (b == -1) return (int64_t)(0 - (uint64_t)a);
+  return a / b;
+}
+
+static int64_t quotient_by_count(int64_t a, uint64_t count) {
+  return count > INT64_MAX ? 0 : quotient(a, (int64_t)count);
+}
+
 static int window(const MapSym *m, const uint8_t *val, int64_t div,
                   Point *pts) {
   if (!latest.any) return 0;
   int n = m->tseries_intervals, np = 0;
   uint64_t start = latest.epoch >= (uint64_t)n - 1 ? latest.epoch - (n - 1)
                                                    : 0;
-  for (uint64_t e = start; e <= latest.epoch; e++) {
+  /* counted, not up to latest.epoch: that may be UINT64_MAX */
+  for (int k = 0; k < n && start + (uint64_t)k <= latest.epoch; k++) {
+    uint64_t e = start + (uint64_t)k;
     Slot s = slot_at(val + (e % n) * SLOT_BYTES);
     bool present = s.count && s.epoch == e;
     if (!present && np == 0) continue;
     int64_t v = s.value;
-    if (present && m->tseries_agg == TS_AVG) v /= (int64_t)s.count;
-    pts[np++] = (Point){e, present, v / div};
+    if (present && m->tseries_agg == TS_AVG)
+      v = quotient_by_count(v, s.count);
+    pts[np++] = (Point){e, present, quotient(v, div)};
   }
   return np;
 }
