@@ -472,6 +472,17 @@ static bool probe_has_usdt(const Probe *p) {
   return false;
 }
 
+/* Whether n, which reads the probe's context, is in the probe's own
+ * frame: a for loop over a map runs its body as a function of its own,
+ * which has no context. */
+static bool in_probe_frame(Checker *c, Node *n) {
+  if (c->frame == 0) return true;
+  error_at(c, n->span, "%s can not be used inside a for loop over a map "
+           "(its body runs as a separate function); copy it into a "
+           "variable first", n->name);
+  return false;
+}
+
 /* argN of a usdt probe: where its note says (probes/usdt_args.c), which
  * differs from probe to probe, so each target gets its own program. */
 static void check_usdt_arg(Checker *c, Node *n) {
@@ -482,12 +493,7 @@ static void check_usdt_arg(Checker *c, Node *n) {
                "and %s attach points", n->name, ap->provider);
       return;
     }
-  if (c->frame != 0) {
-    error_at(c, n->span, "%s can not be used inside a for loop over a map "
-             "(its body runs as a separate function); copy it into a "
-             "variable first", n->name);
-    return;
-  }
+  if (!in_probe_frame(c, n)) return;
   if (!usdt_arg_usable(c->probe, atoi(n->name + 3), msg, sizeof msg)) {
     error_at(c, n->span, "%s", msg);
     return;
@@ -542,12 +548,7 @@ static void check_register(Checker *c, Node *n) {
         return;
       }
   }
-  if (c->frame != 0) {
-    error_at(c, n->span, "%s can not be used inside a for loop over a map "
-             "(its body runs as a separate function); copy it into a "
-             "variable first", s);
-    return;
-  }
+  if (!in_probe_frame(c, n)) return;
   if (!is_retval && probe_is_rawtracepoint(c->probe) &&
       !rawtp_arg_exists(c, n))
     return;
@@ -776,12 +777,7 @@ static void check_stack_arg(Checker *c, Node *n) {
              "'uprobes' probes", n->name);
     return;
   }
-  if (c->frame != 0) {
-    error_at(c, n->span, "%s can not be used inside a for loop over a map "
-             "(its body runs as a separate function); copy it into a "
-             "variable first", n->name);
-    return;
-  }
+  if (!in_probe_frame(c, n)) return;
   c->probe->uses_ctx = true;
   n->ival = index;
   n->type = ty_int(8, false);
