@@ -225,8 +225,9 @@ static const AggOps stats_ops = {
     .print_value = print_stats, .json_type = "stats",
     .blank_line_after = true, .ignores_top = true};
 
-#define AGG(name, min, check, ops) \
-  {name, BI_CALL, min, -1, false, check, NULL, NULL, NULL, &ops, 0, NULL}
+#define AGG(name_, min, check_, ops)                                     \
+  {.name = name_, .form = BI_CALL, .min_args = min, .max_args = -1,       \
+   .check = check_, .agg = &ops}
 
 const Builtin builtins_aggregation[] = {
     AGG("count", 0, check_count, count_ops),

@@ -915,12 +915,11 @@ static int emit_ctx_word(Gen *g, Node *n) {
   return r;
 }
 
-#define WORD(name, check, emit_int) \
-  {name, BI_WORD, 0, 0, false, check, emit_int, NULL, NULL, NULL, 0, NULL}
-#define STRING_WORD(name, check, emit_buf) \
-  {name, BI_WORD, 0, 0, false, check, NULL, emit_buf, NULL, NULL, 0, NULL}
-#define NOT_YET(name) \
-  {name, BI_WORD, 0, 0, false, NULL, NULL, NULL, NULL, NULL, 0, NULL}
+#define WORD(name_, check_, emit)                                        \
+  {.name = name_, .form = BI_WORD, .check = check_, .emit_int = emit}
+#define STRING_WORD(name_, check_, emit)                                 \
+  {.name = name_, .form = BI_WORD, .check = check_, .emit_buf = emit}
+#define NOT_YET(name_) {.name = name_, .form = BI_WORD}
 
 const Builtin builtins_context[] = {
     WORD("pid", check_u32, emit_pid),
@@ -941,8 +940,8 @@ const Builtin builtins_context[] = {
     WORD("cpid", check_cpid, NULL),   /* folded to its value by check */
     WORD("ncpus", check_ncpus, NULL), /* likewise */
     WORD("config", check_config, NULL),   /* a record of literals */
-    {"config", BI_CALL, 0, 0, true, check_config, NULL, NULL, NULL, NULL, 0,
-     NULL},
+    {.name = "config", .form = BI_CALL, .min_args = 0, .max_args = 0,
+     .has_value = true, .check = check_config},
     WORD("true", check_true, NULL),
     WORD("false", check_false, NULL),
     STRING_WORD("comm", check_comm, emit_comm),
@@ -965,54 +964,54 @@ const Builtin builtins_context[] = {
     WORD("arg11", check_register, emit_register),
     WORD("retval", check_register, emit_register),
     /* the forms with an argument; without one, any word can be called */
-    {"nsecs", BI_CALL, 0, 1, true, check_nsecs_call, emit_nsecs, NULL, NULL,
-     NULL, 0, NULL},
-    {"pid", BI_CALL, 0, 1, true, check_task_id_call, emit_pid, NULL, NULL,
-     NULL, 0, NULL},
-    {"tid", BI_CALL, 0, 1, true, check_task_id_call, emit_tid, NULL, NULL,
-     NULL, 0, NULL},
-    {"ppid", BI_CALL, 0, 1, true, check_ppid, NULL, NULL, NULL, NULL, 0,
-     NULL},
-    {"comm", BI_CALL, 0, 1, true, check_comm_call, NULL, emit_comm_call,
-     NULL, NULL, 0, NULL},
-    {"pcomm", BI_CALL, 0, 1, true, check_pcomm, NULL, NULL, NULL, NULL, 0,
-     NULL},
+    {.name = "nsecs", .form = BI_CALL, .min_args = 0, .max_args = 1,
+     .has_value = true, .check = check_nsecs_call, .emit_int = emit_nsecs},
+    {.name = "pid", .form = BI_CALL, .min_args = 0, .max_args = 1,
+     .has_value = true, .check = check_task_id_call, .emit_int = emit_pid},
+    {.name = "tid", .form = BI_CALL, .min_args = 0, .max_args = 1,
+     .has_value = true, .check = check_task_id_call, .emit_int = emit_tid},
+    {.name = "ppid", .form = BI_CALL, .min_args = 0, .max_args = 1,
+     .has_value = true, .check = check_ppid},
+    {.name = "comm", .form = BI_CALL, .min_args = 0, .max_args = 1,
+     .has_value = true, .check = check_comm_call, .emit_buf = emit_comm_call},
+    {.name = "pcomm", .form = BI_CALL, .min_args = 0, .max_args = 1,
+     .has_value = true, .check = check_pcomm},
     WORD("ppid", check_ppid, NULL),   /* rewritten by check into fields */
     STRING_WORD("pcomm", check_pcomm, NULL),
-    {"leader_comm", BI_CALL, 0, 1, true, check_leader_comm, NULL, NULL, NULL,
-     NULL, 0, NULL},
+    {.name = "leader_comm", .form = BI_CALL, .min_args = 0, .max_args = 1,
+     .has_value = true, .check = check_leader_comm},
     STRING_WORD("leader_comm", check_leader_comm, NULL),
-    {"leader_tid", BI_CALL, 0, 1, true, check_leader_tid, NULL, NULL, NULL,
-     NULL, 0, NULL},
+    {.name = "leader_tid", .form = BI_CALL, .min_args = 0, .max_args = 1,
+     .has_value = true, .check = check_leader_tid},
     WORD("leader_tid", check_leader_tid, NULL),
-    {"has_cpid", BI_CALL, 0, 0, true, check_has_cpid, NULL, NULL, NULL, NULL,
-     0, NULL},
+    {.name = "has_cpid", .form = BI_CALL, .min_args = 0, .max_args = 0,
+     .has_value = true, .check = check_has_cpid},
     WORD("has_cpid", check_has_cpid, NULL),
-    {"is_integer", BI_CALL, 1, 1, true, check_type_predicate, NULL, NULL,
-     NULL, NULL, 0, NULL},
-    {"is_unsigned_integer", BI_CALL, 1, 1, true, check_type_predicate, NULL,
-     NULL, NULL, NULL, 0, NULL},
-    {"is_ptr", BI_CALL, 1, 1, true, check_type_predicate, NULL, NULL, NULL,
-     NULL, 0, NULL},
-    {"is_str", BI_CALL, 1, 1, true, check_type_predicate, NULL, NULL, NULL,
-     NULL, 0, NULL},
-    {"is_array", BI_CALL, 1, 1, true, check_type_predicate, NULL, NULL, NULL,
-     NULL, 0, NULL},
-    {"is_literal", BI_CALL, 1, 1, true, check_type_predicate, NULL, NULL,
-     NULL, NULL, 0, NULL},
-    {"static_assert", BI_CALL, 2, 2, false, check_static_assert, NULL, NULL,
-     emit_static_assert, NULL, 0, NULL},
-    {"strcap", BI_CALL, 1, 1, true, check_strcap, NULL, NULL, NULL, NULL, 0,
-     NULL},
-    {"assert_str", BI_CALL, 1, 1, false, check_assert_str, NULL, NULL,
-     emit_nothing, NULL, 0, NULL},
-    {"default_str_length", BI_CALL, 0, 0, true, check_default_str_length,
-     NULL, NULL, NULL, NULL, 0, NULL},
+    {.name = "is_integer", .form = BI_CALL, .min_args = 1, .max_args = 1,
+     .has_value = true, .check = check_type_predicate},
+    {.name = "is_unsigned_integer", .form = BI_CALL, .min_args = 1,
+     .max_args = 1, .has_value = true, .check = check_type_predicate},
+    {.name = "is_ptr", .form = BI_CALL, .min_args = 1, .max_args = 1,
+     .has_value = true, .check = check_type_predicate},
+    {.name = "is_str", .form = BI_CALL, .min_args = 1, .max_args = 1,
+     .has_value = true, .check = check_type_predicate},
+    {.name = "is_array", .form = BI_CALL, .min_args = 1, .max_args = 1,
+     .has_value = true, .check = check_type_predicate},
+    {.name = "is_literal", .form = BI_CALL, .min_args = 1, .max_args = 1,
+     .has_value = true, .check = check_type_predicate},
+    {.name = "static_assert", .form = BI_CALL, .min_args = 2, .max_args = 2,
+     .check = check_static_assert, .emit_stmt = emit_static_assert},
+    {.name = "strcap", .form = BI_CALL, .min_args = 1, .max_args = 1,
+     .has_value = true, .check = check_strcap},
+    {.name = "assert_str", .form = BI_CALL, .min_args = 1, .max_args = 1,
+     .check = check_assert_str, .emit_stmt = emit_nothing},
+    {.name = "default_str_length", .form = BI_CALL, .min_args = 0,
+     .max_args = 0, .has_value = true, .check = check_default_str_length},
     WORD("default_str_length", check_default_str_length, NULL),
-    {"reg", BI_CALL, 1, 1, true, check_reg, emit_reg, NULL, NULL, NULL, 0,
-     NULL},
-    {"getopt", BI_CALL, 1, 3, true, check_getopt, NULL, NULL, NULL, NULL, 0,
-     NULL},
+    {.name = "reg", .form = BI_CALL, .min_args = 1, .max_args = 1,
+     .has_value = true, .check = check_reg, .emit_int = emit_reg},
+    {.name = "getopt", .form = BI_CALL, .min_args = 1, .max_args = 3,
+     .has_value = true, .check = check_getopt},
     WORD("sargN", check_stack_arg, emit_stack_arg),
     {0},
 };

@@ -81,7 +81,7 @@ static bool emit_debugf(Gen *g, Node *n) {
 }
 
 const Builtin builtins_debug[] = {
-    {"debugf", BI_CALL, 1, -1, false, check_debugf, NULL, NULL, emit_debugf,
-     NULL, 0, NULL},
+    {.name = "debugf", .form = BI_CALL, .min_args = 1, .max_args = -1,
+     .check = check_debugf, .emit_stmt = emit_debugf},
     {0},
 };

@@ -446,9 +446,9 @@ static const AggOps lhist_ops = {
     .bare_colon = true};
 
 const Builtin builtins_histogram[] = {
-    {"hist", BI_CALL, 1, -1, false, check_hist, NULL, NULL, NULL, &hist_ops,
-     0, NULL},
-    {"lhist", BI_CALL, 4, -1, false, check_lhist, NULL, NULL, NULL,
-     &lhist_ops, 0, NULL},
+    {.name = "hist", .form = BI_CALL, .min_args = 1, .max_args = -1,
+     .check = check_hist, .agg = &hist_ops},
+    {.name = "lhist", .form = BI_CALL, .min_args = 4, .max_args = -1,
+     .check = check_lhist, .agg = &lhist_ops},
     {0},
 };

@@ -263,15 +263,16 @@ static int emit_skboutput(Gen *g, Node *n) {
 }
 
 const Builtin builtins_net[] = {
-    {"skboutput", BI_CALL, 4, 4, true, check_skboutput, emit_skboutput, NULL,
-     NULL, NULL, 0, NULL},
-    {"socket_cookie", BI_CALL, 1, 1, true, check_socket_cookie,
-     emit_socket_cookie, NULL, NULL, NULL, 0, NULL},
-    {"ntop", BI_CALL, 1, 2, true, check_ntop, NULL, gen_ntop, NULL, NULL, 0,
-     NULL},
-    {"pton", BI_CALL, 1, 1, true, check_pton, NULL, gen_pton, NULL, NULL, 0,
-     NULL},
-    {"macaddr", BI_CALL, 1, 1, true, check_macaddr, NULL, gen_macaddr, NULL,
-     NULL, 0, NULL},
+    {.name = "skboutput", .form = BI_CALL, .min_args = 4, .max_args = 4,
+     .has_value = true, .check = check_skboutput, .emit_int = emit_skboutput},
+    {.name = "socket_cookie", .form = BI_CALL, .min_args = 1, .max_args = 1,
+     .has_value = true, .check = check_socket_cookie,
+     .emit_int = emit_socket_cookie},
+    {.name = "ntop", .form = BI_CALL, .min_args = 1, .max_args = 2,
+     .has_value = true, .check = check_ntop, .emit_buf = gen_ntop},
+    {.name = "pton", .form = BI_CALL, .min_args = 1, .max_args = 1,
+     .has_value = true, .check = check_pton, .emit_buf = gen_pton},
+    {.name = "macaddr", .form = BI_CALL, .min_args = 1, .max_args = 1,
+     .has_value = true, .check = check_macaddr, .emit_buf = gen_macaddr},
     {0},
 };

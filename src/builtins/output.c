@@ -602,8 +602,9 @@ static void on_exit_event(const EventCtx *e, uint32_t index,
 }
 
 /* A statement sending event `ev`: name, arguments, check, emit, handler. */
-#define OUTPUT(name, min, max, check, emit, ev, on)                       \
-  {name, BI_CALL, min, max, false, check, NULL, NULL, emit, NULL, ev, on}
+#define OUTPUT(name_, min, max, check_, emit, ev, on)                     \
+  {.name = name_, .form = BI_CALL, .min_args = min, .max_args = max,      \
+   .check = check_, .emit_stmt = emit, .event = ev, .on_event = on}
 
 const Builtin builtins_output[] = {
     OUTPUT("printf", 0, -1, check_printf, emit_printf, EV_PRINTF, on_printf),
@@ -612,11 +613,11 @@ const Builtin builtins_output[] = {
     OUTPUT("time", 0, 1, check_time, emit_time, EV_TIME, on_time),
     OUTPUT("join", 1, 2, check_join, emit_join, EV_JOIN, on_join),
     OUTPUT("exit", 0, 1, check_exit, emit_exit, EV_EXIT, on_exit_event),
-    {"strftime", BI_CALL, 2, 2, true, check_strftime, emit_strftime, NULL,
-     NULL, NULL, 0, NULL},
+    {.name = "strftime", .form = BI_CALL, .min_args = 2, .max_args = 2,
+     .has_value = true, .check = check_strftime, .emit_int = emit_strftime},
     OUTPUT("errorf", 0, -1, check_errorf, emit_errorf, EV_ERRORF, on_errorf),
-    {"fail", BI_CALL, 1, -1, false, check_fail, NULL, NULL, emit_fail, NULL,
-     0, NULL},
+    {.name = "fail", .form = BI_CALL, .min_args = 1, .max_args = -1,
+     .check = check_fail, .emit_stmt = emit_fail},
     OUTPUT("warnf", 0, -1, check_errorf, emit_errorf, EV_WARNF, on_errorf),
     {0},
 };

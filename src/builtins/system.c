@@ -36,11 +36,12 @@ static void check_cgroup_path(Checker *c, Node *n) {
 }
 
 const Builtin builtins_system[] = {
-    {"username", BI_WORD, 0, 0, false, check_username, emit_username, NULL,
-     NULL, NULL, 0, NULL},
-    {"username", BI_CALL, 0, 0, true, check_username, emit_username, NULL,
-     NULL, NULL, 0, NULL},
-    {"cgroup_path", BI_CALL, 1, 2, true, check_cgroup_path,
-     emit_first_argument, NULL, NULL, NULL, 0, NULL},
+    {.name = "username", .form = BI_WORD, .check = check_username,
+     .emit_int = emit_username},
+    {.name = "username", .form = BI_CALL, .min_args = 0, .max_args = 0,
+     .has_value = true, .check = check_username, .emit_int = emit_username},
+    {.name = "cgroup_path", .form = BI_CALL, .min_args = 1, .max_args = 2,
+     .has_value = true, .check = check_cgroup_path,
+     .emit_int = emit_first_argument},
     {0},
 };

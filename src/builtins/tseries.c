@@ -423,7 +423,7 @@ static const AggOps tseries_ops = {
     .ignores_top = false};
 
 const Builtin builtins_tseries[] = {
-    {"tseries", BI_CALL, 3, -1, false, check_tseries, NULL, NULL, NULL,
-     &tseries_ops, 0, NULL},
+    {.name = "tseries", .form = BI_CALL, .min_args = 3, .max_args = -1,
+     .check = check_tseries, .agg = &tseries_ops},
     {0},
 };
