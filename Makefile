@@ -14,12 +14,13 @@ CFLAGS   ?= -O2 -g
 BASE_CFLAGS := -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP \
             -DLOUPE_VERSION=\"$(VERSION)\" -Isrc -Ibuild/gen
 PKGS     := libbpf libelf libdw zlib
-# libmicrohttpd serves --metrics; the static build leaves it out
-# (src/runtime/http.c says so), as Debian has no static libraries of what
-# it needs.
-HTTP_PKGS := libmicrohttpd
-LDLIBS   += $(shell pkg-config --libs $(PKGS) $(HTTP_PKGS) 2>/dev/null || echo -lbpf -ldw -lelf -lz -lmicrohttpd)
-BASE_CFLAGS += $(shell pkg-config --cflags $(PKGS) $(HTTP_PKGS) 2>/dev/null)
+LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lbpf -ldw -lelf -lz)
+BASE_CFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+# libmicrohttpd serves --metrics, libcurl pushes to a Pushgateway: loaded
+# when needed (src/util/dlib.c), as the thirty libraries they bring would
+# make every run start ten times slower; only their headers are built
+# against. The static build leaves both out and says so, as Debian has no
+# static libraries of what they need.
 # libiberty (C++ demangling) has no pkg-config file
 LDLIBS   += -liberty
 # capstone (x86-64 instruction boundaries for uprobe offsets) is loaded
@@ -83,7 +84,7 @@ clean:
 # tests/faults/debuglink_fifo.sh follows; bpftrace (0.17) is what the
 # side-by-side tests compare loupe's output with.
 DEB_PKGS := gcc make pkg-config linux-libc-dev libbpf-dev libelf-dev libdw-dev libiberty-dev \
-            libcapstone-dev zlib1g-dev libmicrohttpd-dev systemtap-sdt-dev bpftool \
+            libcapstone-dev zlib1g-dev libmicrohttpd-dev libcurl4-openssl-dev systemtap-sdt-dev bpftool \
             clang bpftrace dwz
 deps:
 	@dpkg -s $(DEB_PKGS) >/dev/null 2>&1 || { apt-get update && \

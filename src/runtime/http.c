@@ -143,6 +143,35 @@ void http_stop(HttpServer *s) {}
 
 #include <microhttpd.h>
 
+#include "util/dlib.h"
+
+/* libmicrohttpd, loaded when --metrics is given (util/dlib.h). */
+#define MHD_FUNCTIONS(X)                                                   \
+  X(MHD_start_daemon) X(MHD_stop_daemon) X(MHD_run) X(MHD_get_daemon_info) \
+  X(MHD_create_response_from_buffer) X(MHD_add_response_header)          \
+  X(MHD_queue_response) X(MHD_destroy_response)                          \
+  X(MHD_lookup_connection_value)
+static struct {
+#define MHD_FIELD(f) __typeof__(&f) f;
+  MHD_FUNCTIONS(MHD_FIELD)
+} mhd;
+
+static bool load_mhd(char *err, size_t errlen) {
+  static const char *const sonames[] = {"libmicrohttpd.so.12", NULL};
+  static const char *const names[] = {
+#define MHD_NAME(f) #f,
+      MHD_FUNCTIONS(MHD_NAME) NULL};
+  static bool loaded;
+  void *fns[sizeof names / sizeof *names];
+  if (loaded) return true;
+  if (!dlib_load(sonames, "libmicrohttpd12", names, fns, err, errlen))
+    return false;
+  int i = 0;
+#define MHD_SET(f) *(void **)&mhd.f = fns[i++];
+  MHD_FUNCTIONS(MHD_SET)
+  return loaded = true;
+}
+
 /* A scraper, a browser and a few stragglers: no more at once. */
 #define HTTP_CONNECTIONS_MAX 16
 #define HTTP_TIMEOUT_S 10
@@ -162,16 +191,16 @@ static const char INDEX_PAGE[] =
 static enum MHD_Result answer(struct MHD_Connection *conn, unsigned status,
                               const char *type, char *body, size_t len,
                               enum MHD_ResponseMemoryMode mode) {
-  struct MHD_Response *r = MHD_create_response_from_buffer(len, body, mode);
+  struct MHD_Response *r = mhd.MHD_create_response_from_buffer(len, body, mode);
   if (!r) {
     if (mode == MHD_RESPMEM_MUST_FREE) free(body);
     return MHD_NO;
   }
-  MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+  mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
   if (status == MHD_HTTP_METHOD_NOT_ALLOWED)
-    MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
-  enum MHD_Result ret = MHD_queue_response(conn, status, r);
-  MHD_destroy_response(r);
+    mhd.MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, "GET, HEAD");
+  enum MHD_Result ret = mhd.MHD_queue_response(conn, status, r);
+  mhd.MHD_destroy_response(r);
   return ret;
 }
 
@@ -197,7 +226,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn,
                   MHD_RESPMEM_PERSISTENT);
   }
   bool om = http_wants_openmetrics(
-      MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept"));
+      mhd.MHD_lookup_connection_value(conn, MHD_HEADER_KIND, "Accept"));
   size_t len = 0;
   char *body = s->render(s->arg, om, &len);
   if (!body) {
@@ -225,6 +254,10 @@ HttpServer *http_serve(const char *spec, HttpRender render, void *arg,
     snprintf(err, errlen, "--metrics %s", why);
     return NULL;
   }
+  if (!load_mhd(why, sizeof why)) {
+    snprintf(err, errlen, "--metrics: %s", why);
+    return NULL;
+  }
   int fd = socket(addr.ss_family, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK,
                   0);
   int one = 1;
@@ -244,7 +277,7 @@ HttpServer *http_serve(const char *spec, HttpRender render, void *arg,
   *s = (HttpServer){.listen_fd = fd, .render = render, .arg = arg};
   unsigned flags = MHD_USE_EPOLL | MHD_USE_ERROR_LOG;
   if (addr.ss_family == AF_INET6) flags |= MHD_USE_IPv6;
-  s->daemon = MHD_start_daemon(
+  s->daemon = mhd.MHD_start_daemon(
       flags, 0, NULL, NULL, on_request, s,
       MHD_OPTION_LISTEN_SOCKET, fd,
       MHD_OPTION_CONNECTION_LIMIT, (unsigned)HTTP_CONNECTIONS_MAX,
@@ -263,15 +296,15 @@ HttpServer *http_serve(const char *spec, HttpRender render, void *arg,
 
 int http_fd(const HttpServer *s) {
   const union MHD_DaemonInfo *i =
-      MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_EPOLL_FD);
+      mhd.MHD_get_daemon_info(s->daemon, MHD_DAEMON_INFO_EPOLL_FD);
   return i ? i->epoll_fd : -1;
 }
 
-void http_run(HttpServer *s) { MHD_run(s->daemon); }
+void http_run(HttpServer *s) { mhd.MHD_run(s->daemon); }
 
 void http_stop(HttpServer *s) {
   if (!s) return;
-  MHD_stop_daemon(s->daemon);
+  mhd.MHD_stop_daemon(s->daemon);
   close(s->listen_fd);
   free(s);
 }

@@ -16,16 +16,15 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#ifndef LOUPE_STATIC
-#include <dlfcn.h>
-#endif
+#include "util/dlib.h"
 
 typedef struct Capstone {
   cs_err (*open)(cs_arch, cs_mode, csh *);
   cs_err (*close)(csh *);
   cs_insn *(*malloc)(csh);
   void (*free)(cs_insn *, size_t);
-  bool (*disasm_iter)(csh, const uint8_t **, size_t *, uint64_t *, cs_insn *);
+  bool (*disasm_iter)(csh, const uint8_t **, size_t *, uint64_t *,
+                      cs_insn *);
 } Capstone;
 
 /* The decoder's entry points; false with err set if it is not there. */
@@ -34,25 +33,22 @@ static bool load_capstone(Capstone *cs, char *err, size_t errlen) {
   *cs = (Capstone){cs_open, cs_close, cs_malloc, cs_free, cs_disasm_iter};
   return true;
 #else
-  static const char *const names[] = {"libcapstone.so.4", "libcapstone.so.5",
-                                      "libcapstone.so"};
-  void *h = NULL;
-  for (size_t i = 0; !h && i < sizeof names / sizeof *names; i++)
-    h = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
-  if (!h) {
-    snprintf(err, errlen, "the x86-64 decoder, libcapstone.so.4, is not "
-             "installed (Debian: apt-get install libcapstone4)");
+  static const char *const sonames[] = {"libcapstone.so.4", "libcapstone.so.5",
+                                        "libcapstone.so", NULL};
+  static const char *const names[] = {"cs_open", "cs_close", "cs_malloc",
+                                      "cs_free", "cs_disasm_iter", NULL};
+  void *fns[5];
+  char why[200];
+  if (!dlib_load(sonames, "libcapstone4", names, fns, why, sizeof why)) {
+    snprintf(err, errlen, "the x86-64 decoder: %s", why);
     return false;
   }
-  *(void **)&cs->open = dlsym(h, "cs_open");
-  *(void **)&cs->close = dlsym(h, "cs_close");
-  *(void **)&cs->malloc = dlsym(h, "cs_malloc");
-  *(void **)&cs->free = dlsym(h, "cs_free");
-  *(void **)&cs->disasm_iter = dlsym(h, "cs_disasm_iter");
-  if (cs->open && cs->close && cs->malloc && cs->free && cs->disasm_iter)
-    return true;
-  snprintf(err, errlen, "libcapstone lacks cs_disasm_iter");
-  return false;
+  *(void **)&cs->open = fns[0];
+  *(void **)&cs->close = fns[1];
+  *(void **)&cs->malloc = fns[2];
+  *(void **)&cs->free = fns[3];
+  *(void **)&cs->disasm_iter = fns[4];
+  return true;
 #endif
 }
 
