@@ -91,8 +91,12 @@ deps:
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y $(DEB_PKGS); }
 
 # What only the tests use: Chromium drives the flame graph's SVG in a
-# browser, strace watches which files loupe opens.
-TEST_PKGS := chromium strace python3
+# browser, strace watches which files loupe opens; Prometheus, its
+# Pushgateway and node_exporter (with promtool and curl) take loupe's
+# metrics (tests/metrics); systemd-analyze, yamllint and the Kubernetes
+# client's API types check the files of deploy/.
+TEST_PKGS := chromium strace python3 prometheus prometheus-pushgateway \
+             prometheus-node-exporter curl systemd yamllint python3-kubernetes
 test-deps: deps
 	@dpkg -s $(TEST_PKGS) >/dev/null 2>&1 || { apt-get update && \
 	  DEBIAN_FRONTEND=noninteractive apt-get install -y $(TEST_PKGS); }

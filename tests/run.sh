@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Runs loupe's test suite: the unit test binaries (build/unit/test_*), then
 # every declarative test under tests/runtime and tests/errors, then the
-# test scripts tests/tetris/*.sh, tests/faults/*.sh and tests/docs/*.py
+# test scripts tests/tetris/*.sh, tests/faults/*.sh, tests/metrics/*.sh
+# (against Debian's Prometheus servers) and tests/docs/*.py
 # (the documentation's examples, run) (exit 0 passes, 77
 # skips), the verifier oracle's corpus (tests/oracle/run.sh corpus: every
 # script loads), the fuzzing smoke run tests/fuzz/smoke.sh (LOUPE_FUZZ_RUNS
@@ -333,7 +334,7 @@ main() {
     run_test "$file"
   done
   for file in "$ROOT"/tests/tetris/*.sh "$ROOT"/tests/faults/*.sh \
-              "$ROOT"/tests/docs/*.py; do
+              "$ROOT"/tests/metrics/*.sh "$ROOT"/tests/docs/*.py; do
     [ -x "$file" ] || continue
     [ $# -gt 0 ] && ! matches_filter "$file" "$@" && continue
     run_script_test "$file"
