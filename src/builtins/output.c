@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "builtins/builtin.h"
+#include "output/encoder.h"
 #include "runtime/print.h"
 
 /* By default cat() prints at most this much of a file, as bpftrace
@@ -402,7 +403,7 @@ static void put_message(const char *type, const char *text, size_t len,
     return;
   }
   fprintf(out, "{\"type\": \"%s\", \"data\": ", type);
-  print_json_string(text, len, out);
+  json_put_string(text, len, out);
   fputs("}\n", out);
 }
 

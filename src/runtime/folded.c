@@ -44,8 +44,7 @@ static char *key_text(const MapSym *m, int i, const uint8_t *key) {
   FILE *f = open_memstream(&buf, &len);
   if (!f) return NULL;
   int end = i + 1 < m->nkeys ? m->key_off[i + 1] : m->key_size;
-  print_value(&m->key_types[i], key + m->key_off[i], end - m->key_off[i],
-              false, f);
+  print_value(&m->key_types[i], key + m->key_off[i], end - m->key_off[i], f);
   fclose(f);
   return buf;
 }

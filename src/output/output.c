@@ -1,0 +1,43 @@
+/* output: the encoder of a format, and what every format does alike:
+ * decode a map, then hand it to the encoder. */
+#include "output/encoder.h"
+
+#include <inttypes.h>
+#include <time.h>
+
+#include "runtime/print.h"
+
+Output output_for(int format, FILE *out) {
+  /* folded: its stack-keyed maps are print.c's; the rest is text */
+  const Encoder *enc = format == OUT_JSON ? &json_encoder : &text_encoder;
+  return (Output){.enc = enc, .out = out};
+}
+
+int output_map(Output *o, const MapSym *m, int64_t top, int64_t div) {
+  DecodedMap d;
+  int err = decode_map(m, top, div, &o->enc->decode, &d);
+  if (!err) o->enc->map(o, &d);
+  decoded_map_free(&d);
+  return err;
+}
+
+void output_event(Output *o, const char *type, const Value *v, bool line) {
+  o->enc->event(o, type, v, line);
+}
+
+void output_message(Output *o, const char *type, const char *text,
+                    size_t len, bool line) {
+  Value v = {.kind = VAL_STR, .bytes = text, .len = len};
+  o->enc->event(o, type, &v, line);
+}
+
+void output_put_time(uint64_t ns, const char *fmt, int digits, FILE *out) {
+  time_t sec = (time_t)(ns / 1000000000);
+  struct tm tm;
+  localtime_r(&sec, &tm);
+  char buf[64];
+  strftime(buf, sizeof buf, fmt, &tm);
+  uint64_t frac = ns % 1000000000;
+  for (int i = digits; i < 9; i++) frac /= 10;
+  fprintf(out, "%s.%0*" PRIu64, buf, digits, frac);
+}
