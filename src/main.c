@@ -23,7 +23,7 @@
 #include "codegen/codegen.h"
 #include "probes/expand.h"
 #include "probes/list.h"
-#include "runtime/flamegraph.h"
+#include "output/flamegraph.h"
 #include "runtime/info.h"
 #include "runtime/load.h"
 #include "probes/provider.h"

@@ -252,7 +252,8 @@ static void on_print(const EventCtx *e, uint32_t index,
     memcpy(&top, payload, 8);
     memcpy(&div, payload + 8, 8);
   }
-  print_map_as(m, top, div, e->format, e->out);
+  Output o = output_for(e->format, e->out);
+  output_map(&o, m, top, div);
 }
 
 /* The value, on a line of its own. */

@@ -285,7 +285,7 @@ static bool prints_zero_when_empty(const MapSym *m) {
          m->bpf_type == BPF_MAP_TYPE_PERCPU_ARRAY && !m->cleared;
 }
 
-static bool map_has_stack_key(const MapSym *m) {
+bool map_has_stack_key(const MapSym *m) {
   for (int i = 0; i < m->nkeys; i++)
     if (is_stack(&m->key_types[i])) return true;
   return false;

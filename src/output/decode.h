@@ -48,6 +48,9 @@ int decode_map(const MapSym *m, int64_t top, int64_t div,
                const DecodeOpts *o, DecodedMap *out);
 void decoded_map_free(DecodedMap *d);
 
+/* Whether one of the map's keys is a kstack or a ustack. */
+bool map_has_stack_key(const MapSym *m);
+
 /* A value of type t stored in `stored` bytes at p (print(value), a map
  * value), numbers divided by div. */
 void decode_value(ValueArena *a, const Type *t, const uint8_t *p, int stored,

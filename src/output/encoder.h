@@ -1,7 +1,7 @@
 /* encoder: an output format, as one record of hooks that write decoded
  * values (value.h, decode.h). The formats are text.c (bpftrace's text),
- * json.c (its JSON records, one per line) and folded.c (folded stacks);
- * flamegraph.c draws the same decoded maps as an SVG file.
+ * json.c (its JSON records, one per line), folded.c (folded stacks) and
+ * flamegraph.c (an SVG file, --flamegraph).
  *
  * Nothing else formats output: the builtins decode their records into
  * Values and hand them to output_event, maps print through output_map. */
@@ -27,7 +27,7 @@ typedef struct Encoder {
                      bool at_exit);
   /* One map (print(@m), or one of those above). */
   void (*map)(struct Output *o, const DecodedMap *d);
-  /* A record a builtin sent (printf, print(value), time, ...): its JSON
+  /* A record a builtin sent (NULL for a format of maps only) (printf, print(value), time, ...): its JSON
    * type ("printf", "value", ...) and value; `line`: a line of its own
    * (text ends it with a newline). */
   void (*event)(struct Output *o, const char *type, const Value *v,
@@ -38,6 +38,7 @@ typedef struct Encoder {
 typedef struct Output {
   const Encoder *enc;
   FILE *out;
+  void *state;     /* what an encoder gathers over several maps */
   /* while maps print together (maps_begin): the stack-keyed ones among
    * them (folded puts each under a frame of its name when several) */
   bool in_map_set;
@@ -54,6 +55,8 @@ Output output_for(int format, FILE *out);
 /* Decodes map m as print(@m, top, div) shows it and encodes it. Returns 0
  * or a negative errno. */
 int output_map(Output *o, const MapSym *m, int64_t top, int64_t div);
+/* How many of the maps are keyed by a stack. */
+int output_count_stack_maps(const MapSym *const *maps, int n);
 /* Encodes an event's value. */
 void output_event(Output *o, const char *type, const Value *v, bool line);
 /* The same for a message (the text of printf, time, system, cat, join). */

@@ -8,8 +8,9 @@
 #include "runtime/print.h"
 
 Output output_for(int format, FILE *out) {
-  /* folded: its stack-keyed maps are print.c's; the rest is text */
-  const Encoder *enc = format == OUT_JSON ? &json_encoder : &text_encoder;
+  const Encoder *enc = format == OUT_JSON     ? &json_encoder
+                       : format == OUT_FOLDED ? &folded_encoder
+                                              : &text_encoder;
   return (Output){.enc = enc, .out = out};
 }
 
@@ -19,6 +20,12 @@ int output_map(Output *o, const MapSym *m, int64_t top, int64_t div) {
   if (!err) o->enc->map(o, &d);
   decoded_map_free(&d);
   return err;
+}
+
+int output_count_stack_maps(const MapSym *const *maps, int n) {
+  int k = 0;
+  for (int i = 0; i < n; i++) k += map_has_stack_key(maps[i]);
+  return k;
 }
 
 void output_event(Output *o, const char *type, const Value *v, bool line) {

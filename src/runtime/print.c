@@ -18,7 +18,6 @@
  */
 #define _GNU_SOURCE   /* sigabbrev_np, for signal_name() */
 #include "runtime/print.h"
-#include "runtime/folded.h"
 #include "runtime/gfp.h"
 #include "runtime/print_stack.h"
 #include "runtime/map_read.h"
@@ -455,29 +454,8 @@ void print_printf(const PrintfDef *p, const void *payload, FILE *out) {
 
 /* ---- maps ------------------------------------------------------------- */
 
-void print_value(const Type *t, const void *p, int stored, FILE *out) {
-  ValueArena a = {0};
-  Value v;
-  decode_value(&a, t, p, stored, 1, &v);
-  text_put_value(&v, out);
-  value_arena_free(&a);
-}
-
-int map_entries(const MapSym *m, MapEntryFn *fn, void *ctx) {
-  MapDump d;
-  int err = map_dump(m, &d);
-  if (!err) sort_entries(&d);
-  for (int i = 0; !err && i < d.n; i++)
-    fn(m, d.entries[i].key, d.entries[i].order, value_is_signed(m), i, d.n,
-       ctx);
-  map_dump_free(&d);
-  return err;
-}
-
 int print_map_as(const MapSym *m, int64_t top, int64_t div, OutFormat fmt,
                  FILE *out) {
-  if (fmt == OUT_FOLDED && map_has_stack_key(m))
-    return folded_map(m, top, div, NULL, out);
   Output o = output_for(fmt, out);
   return output_map(&o, m, top, div);
 }
@@ -502,11 +480,6 @@ static void print_maps_by_name(const Compiled *c, OutFormat fmt, FILE *out,
   for (int i = 0; i < c->nmaps; i++)
     if (!c->maps[i]->internal && c->maps[i]->fd >= 0) order[n++] = c->maps[i];
   if (n > 0) qsort(order, n, sizeof *order, compare_map_names);
-  if (fmt == OUT_FOLDED) {
-    folded_print_maps(order, n, out);
-    free(order);
-    return;
-  }
   Output o = output_for(fmt, out);
   o.enc->maps_begin(&o, order, n, at_exit);
   for (int i = 0; i < n; i++) output_map(&o, order[i], 0, 1);

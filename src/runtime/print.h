@@ -8,7 +8,7 @@
 #include "codegen/program.h"
 
 /* The output format (-f): bpftrace's text, its JSON records, one per
- * line, or folded stacks (folded.h) for flame graph tools. */
+ * line, or folded stacks (output/folded.h) for flame graph tools. */
 typedef enum OutFormat { OUT_TEXT, OUT_JSON, OUT_FOLDED } OutFormat;
 
 /* Strings of max_strlen bytes read by str() were cut there:
@@ -52,14 +52,6 @@ int printf_field_number(const char *s, int *i);
 int print_map_as(const MapSym *m, int64_t top, int64_t div, OutFormat fmt,
                  FILE *out);
 
-/* Calls fn for every entry of the map, in print()'s order, with its key
- * and the number it sorts by (a count or sum, an integer value, a
- * histogram's total count, an average), signed as `sign` says; `i` of `n`.
- * Returns 0 or a negative errno. */
-typedef void MapEntryFn(const MapSym *m, const uint8_t *key, uint64_t number,
-                        bool sign, int i, int n, void *ctx);
-int map_entries(const MapSym *m, MapEntryFn *fn, void *ctx);
-
 /* print_map_as(m, 0, 1, OUT_TEXT, out). */
 int print_map(const MapSym *m, FILE *out);
 
@@ -69,10 +61,6 @@ void print_all_maps_as(const Compiled *c, OutFormat fmt, FILE *out);
 /* The same while the run goes on (SIGUSR1): no empty lines first. */
 void print_all_maps_now(const Compiled *c, OutFormat fmt, FILE *out);
 void print_all_maps(const Compiled *c, FILE *out);  /* in text */
-
-/* Prints a value of type t stored in `stored` bytes at p as text output
- * shows print(value): strings bare, tuples "(1, a)", bools true/false. */
-void print_value(const Type *t, const void *p, int stored, FILE *out);
 
 /* The text of an integer whose type shows it as text (strftime, a stack
  * indented by 8, ksym, usym, strerror, signal_name, an enum): in buf (or
