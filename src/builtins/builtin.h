@@ -27,11 +27,14 @@ typedef enum BuiltinForm {
   BI_CALL,   /* a function call: printf(...), count() */
 } BuiltinForm;
 
+struct Output;
+
 /* What an event handler works with (runtime/run.c fills it in). */
 typedef struct EventCtx {
   const Compiled *c;
-  FILE *out;
-  int format;        /* OutFormat */
+  /* the format's encoder and its stream: what a record shows goes there
+   * as a Value (output_event, output_message, output_map) */
+  struct Output *output;
   int *exit_seen;    /* set to stop handling records: 1 + exit()'s code */
 } EventCtx;
 

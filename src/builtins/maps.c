@@ -252,8 +252,7 @@ static void on_print(const EventCtx *e, uint32_t index,
     memcpy(&top, payload, 8);
     memcpy(&div, payload + 8, 8);
   }
-  Output o = output_for(e->format, e->out);
-  output_map(&o, m, top, div);
+  output_map(e->output, m, top, div);
 }
 
 /* The value, on a line of its own. */
@@ -266,8 +265,7 @@ static void on_print_value(const EventCtx *e, uint32_t index,
   ValueArena a = {0};
   Value v;
   decode_value(&a, &p->args[0].type, payload, p->size, 1, &v);
-  Output o = output_for(e->format, e->out);
-  output_event(&o, "value", &v, true);
+  output_event(e->output, "value", &v, true);
   value_arena_free(&a);
 }
 

@@ -139,7 +139,8 @@ int run_handle_record(Compiled *c, FILE *out, int format, int *exit_seen,
   /* The builtin that sent the record knows what it means. */
   const Builtin *b = builtin_for_event(h.kind);
   if (!b) return 0;
-  EventCtx e = {.c = c, .out = out, .format = format, .exit_seen = exit_seen};
+  Output o = output_for(format, out);
+  EventCtx e = {.c = c, .output = &o, .exit_seen = exit_seen};
   b->on_event(&e, h.index, (const uint8_t *)data + sizeof h,
               size - sizeof h);
   return 0;
