@@ -49,8 +49,12 @@ extern const Encoder text_encoder;     /* text.c */
 extern const Encoder json_encoder;     /* json.c */
 extern const Encoder folded_encoder;   /* folded.c */
 
-/* The encoder of an OutFormat (runtime/print.h). */
+/* The encoder of an OutFormat (runtime/print.h), writing to out. */
 Output output_for(int format, FILE *out);
+/* The OutFormat -f names `name` (its encoder's name), or -1. */
+int output_format_named(const char *name);
+/* The names of the formats, quoted and joined by ", ". */
+void output_put_format_names(FILE *out);
 
 /* Decodes map m as print(@m, top, div) shows it and encodes it. Returns 0
  * or a negative errno. */

@@ -3,15 +3,35 @@
 #include "output/encoder.h"
 
 #include <inttypes.h>
+#include <string.h>
 #include <time.h>
 
 #include "runtime/print.h"
 
+/* The formats -f names, in the order of OutFormat (runtime/print.h). A
+ * new format is its encoder's file and a line here. */
+static const Encoder *const formats[] = {
+    [OUT_TEXT] = &text_encoder,
+    [OUT_JSON] = &json_encoder,
+    [OUT_FOLDED] = &folded_encoder,
+};
+#define NFORMATS (int)(sizeof formats / sizeof *formats)
+
 Output output_for(int format, FILE *out) {
-  const Encoder *enc = format == OUT_JSON     ? &json_encoder
-                       : format == OUT_FOLDED ? &folded_encoder
-                                              : &text_encoder;
+  const Encoder *enc = format >= 0 && format < NFORMATS ? formats[format]
+                                                        : &text_encoder;
   return (Output){.enc = enc, .out = out};
+}
+
+int output_format_named(const char *name) {
+  for (int i = 0; i < NFORMATS; i++)
+    if (!strcmp(formats[i]->name, name)) return i;
+  return -1;
+}
+
+void output_put_format_names(FILE *out) {
+  for (int i = 0; i < NFORMATS; i++)
+    fprintf(out, "%s'%s'", i ? ", " : "", formats[i]->name);
 }
 
 int output_map(Output *o, const MapSym *m, int64_t top, int64_t div) {
