@@ -991,20 +991,16 @@ static void add_log2_map(Compiled *out) {
     m->init_values[i] = (char)(m->init_values[i / 2] + 1);
 }
 
-/* Whether any expression of the script reads the builtin word or calls
- * the function `name`. */
+static AstStep is_builtin_named(Node *n, void *name) {
+  bool named = (n->kind == N_BUILTIN || n->kind == N_CALL) &&
+               strcmp(n->name, name) == 0;
+  return named ? AST_STOP : AST_ENTER;
+}
+
+/* Whether any expression of n reads the builtin word or calls the
+ * function `name`. */
 static bool uses_builtin(Node *n, const char *name) {
-  for (; n; n = n->next) {
-    if ((n->kind == N_BUILTIN || n->kind == N_CALL) &&
-        strcmp(n->name, name) == 0)
-      return true;
-    if (uses_builtin(n->lhs, name) || uses_builtin(n->rhs, name) ||
-        uses_builtin(n->cond, name) || uses_builtin(n->then, name) ||
-        uses_builtin(n->els, name) || uses_builtin(n->args, name) ||
-        uses_builtin(n->body, name))
-      return true;
-  }
-  return false;
+  return ast_walk(n, is_builtin_named, (void *)name);
 }
 
 /* The settings lang/config.c read that check and the runtime act on. */
