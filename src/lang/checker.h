@@ -201,6 +201,19 @@ void check_expr(Checker *c, Node *n);
 const char *op_text(int op);
 void check_block(Checker *c, Node *n);
 
+/* check_field.c: x.name and x->name; t.N of a tuple (also t[N]). */
+void check_field(Checker *c, Node *n);
+void check_tuple_field(Checker *c, Node *n);
+/* The address space a pointer made from, or read through, a value of
+ * type t points into. */
+AddrSpace space_of(Checker *c, Type t);
+/* The loupe type of a value of C type ct found in memory of `as`. */
+bool type_of_ctype(const struct CType *ct, AddrSpace as, Type *out);
+
+/* check_call.c: a builtin word or a constant's name; a call. */
+void check_builtin(Checker *c, Node *n);
+void check_call(Checker *c, Node *n);
+
 /* check_decl.c: map declarations. Kind, size and uniqueness (returns the
  * number of errors), then, once the maps are laid out, their BPF types. */
 int check_map_decls(Script *s, Diag *d);
