@@ -102,7 +102,8 @@ bool type_given(Checker *c, const char *name, Node *expr, Span at,
                 Type *out);
 /* let $x [: type] [= value] (check_decl.c) */
 void check_let(Checker *c, Node *n);
-/* x = v, also for let with a value; check_assigned once v is checked */
+/* x = v, also for let with a value; check_assigned once v is checked
+ * (check_stmt.c, as is check_block) */
 void check_assign(Checker *c, Node *n);
 void check_assigned(Checker *c, Node *n);
 /* x++, --x: a $variable, or a @map, which it defines as an integer if
@@ -112,6 +113,9 @@ void check_incdec(Checker *c, Node *n);
 MapSym *map_get(Checker *c, Node *n);
 /* Checks the keys of @m[k...] and unifies them with earlier uses. */
 void check_map_keys(Checker *c, Node *n);
+/* Records that m holds values of type t, from an assignment to the map
+ * at `at` whose operator is at op (where tuple mismatches point). */
+void map_set_value(Checker *c, MapSym *m, Type t, Span at, Span op);
 /* Adds a PrintfDef (second pass only) and returns its id, or -1. */
 int add_printf_def(Checker *c, PrintfDef def);
 
@@ -194,7 +198,7 @@ void script_add_getopt_name(Script *s, const char *name,
  * options the script takes; the number reported. */
 int options_report_unused(const Script *s, Diag *d);
 
-/* ---- the walk (check.c, check_expr.c) ------------------------------- */
+/* ---- the walk (check_stmt.c, check_expr.c) -------------------------- */
 
 void check_expr(Checker *c, Node *n);
 /* An operator as written: "==", "++", "+". */
