@@ -32,12 +32,17 @@ static void on_signal(int sig) { (void)sig; stop = 1; }
 
 static int on_record(void *ctx, void *data, size_t size)
 {
-	const struct printf3_event *e = data;
-
 	(void)ctx;
-	if (size < sizeof(*e))
-		return 0;
-	printf("%d %s %d\n", e->pid, e->comm, e->flags);
+	if (size == sizeof(struct printf3_event)) {
+		const struct printf3_event *e = data;
+
+		printf("%d %s %d\n", e->pid, e->comm, e->flags);
+	} else if (size == sizeof(struct printf3_wide)) {
+		const struct printf3_wide *e = data;
+
+		if (e->kind == 1 && e->index == 0)
+			printf("%lld %s %lld\n", e->pid, e->comm, e->flags);
+	}
 	return 0;
 }
 
