@@ -16,7 +16,8 @@ its program has run, wait 0.3 s, snapshot the kernel's run_time_ns /
 run_cnt (kernel.bpf_stats_enabled=1, restored after), run `opengen EVENTS`
 (EVENTS openat calls of /dev/null and nothing else), snapshot again, wait
 until the tracer has printed the generator's lines (or stopped printing),
-SIGINT it. ns/event is the delta ns / delta cnt of that window: every openat
+SIGINT it. The tracer's CPU time (user + system, /proc/PID/stat) from the
+first snapshot to its last line, per line, is its reader's cost. ns/event is the delta ns / delta cnt of that window: every openat
 on the machine, not only the generator's. Reported: the median over runs,
 and the ratio to the floor as the median of the per-run ratios (each run's
 implementations ran within seconds of each other).
@@ -168,6 +169,11 @@ class Tracer:
     def snapshot(self):
         return proginfo(self.progs.keys())
 
+    def cpu(self):
+        """Its user + system CPU time so far, all threads, in seconds."""
+        f = open(f"/proc/{self.p.pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(f[11]) + int(f[12])) / os.sysconf("SC_CLK_TCK")
+
     def wait_lines(self, gpid):
         """Until it printed the generator's lines, or they stopped coming for
         2 s (lost records), at most 60 s."""
@@ -228,18 +234,23 @@ def measure(impls, tag, dump=False):
             if dump:
                 ts[-1].dump()
         time.sleep(0.3)   # loupe's reader back to blocking after the pokes' records
+        cpu0 = [t.cpu() for t in ts]
         before = [t.snapshot() for t in ts]
         gpid, gen_s = generate()
         after = [t.snapshot() for t in ts]
         for t in ts:
             t.wait_lines(gpid)
+        cpu = [t.cpu() - c for t, c in zip(ts, cpu0)]
     finally:
         for t in ts:
             stop(t.p)
     res = {}
-    for t, b, a in zip(ts, before, after):
+    for t, b, a, c in zip(ts, before, after, cpu):
         res[t.impl] = t.result(b, a, gpid)
         res[t.impl]["gen_us_per_open"] = gen_s * 1e6 / O.events
+        # the reader's CPU from before the generator to its last line, per
+        # record it printed (clock ticks: 10 ms resolution)
+        res[t.impl]["reader_us"] = c * 1e6 / max(res[t.impl]["lines"], 1)
     return res
 
 
@@ -317,6 +328,7 @@ def main():
                 res[impl].append(r)
                 print(f"  run {run} {impl:12s} {r['ns_per_event']:8.1f} ns/event  "
                       f"{r['events']:7d} events  gen {r['gen_us_per_open']:6.2f} us/open  "
+                      f"reader {r['reader_us']:5.2f} us/line  "
                       f"lines {r['lines']} lost {r['lost']}{'' if r['ok'] else '  WRONG'}",
                       flush=True)
         for run in range(O.together):
@@ -349,8 +361,8 @@ def main_table(impls, res):
           "generator's window")
     print("| impl | xlated insns | jited bytes | verified insns | ns/event (median) "
           "| ÷ floor (median of runs) | ÷ floor, min-max | ns/event min-max "
-          "| opengen us/open | lines, lost, check |")
-    print("|---|---:|---:|---:|---:|---:|---|---|---:|---|")
+          "| opengen us/open | reader CPU us/line | lines, lost, check |")
+    print("|---|---:|---:|---:|---:|---:|---|---|---:|---:|---|")
     base = res["floor"]
     table = []
     for impl in impls:
@@ -363,6 +375,7 @@ def main_table(impls, res):
                "ratio_max": max(ratios),
                "ns_runs": [round(x["ns_per_event"], 1) for x in r],
                "gen_us_per_open": statistics.median(x["gen_us_per_open"] for x in r),
+               "reader_us": statistics.median(x["reader_us"] for x in r),
                "lines": sum(x["lines"] for x in r), "lost": sum(x["lost"] for x in r),
                "ok": all(x["ok"] for x in r),
                "recursion_misses": sum(x["recursion_misses"] for x in r)}
@@ -370,7 +383,8 @@ def main_table(impls, res):
         print(f"| {impl} | {row['xlated']} | {row['jited']} | {row['verified']} | {ns:.1f} | "
               f"{row['ratio']:.2f} | {row['ratio_min']:.2f}-{row['ratio_max']:.2f} | "
               f"{min(row['ns_runs']):.0f}-{max(row['ns_runs']):.0f} | "
-              f"{row['gen_us_per_open']:.2f} | {row['lines']}/{O.events * len(r)}, "
+              f"{row['gen_us_per_open']:.2f} | {row['reader_us']:.2f} | "
+              f"{row['lines']}/{O.events * len(r)}, "
               f"{row['lost']}, {'ok' if row['ok'] else 'WRONG'} |")
     return table
 
@@ -383,8 +397,9 @@ def together_table(impls, tog):
     print()
     print(f"together: {', '.join(impls)} attached at once, attach order rotating, "
           f"{len(tog['floor'])} runs; ratio of the means")
-    print("| impl | ns/event (mean) | ÷ floor | per-run ÷ floor, min-max | lines, lost, check |")
-    print("|---|---:|---:|---|---|")
+    print("| impl | ns/event (mean) | ÷ floor | per-run ÷ floor, min-max "
+          "| reader CPU us/line (median) | lines, lost, check |")
+    print("|---|---:|---:|---|---:|---|")
     base = statistics.mean(x["ns_per_event"] for x in tog["floor"])
     table = []
     for impl in impls:
@@ -394,11 +409,13 @@ def together_table(impls, tog):
         row = {"impl": impl, "ns_per_event": ns, "ratio": ns / base,
                "ratio_min": min(ratios), "ratio_max": max(ratios),
                "ns_runs": [round(x["ns_per_event"], 1) for x in r],
+               "reader_us": statistics.median(x["reader_us"] for x in r),
                "lines": sum(x["lines"] for x in r), "lost": sum(x["lost"] for x in r),
                "ok": all(x["ok"] for x in r)}
         table.append(row)
         print(f"| {impl} | {ns:.1f} | {row['ratio']:.2f} | {row['ratio_min']:.2f}-"
-              f"{row['ratio_max']:.2f} | {row['lines']}/{O.events * len(r)}, {row['lost']}, "
+              f"{row['ratio_max']:.2f} | {row['reader_us']:.2f} | "
+              f"{row['lines']}/{O.events * len(r)}, {row['lost']}, "
               f"{'ok' if row['ok'] else 'WRONG'} |")
     return table
 
