@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: GPL-2.0
-/* floorprintf [-m poll|wake] OBJ: the user-space side of the printf floor.
- * Loads OBJ (printf3.bpf.c built one of its ways) with libbpf, attaches its
- * program, and prints each record of its ring buffer as loupe prints the
- * script's printf: "%d %s %d\n" (pid, comm, flags) on stdout, flushed after
- * each batch. Until SIGINT or SIGTERM; then detaches, takes what is still
+/* floorprintf [-m poll|wake] [-B line|full] OBJ: the user-space side of the
+ * printf floor. Loads OBJ (printf3.bpf.c built one of its ways) with libbpf,
+ * attaches its program, and prints each record of its ring buffer as loupe
+ * prints the script's printf: "%d %s %d\n" (pid, comm, flags) on stdout,
+ * line-buffered as loupe's and bpftrace's output is by default (a write(2)
+ * a line; -B full: flushed after each batch only). Until SIGINT or SIGTERM; then detaches, takes what is still
  * queued, prints "Lost N events" on stdout if the ring refused any (as loupe
  * and bpftrace do), and closes.
  *
@@ -60,19 +61,26 @@ int main(int argc, char **argv)
 	struct bpf_object *obj;
 	struct bpf_map *map, *bss = NULL;
 	struct sigaction sa;
-	int wake = 0, opt, err, rc = 1;
+	int wake = 0, full = 0, opt, err, rc = 1;
 
-	while ((opt = getopt(argc, argv, "m:")) != -1) {
+	while ((opt = getopt(argc, argv, "m:B:")) != -1) {
 		if (opt == 'm' && !strcmp(optarg, "wake"))
 			wake = 1;
-		else if (opt != 'm' || strcmp(optarg, "poll"))
+		else if (opt == 'm' && !strcmp(optarg, "poll"))
+			wake = 0;
+		else if (opt == 'B' && !strcmp(optarg, "full"))
+			full = 1;
+		else if (opt == 'B' && !strcmp(optarg, "line"))
+			full = 0;
+		else
 			goto usage;
 	}
 	if (optind != argc - 1) {
 usage:
-		fprintf(stderr, "usage: %s [-m poll|wake] OBJ.bpf.o\n", argv[0]);
+		fprintf(stderr, "usage: %s [-m poll|wake] [-B line|full] OBJ.bpf.o\n", argv[0]);
 		return 1;
 	}
+	setvbuf(stdout, NULL, full ? _IOFBF : _IOLBF, 0);
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = on_signal;	/* no SA_RESTART: a signal ends the poll */
 	sigaction(SIGINT, &sa, NULL);
