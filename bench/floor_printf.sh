@@ -15,8 +15,8 @@
 # bpftrace); bench/floor_printf/run.py says what each is.
 # LOUPE (default ./loupe) and BPFTRACE (default /usr/bin/bpftrace) pick the
 # tracers; BUILD (default /tmp/floor-printf-build) gets vmlinux.h, the
-# binaries, the tracers' output (logs/) and results.json; the listings
-# (xlated dumps, loupe -d, objdump) go to DIR (default BUILD/listings).
+# binaries, the output of runs whose check failed (logs/), results.json
+# and listings/ (xlated dumps, loupe -d, objdump; -o DIR puts them there).
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 BUILD=${BUILD:-/tmp/floor-printf-build}
