@@ -471,7 +471,8 @@ static bool tracing_load_refused(const AttachPoint *ap, const Target *t,
 
 const Provider fentry_provider = {
     .name = "fentry",
-    .alias = "f",
+    /* kfunc, kretfunc: their names before bpftrace 0.18 */
+    .aliases = (const char *const[]){"f", "kfunc", NULL},
     .prog_type = BPF_PROG_TYPE_TRACING,
     .expand = fentry_expand,
     .attach = fentry_attach,
@@ -484,7 +485,7 @@ const Provider fentry_provider = {
 
 const Provider fexit_provider = {
     .name = "fexit",
-    .alias = "fr",
+    .aliases = (const char *const[]){"fr", "kretfunc", NULL},
     .prog_type = BPF_PROG_TYPE_TRACING,
     .expand = fentry_expand,
     .attach = fexit_attach,

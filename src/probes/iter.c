@@ -239,7 +239,7 @@ static void iter_list(const char *pattern, FILE *out) {
 
 const Provider iter_provider = {
     .name = "iter",
-    .alias = "it",
+    .aliases = (const char *const[]){"it", NULL},
     .prog_type = BPF_PROG_TYPE_TRACING,
     .expand = iter_expand,
     .attach = iter_attach,

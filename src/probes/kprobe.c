@@ -582,7 +582,7 @@ static void kretprobe_list(const char *pattern, FILE *out) {
 
 const Provider kprobe_provider = {
     .name = "kprobe",
-    .alias = "k",
+    .aliases = (const char *const[]){"k", NULL},
     .prog_type = BPF_PROG_TYPE_KPROBE,
     .expand = kprobe_expand,
     .attach = kprobe_attach,
@@ -596,7 +596,7 @@ const Provider kprobe_provider = {
 
 const Provider kretprobe_provider = {
     .name = "kretprobe",
-    .alias = "kr",
+    .aliases = (const char *const[]){"kr", NULL},
     .prog_type = BPF_PROG_TYPE_KPROBE,
     .expand = kprobe_expand,
     .attach = kretprobe_attach,

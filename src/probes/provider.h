@@ -4,6 +4,8 @@
 #define LOUPE_PROVIDER_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "lang/ast.h"
@@ -45,7 +47,9 @@ void links_close_all(LinkSet *ls);
 
 typedef struct Provider {
   const char *name;        /* canonical: "tracepoint", "interval", "BEGIN" */
-  const char *alias;       /* "t", "i", "begin", or NULL */
+  /* Its other names ("t", "begin", the names of older bpftrace),
+   * NULL-terminated; NULL: none. */
+  const char *const *aliases;
   uint32_t prog_type;      /* BPF_PROG_TYPE_* its programs load as */
   /* Fills ap->targets from ap->parts; reports problems at ap->span.
    * Returns 0, or -1 after reporting. */

@@ -249,7 +249,7 @@ static void rawtracepoint_list(const char *pattern, FILE *out) {
 
 const Provider rawtracepoint_provider = {
     .name = "rawtracepoint",
-    .alias = "rt",
+    .aliases = (const char *const[]){"rt", NULL},
     .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
     .expand = rawtracepoint_expand,
     .attach = rawtracepoint_attach,

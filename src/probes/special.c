@@ -42,7 +42,7 @@ static void special_list(const char *pattern, FILE *out) {}
 
 const Provider begin_provider = {
     .name = "BEGIN",
-    .alias = "begin",
+    .aliases = (const char *const[]){"begin", NULL},
     .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
     .expand = special_expand,
     .attach = NULL,
@@ -51,7 +51,7 @@ const Provider begin_provider = {
 
 const Provider end_provider = {
     .name = "END",
-    .alias = "end",
+    .aliases = (const char *const[]){"end", NULL},
     .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
     .expand = special_expand,
     .attach = NULL,
@@ -78,7 +78,6 @@ static int mode_probe_expand(AttachPoint *ap, Diag *d) {
 
 const Provider bench_provider = {
     .name = "bench",
-    .alias = NULL,
     .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
     .expand = mode_probe_expand,
     .attach = NULL,
@@ -87,7 +86,6 @@ const Provider bench_provider = {
 
 const Provider test_provider = {
     .name = "test",
-    .alias = NULL,
     .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
     .expand = mode_probe_expand,
     .attach = NULL,
@@ -110,7 +108,6 @@ static int self_expand(AttachPoint *ap, Diag *d) {
 
 const Provider self_provider = {
     .name = "self",
-    .alias = NULL,
     .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
     .expand = self_expand,
     .attach = NULL,

@@ -371,7 +371,7 @@ static void tracepoint_list(const char *pattern, FILE *out) {
 
 const Provider tracepoint_provider = {
     .name = "tracepoint",
-    .alias = "t",
+    .aliases = (const char *const[]){"t", NULL},
     .prog_type = BPF_PROG_TYPE_TRACEPOINT,
     .expand = tracepoint_expand,
     .attach = tracepoint_attach,

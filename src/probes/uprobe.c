@@ -701,7 +701,7 @@ static void uretprobe_list(const char *pattern, FILE *out) {
 
 const Provider uprobe_provider = {
     .name = "uprobe",
-    .alias = "u",
+    .aliases = (const char *const[]){"u", NULL},
     .prog_type = BPF_PROG_TYPE_KPROBE,
     .expand = uprobe_expand,
     .attach = uprobe_attach,
@@ -714,7 +714,7 @@ const Provider uprobe_provider = {
 
 const Provider uretprobe_provider = {
     .name = "uretprobe",
-    .alias = "ur",
+    .aliases = (const char *const[]){"ur", NULL},
     .prog_type = BPF_PROG_TYPE_KPROBE,
     .expand = uprobe_expand,
     .attach = uretprobe_attach,

@@ -457,7 +457,7 @@ static void usdt_list(const char *pattern, FILE *out) {
 
 const Provider usdt_provider = {
     .name = "usdt",
-    .alias = "U",
+    .aliases = (const char *const[]){"U", NULL},
     .prog_type = BPF_PROG_TYPE_KPROBE,
     .expand = usdt_expand,
     .attach = usdt_attach,

@@ -160,7 +160,7 @@ static void watchpoint_list(const char *pattern, FILE *out) {
 
 const Provider watchpoint_provider = {
     .name = "watchpoint",
-    .alias = "w",
+    .aliases = (const char *const[]){"w", NULL},
     .prog_type = BPF_PROG_TYPE_PERF_EVENT,
     .expand = watchpoint_expand,
     .attach = watchpoint_attach,
