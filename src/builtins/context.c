@@ -13,7 +13,6 @@
 #include "lang/ctype.h"
 #include "probes/provider.h"
 #include "probes/syscalls.h"
-#include "probes/usdt.h"
 
 /* The inode number of the initial PID namespace (include/linux/proc_ns.h). */
 #define PROC_PID_INIT_INO 0xEFFFFFFCU
@@ -353,7 +352,8 @@ static void check_comm_call(Checker *c, Node *n) {
   n->ival = comm.offset;
   n->type = ty_str(COMM_SIZE);
   /* raw tracepoints load as tracing programs (tp_btf), which may */
-  if (probe_is_rawtracepoint(c->probe)) c->probe->wants_tracing = true;
+  if (PROBE_ALL(c->probe, tracing_on_demand, true))
+    c->probe->wants_tracing = true;
 }
 
 /* usermode reads the interrupted registers' privilege level from the
@@ -369,11 +369,10 @@ static void check_usermode(Checker *c, Node *n) {
   n->type = ty_int(1, false);
 }
 
-/* The probe type's name: the provider, "special" for BEGIN and END. */
+/* The probe type's name: the provider's probetype, else its name. */
 static const char *probe_type_name(const AttachPoint *ap) {
-  return !strcasecmp(ap->provider, "BEGIN") || !strcasecmp(ap->provider, "END")
-             ? "special"
-             : ap->provider;
+  const Provider *prov = ap_provider(ap);
+  return prov && prov->probetype ? prov->probetype : ap->provider;
 }
 
 static void check_probetype(Checker *c, Node *n) {
@@ -405,18 +404,15 @@ static void check_args(Checker *c, Node *n) {
              "need into a map first");
     return;
   }
-  if (probe_is_uprobe(c->probe)) {
+  if (PROBE_ALL(c->probe, user_space, true)) {
     check_uprobe_args(c, n);
     return;
   }
-  for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
-    if (strcmp(ap->provider, "tracepoint") &&
-        strcmp(ap->provider, "rawtracepoint") &&
-        strcmp(ap->provider, "fentry") && strcmp(ap->provider, "fexit")) {
-      error_at(c, n->span, "The args builtin can only be used with "
-               "tracepoint, rawtracepoint, fentry, fexit and uprobe probes");
-      return;
-    }
+  if (!PROBE_ALL(c->probe, args, ARGS_FIELDS)) {
+    error_at(c, n->span, "The args builtin can only be used with "
+             "tracepoint, rawtracepoint, fentry, fexit and uprobe probes");
+    return;
+  }
   c->probe->uses_args = c->probe->uses_ctx = true;
   n->type.kind = TY_ARGS;
   if (!c->args_not_whole) check_args_record(c, n);
@@ -465,11 +461,14 @@ static bool rawtp_arg_exists(Checker *c, Node *n) {
   return true;
 }
 
-/* Whether any attach point of the probe is a usdt one. */
-static bool probe_has_usdt(const Probe *p) {
-  for (const AttachPoint *ap = p->aps; ap; ap = ap->next)
-    if (!strcmp(ap->provider, "usdt")) return true;
-  return false;
+/* The provider of the first attach point of the probe whose provider
+ * reads argN itself (usdt), or NULL. */
+static const Provider *probe_own_argn(const Probe *p) {
+  for (const AttachPoint *ap = p->aps; ap; ap = ap->next) {
+    const Provider *prov = ap_provider(ap);
+    if (prov && prov->argn == ARGN_OWN) return prov;
+  }
+  return NULL;
 }
 
 /* Whether n, which reads the probe's context, is in the probe's own
@@ -483,18 +482,19 @@ static bool in_probe_frame(Checker *c, Node *n) {
   return false;
 }
 
-/* argN of a usdt probe: where its note says (probes/usdt_args.c), which
- * differs from probe to probe, so each target gets its own program. */
-static void check_usdt_arg(Checker *c, Node *n) {
+/* argN of a provider that reads it itself (usdt: where its note says,
+ * probes/usdt_args.c), which differs from probe to probe, so each target
+ * gets its own program. */
+static void check_own_arg(Checker *c, Node *n, const Provider *own) {
   char msg[512];
   for (const AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
-    if (strcmp(ap->provider, "usdt")) {
-      error_at(c, n->span, "%s can not be used in a probe that has usdt "
-               "and %s attach points", n->name, ap->provider);
+    if (ap_provider(ap) != own) {
+      error_at(c, n->span, "%s can not be used in a probe that has %s "
+               "and %s attach points", n->name, own->name, ap->provider);
       return;
     }
   if (!in_probe_frame(c, n)) return;
-  if (!usdt_arg_usable(c->probe, atoi(n->name + 3), msg, sizeof msg)) {
+  if (!own->arg_usable(c->probe, atoi(n->name + 3), msg, sizeof msg)) {
     error_at(c, n->span, "%s", msg);
     return;
   }
@@ -520,43 +520,39 @@ static void check_fexit_retval(Checker *c, Node *n) {
 static void check_register(Checker *c, Node *n) {
   const char *s = n->name;
   bool is_retval = !strcmp(s, "retval");
-  if (!is_retval && probe_has_usdt(c->probe)) {
-    check_usdt_arg(c, n);
+  const Provider *own = is_retval ? NULL : probe_own_argn(c->probe);
+  if (own) {
+    check_own_arg(c, n, own);
     return;
   }
   if (!is_retval && atoi(s + 3) > 5) {   /* stack arguments: not read yet */
     error_at(c, n->span, "loupe does not support the builtin '%s' yet", s);
     return;
   }
-  if (!is_retval && probe_not_kprobe(c->probe, false) &&
-      !probe_is_rawtracepoint(c->probe)) {
+  bool slots = PROBE_ALL(c->probe, argn, ARGN_SLOTS);
+  if (!is_retval && !PROBE_ALL(c->probe, argn, ARGN_REGS) && !slots) {
     error_at(c, n->span, "The %s builtin can only be used with 'kprobes', "
              "'uprobes' and 'usdt' probes", s);
     return;
   }
-  if (is_retval && probe_is_fentry(c->probe, true)) {
+  if (is_retval && PROBE_ALL(c->probe, retval, RETVAL_FIELD)) {
     check_fexit_retval(c, n);
     return;
   }
-  if (is_retval) {
-    for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
-      if (strcmp(ap->provider, "kretprobe") &&
-          strcmp(ap->provider, "uretprobe")) {
-        error_at(c, n->span, "The retval builtin can only be used with "
-                 "'kretprobe' and 'uretprobe' and 'kfunc' probes (try to "
-                 "use args->ret instead)");
-        return;
-      }
+  if (is_retval && !PROBE_ALL(c->probe, retval, RETVAL_REGS)) {
+    error_at(c, n->span, "The retval builtin can only be used with "
+             "'kretprobe' and 'uretprobe' and 'kfunc' probes (try to use "
+             "args->ret instead)");
+    return;
   }
   if (!in_probe_frame(c, n)) return;
-  if (!is_retval && probe_is_rawtracepoint(c->probe) &&
-      !rawtp_arg_exists(c, n))
+  if (!is_retval && slots && !rawtp_arg_exists(c, n))
     return;
   c->probe->uses_ctx = true;
   n->type = ty_int(8, false);
   /* Not a pointer type (it prints as a number), but str() of it reads
    * user memory in uprobes. */
-  if (probe_is_uprobe(c->probe)) n->type.as = AS_USER;
+  if (PROBE_ALL(c->probe, user_space, true)) n->type.as = AS_USER;
 }
 
 /* reg("name"): a register of x86-64's struct pt_regs, in its order. */
@@ -595,11 +591,12 @@ static int emit_reg(Gen *g, Node *n) {
 }
 
 static void check_func(Checker *c, Node *n) {
-  const char *other = probe_is_fentry(c->probe, false)
-                          ? NULL : probe_not_kprobe(c->probe, true);
+  const AttachPoint *other = PROBE_ALL(c->probe, func, FUNC_BTF)
+                                 ? NULL
+                                 : PROBE_OTHER(c->probe, func, FUNC_REGS);
   if (other) {
     error_at(c, n->span, "The func builtin can not be used with '%s' "
-             "probes", other);
+             "probes", other->provider);
     return;
   }
   uses_target_name(c);
@@ -710,8 +707,8 @@ static int emit_numaid(Gen *g, Node *n) {
 #define PT_REGS_CS 136
 static int emit_usermode(Gen *g, Node *n) {
   int r = reg_alloc(g);
-  const char *prov = g->p->ap->provider;
-  bool special = !strcasecmp(prov, "BEGIN") || !strcasecmp(prov, "END");
+  const Provider *prov = ap_provider(g->p->ap);
+  bool special = prov && prov->in_user_mode;
   if (g->p->prog_type != BPF_PROG_TYPE_KPROBE &&
       g->p->prog_type != BPF_PROG_TYPE_PERF_EVENT) {
     emit(g, I_MOV64_IMM(r, special ? 1 : 0));
@@ -772,7 +769,7 @@ static void check_stack_arg(Checker *c, Node *n) {
              "sarg%d", n->name, MAX_STACK_ARG);
     return;
   }
-  if (probe_not_kprobe(c->probe, false)) {
+  if (!PROBE_ALL(c->probe, argn, ARGN_REGS)) {
     error_at(c, n->span, "The %s builtin can only be used with 'kprobes' and "
              "'uprobes' probes", n->name);
     return;
@@ -782,7 +779,7 @@ static void check_stack_arg(Checker *c, Node *n) {
   n->ival = index;
   n->type = ty_int(8, false);
   /* a pointer found there points where the probe's code runs */
-  n->type.as = probe_is_uprobe(c->probe) ? AS_USER : AS_KERNEL;
+  n->type.as = PROBE_ALL(c->probe, user_space, true) ? AS_USER : AS_KERNEL;
 }
 
 static int emit_stack_arg(Gen *g, Node *n) {
@@ -802,7 +799,9 @@ static int emit_stack_arg(Gen *g, Node *n) {
 /* kprobe programs may read their struct pt_regs context directly; a raw
  * tracepoint's context is its arguments, a u64 each. */
 static int emit_register(Gen *g, Node *n) {
-  if (g->target && g->target->usdt) return usdt_emit_arg(g, atoi(n->name + 3));
+  const Provider *prov = g->p->ap ? ap_provider(g->p->ap) : NULL;
+  if (g->target && prov && prov->emit_arg)
+    return prov->emit_arg(g, atoi(n->name + 3));
   /* a raw tracepoint's, also loaded as tp_btf: u64 slots */
   bool slots = g->p->prog_type == BPF_PROG_TYPE_RAW_TRACEPOINT ||
                g->p->expected_attach_type == BPF_TRACE_RAW_TP;
@@ -903,7 +902,8 @@ static void check_ctx(Checker *c, Node *n) {
   /* an iterator's: its fields (ctx.task, ...) read as a tracepoint's
    * args are, from the u64 slots of the context (iter.c) */
   const AttachPoint *ap = c->probe->aps;
-  if (ap && !strcmp(ap->provider, "iter")) {
+  const Provider *prov = ap ? ap_provider(ap) : NULL;
+  if (prov && prov->ctx_is_args) {
     c->probe->uses_args = true;
     n->type = (Type){.kind = TY_ARGS};
   }

@@ -19,7 +19,8 @@ static const int arg_reg_offset[] = {112, 104, 96, 88, 72, 64};
 void check_uprobe_args(Checker *c, Node *n) {
   const CType *record = NULL;
   for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next) {
-    if (strcmp(ap->provider, "uprobe")) {
+    const Provider *prov = ap_provider(ap);
+    if (!prov || prov->args != ARGS_DEBUGINFO) {
       error_at(c, n->span, "The args builtin can not be used with '%s' "
                "probes (only the entry of a function has its arguments)",
                ap->provider);

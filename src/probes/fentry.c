@@ -481,6 +481,9 @@ const Provider fentry_provider = {
     .fires_newest_first = true,
     .prog_per_target = true,
     .load_refused = tracing_load_refused,
+    .args = ARGS_FIELDS,
+    .func = FUNC_BTF,
+    .tracing_helpers = true,
 };
 
 const Provider fexit_provider = {
@@ -494,4 +497,8 @@ const Provider fexit_provider = {
     .fires_newest_first = true,
     .prog_per_target = true,
     .load_refused = tracing_load_refused,
+    .args = ARGS_FIELDS,
+    .retval = RETVAL_FIELD,
+    .func = FUNC_BTF,
+    .tracing_helpers = true,
 };

@@ -246,4 +246,7 @@ const Provider iter_provider = {
     .list = iter_list,
     .attach_type = iter_attach_type,
     .prog_per_target = true,
+    /* its programs have the tracing helpers too: want_tracing_probe
+     * knows an iterator's probe by its first attach point's ctx_is_args */
+    .ctx_is_args = true,
 };

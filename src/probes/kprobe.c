@@ -592,6 +592,9 @@ const Provider kprobe_provider = {
     /* the kernel puts a new kprobe at the head of a function's list */
     .fires_newest_first = true,
     .names_by_cookie = true,
+    .argn = ARGN_REGS,
+    .func = FUNC_REGS,
+    .can_override = true,
 };
 
 const Provider kretprobe_provider = {
@@ -604,6 +607,8 @@ const Provider kretprobe_provider = {
     .attach_type = kprobe_attach_type,
     .attach_group = attach_multi,
     .names_by_cookie = true,
+    .retval = RETVAL_REGS,
+    .func = FUNC_REGS,
 };
 
 bool kernel_function_known(const char *name) {

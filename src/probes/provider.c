@@ -88,6 +88,28 @@ const Provider *provider_find(const char *name) {
   return NULL;
 }
 
+const Provider *ap_provider(const AttachPoint *ap) {
+  return ap->prov ? ap->prov : provider_find(ap->provider);
+}
+
+const AttachPoint *probe_other_ap(const Probe *p, size_t offset,
+                                  size_t size, uint64_t value) {
+  static const Provider none;
+  for (const AttachPoint *ap = p->aps; ap; ap = ap->next) {
+    const Provider *prov = ap_provider(ap);
+    const char *field = (const char *)(prov ? prov : &none) + offset;
+    uint64_t v;
+    switch (size) {
+    case 1: v = *(const uint8_t *)field; break;
+    case 2: v = *(const uint16_t *)field; break;
+    case 4: v = *(const uint32_t *)field; break;
+    default: v = *(const uint64_t *)field; break;
+    }
+    if (v != value) return ap;
+  }
+  return NULL;
+}
+
 int probe_no_matches(AttachPoint *ap, Diag *d, const char *what) {
   diag_error(d, ap->span, "No matches for %s %s.%s", ap->prov->name, what,
              d->demote == DEMOTE_TO_WARNING ? " Skipping." : "");

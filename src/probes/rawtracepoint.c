@@ -254,4 +254,7 @@ const Provider rawtracepoint_provider = {
     .expand = rawtracepoint_expand,
     .attach = rawtracepoint_attach,
     .list = rawtracepoint_list,
+    .args = ARGS_FIELDS,
+    .argn = ARGN_SLOTS,
+    .tracing_on_demand = true,
 };

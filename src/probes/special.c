@@ -47,6 +47,8 @@ const Provider begin_provider = {
     .expand = special_expand,
     .attach = NULL,
     .list = special_list,
+    .in_user_mode = true,
+    .probetype = "special",
 };
 
 const Provider end_provider = {
@@ -56,6 +58,8 @@ const Provider end_provider = {
     .expand = special_expand,
     .attach = NULL,
     .list = special_list,
+    .in_user_mode = true,
+    .probetype = "special",
 };
 
 RunMode probe_mode;

@@ -369,6 +369,12 @@ static void tracepoint_list(const char *pattern, FILE *out) {
   free(full);
 }
 
+/* A system call's arguments are the caller's: its pointers are user
+ * addresses. */
+static bool tracepoint_args_user_space(const Target *t) {
+  return !strcmp(t->category, "syscalls");
+}
+
 const Provider tracepoint_provider = {
     .name = "tracepoint",
     .aliases = (const char *const[]){"t", NULL},
@@ -376,4 +382,6 @@ const Provider tracepoint_provider = {
     .expand = tracepoint_expand,
     .attach = tracepoint_attach,
     .list = tracepoint_list,
+    .args = ARGS_FIELDS,
+    .args_user_space = tracepoint_args_user_space,
 };

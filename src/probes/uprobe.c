@@ -710,6 +710,10 @@ const Provider uprobe_provider = {
     .attach_group = attach_group,
     .fires_newest_first = true,
     .names_by_cookie = true,
+    .args = ARGS_DEBUGINFO,
+    .argn = ARGN_REGS,
+    .func = FUNC_REGS,
+    .user_space = true,
 };
 
 const Provider uretprobe_provider = {
@@ -723,4 +727,8 @@ const Provider uretprobe_provider = {
     .attach_group = attach_group,
     .fires_newest_first = true,
     .names_by_cookie = true,
+    .retval = RETVAL_REGS,
+    .func = FUNC_REGS,
+    .user_space = true,
+    .ip_after_return = true,
 };

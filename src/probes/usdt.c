@@ -464,4 +464,8 @@ const Provider usdt_provider = {
     .list = usdt_list,
     .attach_type = usdt_attach_type,
     .fires_newest_first = true,
+    .argn = ARGN_OWN,
+    .arg_usable = usdt_arg_usable,
+    .emit_arg = usdt_emit_arg,
+    .user_space = true,
 };
