@@ -26,7 +26,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "builtins/builtin.h"
 #include "codegen/gen.h"
@@ -37,8 +36,7 @@
 static void prog_name(BpfProg *p, AttachPoint *ap, Target *t) {
   const char *base = t && t->event ? t->event
                      : ap->nparts ? ap->parts[ap->nparts - 1] : ap->provider;
-  const char *prefix = !strcmp(ap->provider, "tracepoint") ? "tp_"
-                       : !strcmp(ap->provider, "interval") ? "iv_" : "";
+  const char *prefix = ap->prov->prog_prefix ? ap->prov->prog_prefix : "";
   snprintf(p->name, sizeof(p->name), "%s%s", prefix, base);
   for (char *s = p->name; *s; s++)
     if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
@@ -174,8 +172,7 @@ static void gen_body(Gen *g, Probe *probe, int buf_base, bool big) {
 /* Whether loupe runs ap's programs itself (BEGIN, END, bench, self),
  * which -p does not filter. */
 static bool ap_is_special(const AttachPoint *ap) {
-  if (ap->prov) return ap->prov->attach == NULL;
-  return !strcasecmp(ap->provider, "BEGIN") || !strcasecmp(ap->provider, "END");
+  return ap->prov->attach == NULL;
 }
 
 /* Whether a map's full-map counting, its reads or its writes move to
@@ -225,7 +222,7 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
   }
   g->p = p;
   g->pid_filter = ap_is_special(ap) ? 0 : target_pid;
-  g->is_end = !strcasecmp(ap->prov ? ap->prov->name : ap->provider, "END");
+  g->is_end = ap->prov->run == RUN_AT_END;
   g->seq_output = p->expected_attach_type == BPF_TRACE_ITER;
   g->probe = probe;
   g->target = t;

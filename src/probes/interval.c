@@ -257,6 +257,7 @@ const Provider interval_provider = {
     .expand = timer_expand,
     .attach = interval_attach,
     .list = interval_list,
+    .prog_prefix = "iv_",
 };
 
 const Provider profile_provider = {

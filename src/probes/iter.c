@@ -249,4 +249,5 @@ const Provider iter_provider = {
     /* its programs have the tracing helpers too: want_tracing_probe
      * knows an iterator's probe by its first attach point's ctx_is_args */
     .ctx_is_args = true,
+    .run = RUN_AS_ITERATOR,
 };

@@ -45,6 +45,18 @@ typedef struct LinkSet {
 void links_add(LinkSet *ls, int fd);
 void links_close_all(LinkSet *ls);
 
+/* How a probe's programs come to run (runtime/run.c, codegen). */
+typedef enum ProbeRun {
+  RUN_ON_EVENTS,     /* the kernel runs them at their targets' events */
+  RUN_AT_BEGIN,      /* loupe runs them once before the event loop */
+  RUN_AT_END,        /* loupe runs them once after it */
+  RUN_AS_BENCH,      /* --mode bench: loupe runs each many times, timed */
+  RUN_AS_TEST,       /* --mode test: loupe runs each once */
+  RUN_ON_SIGNAL,     /* loupe runs them whenever it receives SIGUSR1 */
+  RUN_AS_ITERATOR,   /* loupe reads the iterator they write into, to its
+                        end, and the run ends with it */
+} ProbeRun;
+
 /* Where `args` comes from in a provider's probes (builtins/context.c). */
 typedef enum ArgsFrom {
   ARGS_NONE,
@@ -132,6 +144,12 @@ typedef struct Provider {
    * false for the usual report. NULL: always the usual report. */
   bool (*load_refused)(const AttachPoint *ap, const Target *t, int err,
                        Diag *d);
+  /* How its programs come to run; RUN_ON_EVENTS (0) for those attach
+   * attaches. */
+  ProbeRun run;
+  /* Program names (BpfProg.name) start with this ("tp_"); NULL: none. */
+  const char *prog_prefix;
+
   /* ---- its programs' context: what the context words mean there -------
    * builtins/context.c and lang/check.c ask these instead of the
    * provider's name; a probe with attach points of several providers may

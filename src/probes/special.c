@@ -49,6 +49,7 @@ const Provider begin_provider = {
     .list = special_list,
     .in_user_mode = true,
     .probetype = "special",
+    .run = RUN_AT_BEGIN,
 };
 
 const Provider end_provider = {
@@ -60,6 +61,7 @@ const Provider end_provider = {
     .list = special_list,
     .in_user_mode = true,
     .probetype = "special",
+    .run = RUN_AT_END,
 };
 
 RunMode probe_mode;
@@ -86,6 +88,7 @@ const Provider bench_provider = {
     .expand = mode_probe_expand,
     .attach = NULL,
     .list = special_list,
+    .run = RUN_AS_BENCH,
 };
 
 const Provider test_provider = {
@@ -94,6 +97,7 @@ const Provider test_provider = {
     .expand = mode_probe_expand,
     .attach = NULL,
     .list = special_list,
+    .run = RUN_AS_TEST,
 };
 
 static int self_expand(AttachPoint *ap, Diag *d) {
@@ -116,4 +120,5 @@ const Provider self_provider = {
     .expand = self_expand,
     .attach = NULL,
     .list = special_list,
+    .run = RUN_ON_SIGNAL,
 };

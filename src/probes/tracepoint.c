@@ -384,4 +384,5 @@ const Provider tracepoint_provider = {
     .list = tracepoint_list,
     .args = ARGS_FIELDS,
     .args_user_space = tracepoint_args_user_space,
+    .prog_prefix = "tp_",
 };
