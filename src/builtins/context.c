@@ -444,23 +444,6 @@ static void emit_args(Gen *g, Node *n, int dst, int cap) {
   }
 }
 
-/* A raw tracepoint's argN exists only up to its argument count (the
- * kernel refuses to attach a program reading past it). */
-static bool rawtp_arg_exists(Checker *c, Node *n) {
-  int index = atoi(n->name + 3);
-  for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
-    for (Target *t = ap->targets; t; t = t->next)
-      if (t->format && t->format->nfields > 0 &&
-          index >= t->format->nfields) {
-        error_at(c, n->span, "rawtracepoint %s:%s has %d argument%s "
-                 "(arg0 to arg%d)", t->category, t->event,
-                 t->format->nfields, t->format->nfields == 1 ? "" : "s",
-                 t->format->nfields - 1);
-        return false;
-      }
-  return true;
-}
-
 /* The provider of the first attach point of the probe whose provider
  * reads argN itself (usdt), or NULL. */
 static const Provider *probe_own_argn(const Probe *p) {
@@ -482,22 +465,29 @@ static bool in_probe_frame(Checker *c, Node *n) {
   return false;
 }
 
-/* argN of a provider that reads it itself (usdt: where its note says,
- * probes/usdt_args.c), which differs from probe to probe, so each target
- * gets its own program. */
-static void check_own_arg(Checker *c, Node *n, const Provider *own) {
+/* Whether argN (n) can be read in every target of the probe, whose
+ * attach points are all prov's, as prov's arg_usable says; else an
+ * error. */
+static bool arg_usable(Checker *c, Node *n, const Provider *prov) {
   char msg[512];
+  if (!prov || !prov->arg_usable ||
+      prov->arg_usable(c->probe, atoi(n->name + 3), msg, sizeof msg))
+    return true;
+  error_at(c, n->span, "%s", msg);
+  return false;
+}
+
+/* argN of a provider that reads it its own way (usdt: where its note
+ * says, probes/usdt_args.c), which differs from probe to probe, so each
+ * target gets its own program. */
+static void check_own_arg(Checker *c, Node *n, const Provider *own) {
   for (const AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
     if (ap_provider(ap) != own) {
       error_at(c, n->span, "%s can not be used in a probe that has %s "
                "and %s attach points", n->name, own->name, ap->provider);
       return;
     }
-  if (!in_probe_frame(c, n)) return;
-  if (!own->arg_usable(c->probe, atoi(n->name + 3), msg, sizeof msg)) {
-    error_at(c, n->span, "%s", msg);
-    return;
-  }
+  if (!in_probe_frame(c, n) || !arg_usable(c, n, own)) return;
   c->probe->uses_ctx = c->probe->uses_probe = true;
   n->type = ty_int(8, true);
   n->type.as = AS_USER;
@@ -546,7 +536,8 @@ static void check_register(Checker *c, Node *n) {
     return;
   }
   if (!in_probe_frame(c, n)) return;
-  if (!is_retval && slots && !rawtp_arg_exists(c, n))
+  if (!is_retval && slots && c->probe->aps &&
+      !arg_usable(c, n, ap_provider(c->probe->aps)))
     return;
   c->probe->uses_ctx = true;
   n->type = ty_int(8, false);
@@ -745,18 +736,6 @@ static int emit_elapsed(Gen *g, Node *n) {
   return r;
 }
 
-/* Where argN and retval live in x86-64's struct pt_regs (the calling
- * convention's registers di, si, dx, cx, r8, r9, and ax). */
-static int pt_regs_offset(const char *builtin) {
-  static const struct { const char *name; int offset; } regs[] = {
-      {"arg0", 112}, {"arg1", 104}, {"arg2", 96}, {"arg3", 88},
-      {"arg4", 72},  {"arg5", 64},  {"retval", 80},
-  };
-  for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
-    if (!strcmp(regs[i].name, builtin)) return regs[i].offset;
-  return 0;
-}
-
 /* sargN: the Nth argument passed on the stack (x86-64: above the return
  * address, 8 bytes each, at the probed function's entry), in kprobes and
  * uprobes, as bpftrace documents it. */
@@ -796,23 +775,17 @@ static int emit_stack_arg(Gen *g, Node *n) {
   return r;
 }
 
-/* kprobe programs may read their struct pt_regs context directly; a raw
- * tracepoint's context is its arguments, a u64 each. */
+/* argN and retval: read from the context as the attach point's provider
+ * says (probes/regs.c for kprobes and uprobes). */
 static int emit_register(Gen *g, Node *n) {
-  const Provider *prov = g->p->ap ? ap_provider(g->p->ap) : NULL;
-  if (g->target && prov && prov->emit_arg)
-    return prov->emit_arg(g, atoi(n->name + 3));
-  /* a raw tracepoint's, also loaded as tp_btf: u64 slots */
-  bool slots = g->p->prog_type == BPF_PROG_TYPE_RAW_TRACEPOINT ||
-               g->p->expected_attach_type == BPF_TRACE_RAW_TP;
-  /* fexit's retval: a field of the target's arguments */
-  if (g->p->prog_type == BPF_PROG_TYPE_TRACING && !slots)
-    return gen_field_int(g, n);
-  int r = reg_alloc(g);
-  int offset = slots ? 8 * atoi(n->name + 3) : pt_regs_offset(n->name);
-  emit_ctx(g, r);
-  emit(g, I_LDX(BPF_DW, r, r, offset));
-  return r;
+  const Provider *prov = g->p->ap->prov;
+  bool is_retval = !strcmp(n->name, "retval");
+  if (is_retval ? !prov->emit_retval : !prov->emit_arg) {
+    fail(g, n->span, "loupe cannot generate code for '%s' yet", n->name);
+    return reg_alloc(g);
+  }
+  return is_retval ? prov->emit_retval(g, n)
+                   : prov->emit_arg(g, atoi(n->name + 3));
 }
 
 /* bpf_get_current_comm pads the name with zeros only on newer kernels

@@ -23,6 +23,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 
+#include "codegen/gen.h"
 #include "probes/kernel_btf.h"
 #include "probes/list.h"
 #include "probes/provider.h"
@@ -469,6 +470,9 @@ static bool tracing_load_refused(const AttachPoint *ap, const Target *t,
   return true;
 }
 
+/* retval: the field after the arguments (check_target_field found it). */
+static int fexit_emit_retval(Gen *g, Node *n) { return gen_field_int(g, n); }
+
 const Provider fentry_provider = {
     .name = "fentry",
     /* kfunc, kretfunc: their names before bpftrace 0.18 */
@@ -501,4 +505,5 @@ const Provider fexit_provider = {
     .retval = RETVAL_FIELD,
     .func = FUNC_BTF,
     .tracing_helpers = true,
+    .emit_retval = fexit_emit_retval,
 };

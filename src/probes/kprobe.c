@@ -29,6 +29,7 @@
 
 #include "probes/list.h"
 #include "probes/provider.h"
+#include "probes/regs.h"
 #include "sym/kallsyms.h"
 
 
@@ -595,6 +596,7 @@ const Provider kprobe_provider = {
     .argn = ARGN_REGS,
     .func = FUNC_REGS,
     .can_override = true,
+    .emit_arg = regs_emit_arg,
 };
 
 const Provider kretprobe_provider = {
@@ -609,6 +611,7 @@ const Provider kretprobe_provider = {
     .names_by_cookie = true,
     .retval = RETVAL_REGS,
     .func = FUNC_REGS,
+    .emit_retval = regs_emit_retval,
 };
 
 bool kernel_function_known(const char *name) {

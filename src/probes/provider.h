@@ -158,12 +158,14 @@ typedef struct Provider {
   ArgNFrom argn;
   RetvalFrom retval;
   FuncFrom func;
-  /* argN of ARGN_OWN: whether argument index can be read in every target
-   * of p (whose attach points are all this provider's), else why in msg;
-   * and the code that reads it from the program's target into a register
-   * (a 64-bit value, extended as its sign says). */
+  /* argN: whether argument index can be read in every target of p
+   * (whose attach points are all this provider's), else why in msg (NULL:
+   * always, up to arg5); and the code that reads it from the context of
+   * the program's target into a register (a 64-bit value). */
   bool (*arg_usable)(const Probe *p, int index, char *msg, size_t len);
   int (*emit_arg)(struct Gen *g, int index);
+  /* retval (n) into a register. */
+  int (*emit_retval)(struct Gen *g, Node *n);
   /* Its probes run in user code: a pointer among argN, retval and sargN
    * is a user address. */
   bool user_space;

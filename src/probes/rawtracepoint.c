@@ -24,6 +24,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 
+#include "codegen/gen.h"
 #include "probes/kernel_btf.h"
 #include "probes/list.h"
 #include "probes/provider.h"
@@ -247,6 +248,31 @@ static void rawtracepoint_list(const char *pattern, FILE *out) {
   }
 }
 
+/* argN exists only up to the event's argument count: the kernel refuses
+ * to attach a program reading past it. */
+static bool rawtracepoint_arg_usable(const Probe *p, int index, char *msg,
+                                     size_t len) {
+  for (const AttachPoint *ap = p->aps; ap; ap = ap->next)
+    for (const Target *t = ap->targets; t; t = t->next)
+      if (t->format && t->format->nfields > 0 &&
+          index >= t->format->nfields) {
+        snprintf(msg, len, "rawtracepoint %s:%s has %d argument%s (arg0 to "
+                 "arg%d)", t->category, t->event, t->format->nfields,
+                 t->format->nfields == 1 ? "" : "s",
+                 t->format->nfields - 1);
+        return false;
+      }
+  return true;
+}
+
+/* argN: the context's u64 slot N (also when loaded as tp_btf). */
+static int rawtracepoint_emit_arg(Gen *g, int index) {
+  int r = reg_alloc(g);
+  emit_ctx(g, r);
+  emit(g, I_LDX(BPF_DW, r, r, 8 * index));
+  return r;
+}
+
 const Provider rawtracepoint_provider = {
     .name = "rawtracepoint",
     .aliases = (const char *const[]){"rt", NULL},
@@ -257,4 +283,6 @@ const Provider rawtracepoint_provider = {
     .args = ARGS_FIELDS,
     .argn = ARGN_SLOTS,
     .tracing_on_demand = true,
+    .arg_usable = rawtracepoint_arg_usable,
+    .emit_arg = rawtracepoint_emit_arg,
 };

@@ -35,6 +35,7 @@
 #include <bpf/bpf.h>
 
 #include "probes/provider.h"
+#include "probes/regs.h"
 #include "sym/disasm.h"
 #include "sym/dwarf.h"
 #include "sym/elf.h"
@@ -714,6 +715,7 @@ const Provider uprobe_provider = {
     .argn = ARGN_REGS,
     .func = FUNC_REGS,
     .user_space = true,
+    .emit_arg = regs_emit_arg,
 };
 
 const Provider uretprobe_provider = {
@@ -731,4 +733,5 @@ const Provider uretprobe_provider = {
     .func = FUNC_REGS,
     .user_space = true,
     .ip_after_return = true,
+    .emit_retval = regs_emit_retval,
 };
