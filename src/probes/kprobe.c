@@ -32,6 +32,10 @@
 #include "probes/regs.h"
 #include "sym/kallsyms.h"
 
+/* A target's Target.data points here when its `offset` is the kernel
+ * address the probe was given (kprobe:0xADDR), not an offset into
+ * `event`. */
+static const char at_address;
 
 /* ---- the kernel's functions ----------------------------------------- */
 
@@ -378,7 +382,7 @@ static int kprobe_expand(AttachPoint *ap, Diag *d) {
     uint64_t into = 0;
     const char *holder = kallsyms_name(k.offset, &into);
     add_target(ap, tail, &k, k.func, NULL);
-    ap->targets->at_address = true;
+    ap->targets->data = (void *)&at_address;
     if (holder) {
       free(ap->targets->event);
       ap->targets->event = strdup(holder);
@@ -444,11 +448,12 @@ static int attach_kprobe(const Target *t, bool retprobe, int prog_fd,
     abort();
   /* at an address: no name, config2 the address itself */
   int rc = probe_pmu_attach("kprobe", retprobe, -1,
-                            t->at_address ? 0 : (uint64_t)(uintptr_t)sym,
+                            t->data == &at_address ? 0
+                                                   : (uint64_t)(uintptr_t)sym,
                             t->offset, target_cookie(t), prog_fd, links, err,
                             errlen);
   /* the kernel's word for an offset that splits an instruction */
-  if (rc < 0 && t->offset && !t->at_address &&
+  if (rc < 0 && t->offset && t->data != &at_address &&
       strstr(err, strerror(EILSEQ)))
     snprintf(err, errlen, "offset %llu is not at an instruction boundary "
              "of %s", (unsigned long long)t->offset, sym);
