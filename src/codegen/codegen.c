@@ -55,14 +55,13 @@ static BpfProg *new_prog(Compiled *c, Probe *probe, AttachPoint *ap,
   p->prog_type = ap->prov->prog_type;
   if (ap->prov->attach_type)
     p->expected_attach_type = ap->prov->attach_type(ap, t);
-  if (t && probe->wants_tracing && t->tp_btf_id) {
+  if (t && ap->prov->attach_btf)
+    p->attach_btf_id = ap->prov->attach_btf(t, probe->wants_tracing,
+                                            &p->attach_prog_id);
+  if (p->attach_btf_id && ap->prov->tracing_on_demand) {
     /* a raw tracepoint that must be a tracing program (tp_btf) */
     p->prog_type = BPF_PROG_TYPE_TRACING;
     p->expected_attach_type = BPF_TRACE_RAW_TP;
-    p->attach_btf_id = t->tp_btf_id;
-  } else if (t && t->btf_id) {
-    p->attach_btf_id = t->btf_id;
-    p->attach_prog_id = t->bpf_prog_id;   /* fentry:bpf */
   }
   if (p->attach_btf_id && !p->attach_prog_id && t->category &&
       strcmp(t->category, "vmlinux"))

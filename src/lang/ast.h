@@ -240,17 +240,13 @@ typedef struct Target {
   char *binary;      /* uprobe, uretprobe: the ELF file's path as opened */
   uint64_t offset;   /* uprobe, uretprobe: the function's file offset;
                         watchpoint: the address watched */
-  uint32_t btf_id;   /* fentry, fexit: the function's BTF id in the BTF of
-                        module `category` ("vmlinux": the kernel's) */
-  uint32_t bpf_prog_id;  /* fentry:bpf: the running BPF program whose
-                            function (btf_id, in its BTF) is traced */
-  uint32_t tp_btf_id;  /* rawtracepoint: its btf_trace_EVENT typedef in
-                          that BTF, to load a tracing program for it */
   const struct CType *args_record;   /* `args` as one value, once built */
   void *data;        /* what only its provider knows of it, in the
                         provider's own type (usdt: its locations and
                         arguments; watchpoint: the breakpoint's length and
-                        type; kprobe: whether `offset` is an address) */
+                        type; kprobe: whether `offset` is an address;
+                        fentry, fexit, iter, rawtracepoint: the BTF type
+                        its program loads for) */
   uint32_t name_slot;  /* 1 + its entry in the names a program serving
                           many targets reads `probe` and `func` from (its
                           BPF cookie is the entry); 0: none */

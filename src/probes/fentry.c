@@ -120,7 +120,7 @@ static void add_target(AttachPoint *ap, FuncIndex *ix, KFunc *f) {
   snprintf(t->name, len, "%s:%s:%s", ap->prov->name, module, f->name);
   t->category = strdup(module);
   t->event = strdup(f->name);
-  t->btf_id = (uint32_t)f->id;
+  t->data = btf_target_new((uint32_t)f->id, 0);
   t->format = kfunc_format(ix, f, is_fexit(ap));
   ap_add_target(ap, t);
 }
@@ -213,8 +213,7 @@ static void bpf_func_matched(uint32_t prog, const char *name, uint32_t btf_id,
   snprintf(t->name, len, "%s:bpf:%u:%s", m->ap->prov->name, prog, name);
   t->category = strdup("bpf");
   t->event = strdup(name);
-  t->btf_id = btf_id;
-  t->bpf_prog_id = prog;
+  t->data = btf_target_new(btf_id, prog);
   t->format = &no_args;
   ap_add_target(m->ap, t);
 }
@@ -488,6 +487,7 @@ const Provider fentry_provider = {
     .args = ARGS_FIELDS,
     .func = FUNC_BTF,
     .tracing_helpers = true,
+    .attach_btf = btf_target_attach,
 };
 
 const Provider fexit_provider = {
@@ -506,4 +506,5 @@ const Provider fexit_provider = {
     .func = FUNC_BTF,
     .tracing_helpers = true,
     .emit_retval = fexit_emit_retval,
+    .attach_btf = btf_target_attach,
 };

@@ -138,7 +138,7 @@ static int iter_expand(AttachPoint *ap, Diag *d) {
   if (!t || asprintf(&t->name, "iter:%s", name) < 0) abort();
   t->category = strdup("vmlinux");
   t->event = strdup(name);
-  t->btf_id = (uint32_t)id;
+  t->data = btf_target_new((uint32_t)id, 0);
   ap->targets = t;
   ap->ntargets = 1;
   return 0;
@@ -250,4 +250,5 @@ const Provider iter_provider = {
      * knows an iterator's probe by its first attach point's ctx_is_args */
     .ctx_is_args = true,
     .run = RUN_AS_ITERATOR,
+    .attach_btf = btf_target_attach,
 };

@@ -133,7 +133,7 @@ typedef struct Provider {
    * (software events); when set, it is asked instead of the flag. */
   bool (*newest_first)(const AttachPoint *ap);
   /* Each target needs a program of its own (fentry: the kernel ties a
-   * program to its function when loading it, Target.btf_id). */
+   * program to its function when loading it, attach_btf). */
   bool prog_per_target;
   /* A program serving many targets reads `probe` and `func` by its BPF
    * cookie, which attach gives each target (Target.name_slot - 1), so
@@ -144,8 +144,14 @@ typedef struct Provider {
    * false for the usual report. NULL: always the usual report. */
   bool (*load_refused)(const AttachPoint *ap, const Target *t, int err,
                        Diag *d);
-  /* How its programs come to run; RUN_ON_EVENTS (0) for those attach
-   * attaches. */
+  /* The kernel BTF type the program of target t loads for (fentry,
+   * fexit, iter: the function; a raw tracepoint's typedef when it loads
+   * as tp_btf, `tracing`): its id, and in *prog_id the running BPF
+   * program whose BTF holds it (fentry:bpf), else 0 there; 0: none.
+   * NULL: none. */
+  uint32_t (*attach_btf)(const Target *t, bool tracing, uint32_t *prog_id);
+  /* How its programs come to run: RUN_ON_EVENTS (0) for those that
+   * `attach` puts where the kernel runs them. */
   ProbeRun run;
   /* Program names (BpfProg.name) start with this ("tp_"); NULL: none. */
   const char *prog_prefix;

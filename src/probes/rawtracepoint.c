@@ -139,7 +139,7 @@ static void add_target(AttachPoint *ap, TpIndex *ix, RawTp *tp) {
   t->category = strdup(ix->module);
   t->event = strdup(tp->name);
   t->format = rawtp_format(ix, tp);
-  t->tp_btf_id = (uint32_t)tp->typedef_id;
+  t->data = btf_target_new((uint32_t)tp->typedef_id, 0);
   ap_add_target(ap, t);
 }
 
@@ -248,6 +248,13 @@ static void rawtracepoint_list(const char *pattern, FILE *out) {
   }
 }
 
+/* Its programs load for the event's btf_trace_ typedef only as tp_btf,
+ * when the probe wants the tracing helpers. */
+static uint32_t rawtracepoint_attach_btf(const Target *t, bool tracing,
+                                         uint32_t *prog_id) {
+  return tracing ? btf_target_attach(t, tracing, prog_id) : 0;
+}
+
 /* argN exists only up to the event's argument count: the kernel refuses
  * to attach a program reading past it. */
 static bool rawtracepoint_arg_usable(const Probe *p, int index, char *msg,
@@ -285,4 +292,5 @@ const Provider rawtracepoint_provider = {
     .tracing_on_demand = true,
     .arg_usable = rawtracepoint_arg_usable,
     .emit_arg = rawtracepoint_emit_arg,
+    .attach_btf = rawtracepoint_attach_btf,
 };
