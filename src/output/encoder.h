@@ -27,9 +27,10 @@ typedef struct Encoder {
                      bool at_exit);
   /* One map (print(@m), or one of those above). */
   void (*map)(struct Output *o, const DecodedMap *d);
-  /* A record a builtin sent (NULL for a format of maps only) (printf, print(value), time, ...): its JSON
+  /* A record a builtin sent (printf, print(value), time, ...): its JSON
    * type ("printf", "value", ...) and value; `line`: a line of its own
-   * (text ends it with a newline). */
+   * (text ends it with a newline). NULL in a format of maps only (the
+   * flame graph). */
   void (*event)(struct Output *o, const char *type, const Value *v,
                 bool line);
 } Encoder;
