@@ -240,20 +240,13 @@ typedef struct Target {
   char *binary;      /* uprobe, uretprobe: the ELF file's path as opened */
   uint64_t offset;   /* uprobe, uretprobe: the function's file offset;
                         watchpoint: the address watched */
-  uint8_t bp_len;    /* watchpoint: the bytes watched */
-  uint8_t bp_type;   /* watchpoint: HW_BREAKPOINT_R, _W, _RW or _X */
-  struct UsdtProbe *usdt;   /* usdt: its locations and arguments (owned
-                               by the provider, probes/usdt.h) */
-  uint32_t btf_id;   /* fentry, fexit: the function's BTF id in the BTF of
-                        module `category` ("vmlinux": the kernel's) */
-  uint32_t bpf_prog_id;  /* fentry:bpf: the running BPF program whose
-                            function (btf_id, in its BTF) is traced */
-  uint32_t tp_btf_id;  /* rawtracepoint: its btf_trace_EVENT typedef in
-                          that BTF, to load a tracing program for it */
   const struct CType *args_record;   /* `args` as one value, once built */
-  bool at_address;   /* kprobe, kretprobe: `offset` is the kernel address
-                        the probe was given (kprobe:0xADDR), not an offset
-                        into `event` */
+  void *data;        /* what only its provider knows of it, in the
+                        provider's own type (usdt: its locations and
+                        arguments; watchpoint: the breakpoint's length and
+                        type; kprobe: whether `offset` is an address;
+                        fentry, fexit, iter, rawtracepoint: the BTF type
+                        its program loads for) */
   uint32_t name_slot;  /* 1 + its entry in the names a program serving
                           many targets reads `probe` and `func` from (its
                           BPF cookie is the entry); 0: none */
@@ -422,5 +415,31 @@ Node *node_new(NodeKind kind, Span span);
 /* Whether n is a positional parameter ($1, $#), before or after the
  * checker made it its value (which keeps the name). */
 bool node_is_positional(const Node *n);
+
+/* ---- walking the tree ------------------------------------------------ */
+
+/* A node's children are the lists in its child slots, in this order: lhs,
+ * rhs, cond, then, els, args, body (lhs to els hold one node, args and
+ * body any number, linked by `next`). Which slots a kind uses is said at
+ * NodeKind; a pass that visits every child goes through these, whatever
+ * the kind, rather than listing them itself. */
+#define AST_SLOTS 7
+
+/* The address of n's slot i (0 <= i < AST_SLOTS), to read or replace the
+ * list it holds. */
+Node **ast_slot(Node *n, int i);
+
+/* What a visitor tells the walk after seeing a node: go on into its
+ * children, skip them (and go on after it), or stop the whole walk. */
+typedef enum AstStep { AST_ENTER, AST_SKIP, AST_STOP } AstStep;
+typedef AstStep (*AstVisit)(Node *n, void *ctx);
+
+/* Visits every node of the list n (n, then the nodes after it), each
+ * before its children, depth first in slot order. True if a visitor
+ * stopped the walk. */
+bool ast_walk(Node *n, AstVisit visit, void *ctx);
+
+/* The same for the children of n, not n itself. */
+bool ast_walk_children(Node *n, AstVisit visit, void *ctx);
 
 #endif

@@ -102,7 +102,8 @@ bool type_given(Checker *c, const char *name, Node *expr, Span at,
                 Type *out);
 /* let $x [: type] [= value] (check_decl.c) */
 void check_let(Checker *c, Node *n);
-/* x = v, also for let with a value; check_assigned once v is checked */
+/* x = v, also for let with a value; check_assigned once v is checked
+ * (check_stmt.c, as is check_block) */
 void check_assign(Checker *c, Node *n);
 void check_assigned(Checker *c, Node *n);
 /* x++, --x: a $variable, or a @map, which it defines as an integer if
@@ -112,18 +113,14 @@ void check_incdec(Checker *c, Node *n);
 MapSym *map_get(Checker *c, Node *n);
 /* Checks the keys of @m[k...] and unifies them with earlier uses. */
 void check_map_keys(Checker *c, Node *n);
+/* Records that m holds values of type t, from an assignment to the map
+ * at `at` whose operator is at op (where tuple mismatches point). */
+void map_set_value(Checker *c, MapSym *m, Type t, Span at, Span op);
 /* Adds a PrintfDef (second pass only) and returns its id, or -1. */
 int add_printf_def(Checker *c, PrintfDef def);
 
 /* ---- the probe being checked (check.c) ------------------------------ */
 
-bool probe_is_tracepoint(Probe *p);
-bool probe_is_rawtracepoint(Probe *p);
-/* Whether every attach point of the probe is an fentry or fexit one (only
- * fexit, if fexit_only). */
-bool probe_is_fentry(Probe *p, bool fexit_only);
-/* Whether p is an iterator's probe (iter:NAME). */
-bool probe_is_iter(Probe *p);
 /* Checks n (`args.NAME`, or with want_return the `retval` of fexit) as
  * the field n->name of every target's arguments: sets its type and
  * offset, or reports why it cannot be read. */
@@ -133,11 +130,6 @@ void check_target_field(Checker *c, Node *n, bool want_return);
 void check_args_record(Checker *c, Node *n);
 /* Longest `probe` name among the probe's targets, for the string size. */
 int probe_name_size(Probe *p);
-/* The first provider of the probe that is not kprobe or uprobe (nor their
- * return probes, if allowed), or NULL if there is none. */
-const char *probe_not_kprobe(Probe *p, bool kretprobe_too);
-/* Whether every attach point of the probe is in user code. */
-bool probe_is_uprobe(Probe *p);
 /* Longest function name among the probe's targets, for `func`. */
 int func_name_size(Probe *p);
 
@@ -194,12 +186,25 @@ void script_add_getopt_name(Script *s, const char *name,
  * options the script takes; the number reported. */
 int options_report_unused(const Script *s, Diag *d);
 
-/* ---- the walk (check.c, check_expr.c) ------------------------------- */
+/* ---- the walk (check_stmt.c, check_expr.c) -------------------------- */
 
 void check_expr(Checker *c, Node *n);
 /* An operator as written: "==", "++", "+". */
 const char *op_text(int op);
 void check_block(Checker *c, Node *n);
+
+/* check_field.c: x.name and x->name; t.N of a tuple (also t[N]). */
+void check_field(Checker *c, Node *n);
+void check_tuple_field(Checker *c, Node *n);
+/* The address space a pointer made from, or read through, a value of
+ * type t points into. */
+AddrSpace space_of(Checker *c, Type t);
+/* The loupe type of a value of C type ct found in memory of `as`. */
+bool type_of_ctype(const struct CType *ct, AddrSpace as, Type *out);
+
+/* check_call.c: a builtin word or a constant's name; a call. */
+void check_builtin(Checker *c, Node *n);
+void check_call(Checker *c, Node *n);
 
 /* check_decl.c: map declarations. Kind, size and uniqueness (returns the
  * number of errors), then, once the maps are laid out, their BPF types. */
