@@ -61,6 +61,10 @@ typedef struct MapSym {
   Span first_use;
   int nkeys;                       /* 0 for a keyless map */
   Type key_types[MAX_MAP_KEYS];
+  const char *key_names[MAX_MAP_KEYS];  /* each key's expression where it is
+                                           a builtin or a field ("comm",
+                                           "filename"), the same wherever
+                                           the map is used; else NULL */
   int key_off[MAX_MAP_KEYS];
   int key_size;
   Type value_type;

@@ -214,11 +214,46 @@ static const char *key_list_name(Type *types, int n, char *buf, size_t len) {
   return buf;
 }
 
+/* What a key expression is called, for the labels of metrics: a builtin
+ * (comm), a field (args.filename), or str() of either; else NULL. */
+static const char *key_expr_name(const Node *k) {
+  if (k->kind == N_CALL && !strcmp(k->name, "str") && k->args &&
+      !k->args->next)
+    k = k->args;
+  return k->kind == N_BUILTIN || k->kind == N_FIELD ? k->name : NULL;
+}
+
+/* The names of a tuple key's parts, where it is written out: (comm, pid). */
+static void tuple_key_names(const Node *tuple, const char **names) {
+  int i = 0;
+  for (const Node *e = tuple->kind == N_TUPLE ? tuple->args : NULL;
+       e && i < MAX_MAP_KEYS; e = e->next)
+    names[i++] = key_expr_name(e);
+  if (tuple->kind != N_TUPLE) names[0] = NULL;
+}
+
+/* A key position whose expressions are named differently at two uses. */
+static const char KEY_NAMES_DIFFER[] = "";
+
+/* Records the names of a use's keys (names[i], NULL: unnamed) in m: a
+ * position keeps its name while every use gives it the same. */
+static void map_key_names(MapSym *m, const char **names, int n, bool first) {
+  for (int i = 0; i < n; i++) {
+    const char *had = m->key_names[i];
+    if (first)
+      m->key_names[i] = names[i];
+    else if (had != KEY_NAMES_DIFFER &&
+             (!had || !names[i] || strcmp(had, names[i])))
+      m->key_names[i] = KEY_NAMES_DIFFER;
+  }
+}
+
 /* Checks the keys of @m[k...] and unifies them with earlier uses. */
 void check_map_keys(Checker *c, Node *n) {
   MapSym *m = map_get(c, n);
   n->map = m;
   Type keys[MAX_MAP_KEYS];
+  const char *names[MAX_MAP_KEYS] = {NULL};
   int nkeys = 0;
   for (Node *k = n->args; k; k = k->next) {
     check_expr(c, k);
@@ -236,8 +271,10 @@ void check_map_keys(Checker *c, Node *n) {
                  TYPE_NAME(kt));
       return;
     }
+    names[nkeys] = key_expr_name(k);
     keys[nkeys++] = kt;
   }
+
   /* @m[(a, b)] is @m[a, b]: a map first keyed by one tuple takes its
    * parts as its keys, so that both spellings name the same entry */
   if (m->nkeys < 0 && nkeys == 1 && keys[0].kind == TY_TUPLE &&
@@ -246,9 +283,11 @@ void check_map_keys(Checker *c, Node *n) {
     nkeys = keys[0].tuple->n;
     memcpy(keys, keys[0].tuple->elems, sizeof(Type) * nkeys);
     n->ival = 1;   /* codegen: one tuple gives all the keys */
+    tuple_key_names(n->args, names);
   }
   if (m->nkeys < 0) {
     m->nkeys = nkeys;
+    map_key_names(m, names, nkeys, true);
     memcpy(m->key_types, keys, sizeof(Type) * nkeys);
     for (int i = 0; i < nkeys; i++)
       if (keys[i].kind == TY_INT) m->key_types[i] = ty_widened(keys[i]);
@@ -260,6 +299,7 @@ void check_map_keys(Checker *c, Node *n) {
     nkeys = m->nkeys;
     memcpy(keys, keys[0].tuple->elems, sizeof(Type) * nkeys);
     n->ival = 1;   /* codegen: one tuple gives all the keys */
+    tuple_key_names(n->args, names);
   }
   bool same = m->nkeys == nkeys;
   for (int i = 0; same && i < nkeys; i++) {
@@ -278,6 +318,7 @@ void check_map_keys(Checker *c, Node *n) {
              key_list_name(m->key_types, m->nkeys, want, sizeof(want)));
     return;
   }
+  map_key_names(m, names, nkeys, false);
   for (int i = 0; i < nkeys; i++)
     if ((keys[i].kind == TY_STR && keys[i].size > m->key_types[i].size) ||
         keys[i].kind == TY_TUPLE)

@@ -1,0 +1,404 @@
+/* metrics: see metrics.h. */
+#include "output/metrics.h"
+
+#include <bpf/bpf.h>
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "output/decode.h"
+#include "output/encoder.h"
+#include "output/prom.h"
+
+typedef enum Family {
+  FAM_NONE,
+  FAM_COUNTER,
+  FAM_GAUGE,
+  FAM_HISTOGRAM,
+  FAM_SUMMARY,
+} Family;
+
+/* What m becomes; FAM_NONE with the reason in *why. */
+static Family family_of(const MapSym *m, const char **why) {
+  *why = NULL;
+  if (map_has_stack_key(m)) {
+    *why = "keyed by a stack: a profile (-f folded, --flamegraph)";
+    return FAM_NONE;
+  }
+  const Type *t = &m->value_type;
+  if (t->kind == TY_AGG) {
+    switch (t->agg) {
+    case AGG_COUNT: return FAM_COUNTER;
+    case AGG_SUM: return t->is_signed ? FAM_GAUGE : FAM_COUNTER;
+    case AGG_MIN:
+    case AGG_MAX:
+    case AGG_AVG: return FAM_GAUGE;
+    case AGG_HIST:
+    case AGG_LHIST: return FAM_HISTOGRAM;
+    case AGG_STATS: return FAM_SUMMARY;
+    case AGG_TSERIES: *why = "a time series"; return FAM_NONE;
+    default: break;
+    }
+  }
+  if (t->kind == TY_INT && !t->named) return FAM_GAUGE;
+  *why = "its values are not numbers";
+  return FAM_NONE;
+}
+
+bool metrics_label_ok(const char *kv, char *err, size_t errlen) {
+  const char *eq = strchr(kv, '=');
+  char name[128];
+  if (!eq || (size_t)(eq - kv) >= sizeof name) {
+    snprintf(err, errlen, "--metrics-label '%s': not NAME=VALUE", kv);
+    return false;
+  }
+  snprintf(name, sizeof name, "%.*s", (int)(eq - kv), kv);
+  if (!prom_label_name_ok(name) || !strcmp(name, "le") ||
+      !strcmp(name, "script")) {
+    snprintf(err, errlen,
+             "--metrics-label '%s': '%s' is not a label name loupe can give "
+             "(letters, digits and '_', not starting with a digit or '__'; "
+             "'le' and 'script' are loupe's own)", kv, name);
+    return false;
+  }
+  return true;
+}
+
+typedef struct Writer {
+  FILE *out;
+  const MetricsLabels *l;
+  bool om;
+} Writer;
+
+/* The labels every series has; true if any was written. */
+static bool put_common(Writer *w) {
+  fputs("script=\"", w->out);
+  prom_put_label_value(w->out, w->l->script, strlen(w->l->script));
+  fputc('"', w->out);
+  for (int i = 0; i < w->l->nkv; i++) {
+    const char *eq = strchr(w->l->kv[i], '=');
+    fprintf(w->out, ",%.*s=\"", (int)(eq - w->l->kv[i]), w->l->kv[i]);
+    prom_put_label_value(w->out, eq + 1, strlen(eq + 1));
+    fputc('"', w->out);
+  }
+  return true;
+}
+
+/* Whether name is taken by loupe's labels or by the constant ones. */
+static bool label_taken(const Writer *w, const char *name) {
+  if (!strcmp(name, "le") || !strcmp(name, "script") ||
+      !strcmp(name, "quantile"))
+    return true;
+  size_t n = strlen(name);
+  for (int i = 0; i < w->l->nkv; i++)
+    if (!strncmp(w->l->kv[i], name, n) && w->l->kv[i][n] == '=') return true;
+  return false;
+}
+
+/* A key's label name: its expression's name where the script gave it one
+ * that no other label has, else keyK. */
+static void key_label(const Writer *w, const MapSym *m, int k, char *buf,
+                      size_t len) {
+  const char *name = k < MAX_MAP_KEYS ? m->key_names[k] : NULL;
+  bool ok = name && prom_label_name_ok(name) && !label_taken(w, name);
+  for (int j = 0; ok && j < k; j++)
+    if (m->key_names[j] && !strcmp(m->key_names[j], name)) ok = false;
+  if (ok)
+    snprintf(buf, len, "%s", name);
+  else
+    snprintf(buf, len, "key%d", k);
+}
+
+/* {labels} of an entry, and `le` when given. */
+static void put_labels(Writer *w, const MapSym *m, const DecodedEntry *e,
+                       const char *le) {
+  fputc('{', w->out);
+  put_common(w);
+  for (int k = 0; e && k < e->keys.n; k++) {
+    char name[64];
+    key_label(w, m, k, name, sizeof name);
+    char *text = NULL;
+    size_t len = 0;
+    FILE *f = open_memstream(&text, &len);
+    if (!f) continue;
+    text_put_value(&e->keys.elems[k], f);
+    fclose(f);
+    fprintf(w->out, ",%s=\"", name);
+    prom_put_label_value(w->out, text, len);
+    fputc('"', w->out);
+    free(text);
+  }
+  if (le) fprintf(w->out, ",le=\"%s\"", le);
+  fputc('}', w->out);
+}
+
+static void put_int(FILE *out, uint64_t v, bool is_signed) {
+  if (is_signed)
+    fprintf(out, " %" PRId64 "\n", (int64_t)v);
+  else
+    fprintf(out, " %" PRIu64 "\n", v);
+}
+
+/* # HELP and # TYPE of a family; counters are named without _total in
+ * OpenMetrics, with it in the text format. */
+static void put_header(Writer *w, const char *base, const char *type,
+                       const char *help) {
+  const char *suffix = !w->om && !strcmp(type, "counter") ? "_total" : "";
+  fprintf(w->out, "# HELP %s%s ", base, suffix);
+  prom_put_help(w->out, help);
+  fprintf(w->out, "\n# TYPE %s%s %s\n", base, suffix, type);
+}
+
+/* The histogram of one entry: cumulative buckets up to the last
+ * non-empty one, each bound the largest integer it holds, then +Inf. */
+static void put_histogram(Writer *w, const MapSym *m, const char *base,
+                          const DecodedEntry *e) {
+  const Hist *h = &e->value.hist;
+  uint64_t cum = 0;
+  for (int i = 0; i < h->n; i++) {
+    const HistBucket *b = &h->buckets[i];
+    cum += b->count;
+    if (b->above) continue;
+    char le[48];
+    __int128 top = b->hi - 1;
+    if (top < 0)
+      snprintf(le, sizeof le, "-%" PRIu64, (uint64_t)-top);
+    else
+      snprintf(le, sizeof le, "%" PRIu64, (uint64_t)top);
+    fprintf(w->out, "%s_bucket", base);
+    put_labels(w, m, e, le);
+    put_int(w->out, cum, false);
+  }
+  fprintf(w->out, "%s_bucket", base);
+  put_labels(w, m, e, "+Inf");
+  put_int(w->out, cum, false);
+  fprintf(w->out, "%s_count", base);
+  put_labels(w, m, e, NULL);
+  put_int(w->out, cum, false);
+}
+
+/* One map, at most max_series of its entries (those print() would show
+ * last: the largest). Returns how many it left out, or -1. */
+static long put_map(Writer *w, const MapSym *m) {
+  const char *why;
+  Family fam = family_of(m, &why);
+  if (fam == FAM_NONE) return 0;
+  DecodedMap d;
+  DecodeOpts opts = {.frames = false};
+  if (decode_map(m, 0, 1, &opts, &d)) {
+    decoded_map_free(&d);
+    return -1;
+  }
+  char base[160], help[256];
+  prom_metric_name(m->name, base, sizeof base);
+  size_t bl = strlen(base);
+  if (fam == FAM_COUNTER && bl > 6 && !strcmp(base + bl - 6, "_total"))
+    base[bl - 6] = 0;
+  int max = w->l->max_series > 0 ? w->l->max_series
+                                 : METRICS_MAX_SERIES_DEFAULT;
+  int first = d.n > max ? d.n - max : 0;
+  static const char *const kinds[] = {
+      [AGG_COUNT] = "count()", [AGG_SUM] = "sum()", [AGG_MIN] = "min()",
+      [AGG_MAX] = "max()", [AGG_AVG] = "avg()", [AGG_HIST] = "hist()",
+      [AGG_LHIST] = "lhist()", [AGG_STATS] = "stats()"};
+  const char *kind = m->value_type.kind == TY_AGG ? kinds[m->value_type.agg]
+                                                  : "a value";
+  snprintf(help, sizeof help, "%s: %s in %s", m->name, kind ? kind : "?",
+           w->l->script);
+  static const char *const types[] = {[FAM_COUNTER] = "counter",
+                                      [FAM_GAUGE] = "gauge",
+                                      [FAM_HISTOGRAM] = "histogram",
+                                      [FAM_SUMMARY] = "summary"};
+  put_header(w, base, types[fam], help);
+  bool keyless_zero = d.n == 0 && d.zero_when_empty;
+  for (int i = first; i < d.n || keyless_zero; i++) {
+    const DecodedEntry *e = keyless_zero ? NULL : &d.entries[i];
+    switch (fam) {
+    case FAM_COUNTER:
+      fprintf(w->out, "%s_total", base);
+      put_labels(w, m, e, NULL);
+      put_int(w->out, e ? e->value.num : 0, false);
+      break;
+    case FAM_GAUGE:
+      fputs(base, w->out);
+      put_labels(w, m, e, NULL);
+      if (e && e->value.kind == VAL_STATS)
+        put_int(w->out, (uint64_t)e->value.stats.average, true);
+      else
+        put_int(w->out, e ? e->value.num : 0, e ? e->value.is_signed : false);
+      break;
+    case FAM_HISTOGRAM:
+      if (e) put_histogram(w, m, base, e);
+      break;
+    case FAM_SUMMARY:
+      if (!e) break;
+      fprintf(w->out, "%s_count", base);
+      put_labels(w, m, e, NULL);
+      put_int(w->out, (uint64_t)e->value.stats.count, true);
+      fprintf(w->out, "%s_sum", base);
+      put_labels(w, m, e, NULL);
+      put_int(w->out, (uint64_t)e->value.stats.total, true);
+      break;
+    case FAM_NONE: break;
+    }
+    keyless_zero = false;
+  }
+  if (fam == FAM_SUMMARY) {
+    char avg[200];
+    snprintf(avg, sizeof avg, "%s_average", base);
+    snprintf(help, sizeof help, "%s: stats()'s average in %s", m->name,
+             w->l->script);
+    put_header(w, avg, "gauge", help);
+    for (int i = first; i < d.n; i++) {
+      fputs(avg, w->out);
+      put_labels(w, m, &d.entries[i], NULL);
+      put_int(w->out, (uint64_t)d.entries[i].value.stats.average, true);
+    }
+  }
+  long dropped = first;
+  decoded_map_free(&d);
+  return dropped;
+}
+
+/* The bpf_prog_info run figures exist while kernel.bpf_stats_enabled is
+ * 1 (another tool, or the administrator, turned them on). */
+static bool bpf_stats_on(void) {
+  FILE *f = fopen("/proc/sys/kernel/bpf_stats_enabled", "re");
+  int on = 0;
+  if (f) {
+    if (fscanf(f, "%d", &on) != 1) on = 0;
+    fclose(f);
+  }
+  return on == 1;
+}
+
+static void put_self(Writer *w, const Compiled *c, const long *dropped) {
+  put_header(w, "loupe_up", "gauge", "1 while loupe runs its script");
+  fputs("loupe_up", w->out);
+  put_labels(w, NULL, NULL, NULL);
+  fputs(" 1\n", w->out);
+
+  put_header(w, "loupe_build_info", "gauge", "loupe's version");
+  fputs("loupe_build_info{", w->out);
+  put_common(w);
+  fprintf(w->out, ",version=\"%s\"} 1\n", LOUPE_VERSION);
+
+  uint64_t counts[c->ncounts > 0 ? c->ncounts : 1];
+  uint32_t key = 0;
+  bool have = c->counts_fd >= 0 && c->ncounts > 0 &&
+              !bpf_map_lookup_elem(c->counts_fd, &key, counts);
+  put_header(w, "loupe_events_lost", "counter",
+             "records the ring buffer had no room for (printf and the "
+             "other output of the probes)");
+  fputs("loupe_events_lost_total", w->out);
+  put_labels(w, NULL, NULL, NULL);
+  put_int(w->out, have ? counts[COUNT_SLOT_LOST] : 0, false);
+
+  put_header(w, "loupe_map_updates_refused", "counter",
+             "updates a full map refused (max_entries reached)");
+  put_header(w, "loupe_metrics_series_dropped", "gauge",
+             "series of a map left out of these metrics (over the cap)");
+  for (int i = 0; i < c->nmaps; i++) {
+    const MapSym *m = c->maps[i];
+    const char *why;
+    if (m->internal || family_of(m, &why) == FAM_NONE) continue;
+    char mapv[256];
+    size_t n = 0;
+    FILE *f = fmemopen(mapv, sizeof mapv, "w");
+    if (!f) continue;
+    prom_put_label_value(f, m->name, strlen(m->name));
+    n = (size_t)ftell(f);
+    fclose(f);
+    mapv[n < sizeof mapv ? n : sizeof mapv - 1] = 0;
+    uint64_t refused =
+        have && m->full_slot ? (uint64_t)-(int64_t)counts[m->full_slot] / E2BIG
+                             : 0;
+    fputs("loupe_map_updates_refused_total{", w->out);
+    put_common(w);
+    fprintf(w->out, ",map=\"%s\"} %" PRIu64 "\n", mapv, refused);
+    fputs("loupe_metrics_series_dropped{", w->out);
+    put_common(w);
+    fprintf(w->out, ",map=\"%s\"} %ld\n", mapv, dropped[i] > 0 ? dropped[i] : 0);
+  }
+
+  if (!bpf_stats_on()) return;
+  put_header(w, "loupe_probe_runs", "counter",
+             "times each probe's program ran (kernel.bpf_stats_enabled)");
+  put_header(w, "loupe_probe_run_seconds", "counter",
+             "time each probe's program ran (kernel.bpf_stats_enabled)");
+  for (int i = 0; i < c->nprogs; i++) {
+    const BpfProg *p = &c->progs[i];
+    struct bpf_prog_info info;
+    uint32_t len = sizeof info;
+    memset(&info, 0, sizeof info);
+    if (p->fd < 0 || bpf_obj_get_info_by_fd(p->fd, &info, &len)) continue;
+    const char *probe = prog_probe_name(p);
+    fputs("loupe_probe_runs_total{", w->out);
+    put_common(w);
+    fputs(",probe=\"", w->out);
+    prom_put_label_value(w->out, probe, strlen(probe));
+    fprintf(w->out, "\"} %llu\n", (unsigned long long)info.run_cnt);
+    fputs("loupe_probe_run_seconds_total{", w->out);
+    put_common(w);
+    fputs(",probe=\"", w->out);
+    prom_put_label_value(w->out, probe, strlen(probe));
+    fprintf(w->out, "\"} %llu.%09llu\n",
+            (unsigned long long)(info.run_time_ns / 1000000000),
+            (unsigned long long)(info.run_time_ns % 1000000000));
+  }
+}
+
+static int compare_names(const void *pa, const void *pb) {
+  const MapSym *a = *(const MapSym *const *)pa;
+  const MapSym *b = *(const MapSym *const *)pb;
+  return strcmp(a->name, b->name);
+}
+
+int metrics_write(FILE *out, const Compiled *c, const MetricsLabels *l,
+                  bool openmetrics) {
+  Writer w = {.out = out, .l = l, .om = openmetrics};
+  const MapSym **order = malloc(sizeof *order * (c->nmaps + 1));
+  long *dropped = calloc((size_t)c->nmaps + 1, sizeof *dropped);
+  int n = 0, err = 0;
+  if (!order || !dropped) {
+    free(order);
+    free(dropped);
+    return -1;
+  }
+  for (int i = 0; i < c->nmaps; i++)
+    if (!c->maps[i]->internal && c->maps[i]->fd >= 0) order[n++] = c->maps[i];
+  qsort(order, n, sizeof *order, compare_names);
+  for (int i = 0; i < n; i++) {
+    long d = put_map(&w, order[i]);
+    if (d < 0) err = -1;
+    dropped[order[i]->id] = d;
+  }
+  put_self(&w, c, dropped);
+  if (openmetrics) fputs("# EOF\n", out);
+  free(order);
+  free(dropped);
+  return err;
+}
+
+char *metrics_render(const Compiled *c, const MetricsLabels *l,
+                     bool openmetrics, size_t *len) {
+  char *buf = NULL;
+  FILE *f = open_memstream(&buf, len);
+  if (!f) return NULL;
+  int err = metrics_write(f, c, l, openmetrics);
+  if (fclose(f) || err) {
+    free(buf);
+    return NULL;
+  }
+  return buf;
+}
+
+void metrics_left_out(const Compiled *c, FILE *err) {
+  for (int i = 0; i < c->nmaps; i++) {
+    const MapSym *m = c->maps[i];
+    const char *why;
+    if (!m->internal && family_of(m, &why) == FAM_NONE)
+      fprintf(err, "loupe: metrics leave out %s: %s\n", m->name, why);
+  }
+}

@@ -1,0 +1,60 @@
+/* metrics: the script's maps as Prometheus metrics, in the text
+ * exposition format 0.0.4 ("prometheus") or OpenMetrics 1.0
+ * ("openmetrics"), for --metrics (scraped), --metrics-push (pushed at the
+ * end) and -f prometheus|openmetrics -o FILE (node_exporter's textfile
+ * collector).
+ *
+ * Each map is a metric family named loupe_NAME, its keys labels (named
+ * after the key expression where it is a builtin or a field, else key0,
+ * key1, ...):
+ *
+ *   count(), sum() of unsigned values   counter   loupe_NAME_total
+ *   sum() of signed values, min(), max(),
+ *   avg(), a map of integers            gauge     loupe_NAME
+ *   hist(), lhist()                     histogram loupe_NAME_bucket{le}
+ *                                                 (cumulative, +Inf),
+ *                                                 _count, _sum
+ *   stats()                             summary   loupe_NAME_count, _sum;
+ *                                       gauge     loupe_NAME_average
+ *
+ * Maps keyed by a stack (profiles), of strings or other non-numbers, and
+ * time series are left out (metrics_left_out says which). Every series
+ * carries the labels of MetricsLabels. At most max_series series a map;
+ * the ones left out are counted in loupe_metrics_series_dropped. loupe's
+ * own metrics follow: loupe_up, loupe_build_info, loupe_events_lost_total,
+ * loupe_map_updates_refused_total, and, while kernel.bpf_stats_enabled is
+ * 1, loupe_probe_runs_total and loupe_probe_run_seconds_total. */
+#ifndef LOUPE_OUTPUT_METRICS_H
+#define LOUPE_OUTPUT_METRICS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "codegen/program.h"
+
+#define METRICS_MAX_SERIES_DEFAULT 10000
+
+typedef struct MetricsLabels {
+  const char *script;      /* the script label's value */
+  const char *const *kv;   /* constant labels, "NAME=VALUE" each */
+  int nkv;
+  int max_series;          /* per map; 0: METRICS_MAX_SERIES_DEFAULT */
+} MetricsLabels;
+
+/* Writes every map of c and loupe's own metrics to out. 0, or -1 if a
+ * map could not be read. */
+int metrics_write(FILE *out, const Compiled *c, const MetricsLabels *l,
+                  bool openmetrics);
+
+/* The same in a malloc'd buffer (its length in *len); NULL on failure. */
+char *metrics_render(const Compiled *c, const MetricsLabels *l,
+                     bool openmetrics, size_t *len);
+
+/* Says on err, once, which maps metrics leave out and why. */
+void metrics_left_out(const Compiled *c, FILE *err);
+
+/* Checks a --metrics-label "NAME=VALUE": false with a message in err. */
+bool metrics_label_ok(const char *kv, char *err, size_t errlen);
+
+#endif
