@@ -6,9 +6,9 @@
 
 #include <stdbool.h>
 
-#include "codegen/program.h"
 #include "lang/ast.h"
 #include "lang/diag.h"
+#include "model/program.h"
 
 /* What the command line tells the compiler about this run. */
 typedef struct CompileSettings {

@@ -55,7 +55,7 @@ typedef struct Builtin {
   bool (*emit_stmt)(Gen *g, Node *n);
   /* Aggregations (values of per-CPU maps): count(), hist(), ... */
   const struct AggOps *agg;
-  /* The EventKind (codegen/program.h) of the records it sends, and their
+  /* The EventKind (model/program.h) of the records it sends, and their
    * handler in user space (index: EventHeader.index). */
   uint32_t event;
   void (*on_event)(const EventCtx *e, uint32_t index, const uint8_t *payload,

@@ -1,5 +1,5 @@
 /* histogram: hist(v[, bits]) and lhist(v, min, max, step) — per-CPU
- * arrays of bucket counts (layouts in codegen/program.h), printed as
+ * arrays of bucket counts (layouts in model/program.h), printed as
  * bpftrace's histogram art or its JSON. */
 #include <inttypes.h>
 #include <string.h>

@@ -15,7 +15,7 @@
 
 #include <stdio.h>
 
-#include "codegen/program.h"
+#include "model/program.h"
 
 /* Opens path for writing before anything runs; NULL with a message on
  * stderr if it cannot be written or the script has no map keyed by a

@@ -15,7 +15,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "codegen/program.h"
+#include "model/program.h"
 
 /* Whether one of the map's keys is a kstack or a ustack. */
 bool map_has_stack_key(const MapSym *m);

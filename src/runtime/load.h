@@ -2,7 +2,7 @@
 #ifndef LOUPE_LOAD_H
 #define LOUPE_LOAD_H
 
-#include "codegen/program.h"
+#include "model/program.h"
 #include "probes/provider.h"
 
 /* Creates every map and loads every program. On a verifier rejection the

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "builtins/builtin.h"
-#include "codegen/program.h"
+#include "model/program.h"
 
 /* One map entry, its value reduced over CPUs. */
 typedef struct Entry {

@@ -5,7 +5,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "codegen/program.h"
+#include "model/program.h"
 
 /* The output format (-f): bpftrace's text, its JSON records, one per
  * line, or folded stacks (folded.h) for flame graph tools. */

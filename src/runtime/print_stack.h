@@ -15,7 +15,7 @@
 
 #include <stdint.h>
 
-#include "codegen/program.h"
+#include "model/program.h"
 
 #define STACK_ID_MASK 0xffffffu
 #define STACK_FRAMES_SHIFT 24

@@ -5,9 +5,9 @@
 #include <signal.h>
 #include <stdbool.h>
 
-#include "runtime/print.h"
-#include "codegen/program.h"
+#include "model/program.h"
 #include "probes/provider.h"
+#include "runtime/print.h"
 
 typedef struct RunOptions {
   FILE *out;            /* stdout or -o FILE */

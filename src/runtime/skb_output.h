@@ -3,7 +3,7 @@
 #ifndef LOUPE_RUNTIME_SKB_OUTPUT_H
 #define LOUPE_RUNTIME_SKB_OUTPUT_H
 
-#include "codegen/program.h"
+#include "model/program.h"
 
 typedef struct SkbWriter SkbWriter;
 

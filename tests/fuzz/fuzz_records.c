@@ -20,9 +20,9 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "codegen/program.h"
 #include "fuzz_util.h"
 #include "lang/ctype.h"
+#include "model/program.h"
 #include "runtime/print.h"
 
 int run_handle_record(Compiled *c, FILE *out, int format, int *exit_seen,
