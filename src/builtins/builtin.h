@@ -19,19 +19,12 @@
 
 #include "codegen/gen.h"
 #include "lang/checker.h"
+#include "runtime/state.h"
 
 typedef enum BuiltinForm {
   BI_WORD,   /* a bare identifier: pid, comm, args, arg0 */
   BI_CALL,   /* a function call: printf(...), count() */
 } BuiltinForm;
-
-/* What an event handler works with (runtime/run.c fills it in). */
-typedef struct EventCtx {
-  const Compiled *c;
-  FILE *out;
-  int format;        /* OutFormat */
-  int *exit_seen;    /* set to stop handling records: 1 + exit()'s code */
-} EventCtx;
 
 struct AggOps;
 

@@ -582,7 +582,7 @@ static void on_errorf(const EventCtx *e, uint32_t index,
                       const uint8_t *payload, size_t size) {
   const PrintfDef *p = record_format(e->c, index, size);
   if (!p) return;
-  if (p->once && e->c->warn_repeats && e->c->warn_repeats[index]++ > 0)
+  if (p->once && e->l->warn_repeats && e->l->warn_repeats[index]++ > 0)
     return;
   size_t len;
   char *text = format_record(p, payload, &len);

@@ -65,7 +65,6 @@ static void want_internal_map(Checker *c, Node *n, const char *name,
   m->value_size = value_size;
   m->bpf_type = type;
   m->max_entries = entries;
-  m->fd = -1;
   m->internal = true;
   c->out->maps = realloc(c->out->maps,
                          sizeof(MapSym *) * (c->out->nmaps + 1));
@@ -82,7 +81,6 @@ static void want_stack_map(Checker *c, Node *n, int limit) {
   stack_map_name(limit, name, sizeof name);
   want_internal_map(c, n, name, BPF_MAP_TYPE_STACK_TRACE, limit * 8,
            (uint32_t)c->map_keys);
-  stack_map_register(limit, map_find(c->out, name));
 }
 
 /* User addresses of a process loupe never saw alive are looked up in the

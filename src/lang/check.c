@@ -44,7 +44,6 @@ MapSym *map_get(Checker *c, Node *n) {
   m->id = c->out->nmaps;
   m->first_use = n->span;
   m->nkeys = -1; /* not known until first used */
-  m->fd = -1;
   m->max_entries = (uint32_t)c->map_keys;
   c->out->maps = realloc(c->out->maps, sizeof(MapSym *) * (c->out->nmaps + 1));
   c->out->maps[c->out->nmaps++] = m;
@@ -964,7 +963,6 @@ static void add_internal_array(Compiled *out, const char *name,
   m->value_size = value_size;
   m->bpf_type = BPF_MAP_TYPE_ARRAY;
   m->max_entries = 1;
-  m->fd = -1;
   m->internal = true;
   out->maps = realloc(out->maps, sizeof(MapSym *) * (out->nmaps + 1));
   out->maps[out->nmaps++] = m;

@@ -68,7 +68,6 @@ typedef struct MapSym {
   uint32_t bpf_type;               /* BPF_MAP_TYPE_HASH, _PERCPU_HASH,
                                       _PERCPU_ARRAY, _ARRAY (direct) */
   uint32_t max_entries;
-  int fd;                          /* -1 until loaded */
   bool internal;                   /* loupe's own (e.g. the elapsed base):
                                       never printed */
   bool may_miss;                   /* the script calls delete() or
@@ -78,13 +77,6 @@ typedef struct MapSym {
                                       one-slot array, addressed directly
                                       (no lookup): the value, then 1 once
                                       it is set (lang/check.c) */
-  bool zeroed;                     /* run time, a keyless per-CPU array:
-                                      zero() ran since the last clear(),
-                                      so its all-zero slot still prints */
-  bool cleared;                    /* run time, a keyless per-CPU array:
-                                      clear() ran since the last zero(),
-                                      so an all-zero count() prints
-                                      nothing (else it prints 0) */
   char *init_values;               /* an internal array's contents
                                       (value_size bytes per entry),
                                       written after creation; or NULL */
@@ -212,7 +204,8 @@ typedef struct PrintfDef {
   bool once;        /* a warning said the first time only (a discarded
                        delete() that found no entry: runqlat-style tools
                        do it for most events); how often it came is
-                       counted (Compiled.warn_repeats) and said at exit */
+                       counted (Loaded.warn_repeats, runtime/state.h) and
+                       said at exit */
 } PrintfDef;
 
 /* -k: a place in the script where a helper's failure is reported (a read
@@ -250,7 +243,6 @@ typedef struct BpfProg {
   int *global_args;        /* how many arguments each takes (1 or 2) */
   int nglobals;
   int cap;
-  int fd;                  /* -1 until loaded */
   char name[16];           /* kernel-visible name, e.g. "tp_sys_enter_ope" */
   int syscall_group;       /* SYSCALL_ENTER or SYSCALL_EXIT: a raw
                               tracepoint program serving that group of ap's
@@ -272,41 +264,30 @@ typedef struct Compiled {
   int nprintfs;
   BpfProg *progs;
   int nprogs;
-  int ringbuf_fd;          /* internal maps, created by load */
-  int wake_fd;             /* loupe_wake: the flags records are sent with
-                              (MAP_ID_WAKE), with the ring buffer */
-  int scratch_fd;
-  int counts_fd;           /* loupe_counts: the events the ring refused
-                              (slot 0), the updates each full map refused
-                              (the map's full_slot) */
-  int ncounts;             /* slots of loupe_counts */
+  int ncounts;             /* slots of loupe_counts (MAP_ID_COUNTS):
+                              the events the ring refused (slot 0), the
+                              updates each full map refused (the map's
+                              full_slot) */
   uint32_t scratch_size;   /* bytes per CPU of the scratch area */
-  int big_scratch_fd;      /* an array with one slot per CPU, for programs
-                              whose buffers outgrow a per-CPU slot */
-  uint32_t big_scratch_size;
+  uint32_t big_scratch_size;  /* an array with one slot per CPU, for
+                                 programs whose buffers outgrow a per-CPU
+                                 slot (MAP_ID_BIG_SCRATCH); 0: none */
   uint32_t ringbuf_size;   /* 0: the default */
   const char *license;     /* NULL: GPL */
   bool no_exit_print;      /* print_maps_on_exit = false */
-  bool verifier_stats;     /* -v: print the verifier's statistics of each
-                              program as it loads */
   int max_cat_bytes;       /* cat() prints at most this; 0: the default */
   int max_strlen;          /* a string of max_strlen bytes was cut   */
   const char *str_trailer; /* printed after such a string */
   bool helper_errors;      /* -k: report failing helpers (helper_sites) */
   bool (*comm_padded)(void);  /* asked when comm is used: does
                                  bpf_get_current_comm zero-fill? (NULL: no) */
-  bool no_warnings;        /* --no-warnings: run-time warnings too */
-  unsigned long long *warn_repeats;  /* run time: how often each once-only
-                                        warning came, by printf id */
   HelperSite *helper_sites;
   int nhelper_sites;
   struct SkbOutput {       /* skboutput() calls: the pcap file each writes */
     const char *path;
     int offset;            /* bytes of the packet left out at its front */
   } *skb_outputs;
-  int nskb_outputs;
-  int skb_output_fd;       /* the perf event array they send through
-                              (MAP_ID_SKB_OUTPUT), created by load */
+  int nskb_outputs;        /* they send through MAP_ID_SKB_OUTPUT */
   int perf_rb_pages;       /* its pages, all CPUs' together; 0: the
                               default */
 } Compiled;
@@ -334,6 +315,11 @@ typedef struct SkbMeta {
  * never by a program. An 8-byte value of 1 for map updates (a count's
  * first event on a CPU) is addressed there rather than stored first. */
 #define COUNT_SLOT_ONE 1
+/* The slots of loupe_counts: those check counted, and never fewer than
+ * the two above. */
+static inline int count_slots(const Compiled *c) {
+  return c->ncounts > COUNT_SLOT_ONE ? c->ncounts : COUNT_SLOT_ONE + 1;
+}
 
 /* The scratch area: a per-CPU array slot holds up to SCRATCH_SLOT bytes;
  * beyond, a program takes its CPU's slot of a plain array, addressed from

@@ -112,7 +112,7 @@ static int stack_maps(const Compiled *c, const MapSym **out) {
 
 /* The tree of every stack-keyed map under a root "all"; *depth: its
  * deepest frame. */
-static FNode *build_tree(const Compiled *c, int *depth) {
+static FNode *build_tree(const Compiled *c, const Loaded *l, int *depth) {
   const MapSym **maps = calloc((size_t)c->nmaps + 1, sizeof *maps);
   FNode *root = fnode_new("all");
   if (!maps || !root) {
@@ -125,9 +125,10 @@ static FNode *build_tree(const Compiled *c, int *depth) {
   for (int i = 0; i < n; i++) {
     cl.base = n > 1 ? fnode_child(root, maps[i]->name) : root;
     cl.base_depth = n > 1 ? 1 : 0;
-    if (!cl.base || maps[i]->fd < 0) continue;
+    const MapState *st = &l->maps[maps[i]->id];
+    if (!cl.base || st->fd < 0) continue;
     uint64_t before = cl.base->samples;
-    map_entries(maps[i], collect_entry, &cl);
+    map_entries(maps[i], st, collect_entry, &cl);
     if (n > 1) root->samples += cl.base->samples - before;
   }
   free(maps);
@@ -328,9 +329,10 @@ FILE *flamegraph_open(const Compiled *c, const char *path) {
   return f;
 }
 
-int flamegraph_write(const Compiled *c, FILE *f, const char *path) {
+int flamegraph_write(const Compiled *c, const Loaded *l, FILE *f,
+                     const char *path) {
   int depth = 0;
-  FNode *root = build_tree(c, &depth);
+  FNode *root = build_tree(c, l, &depth);
   if (root) put_svg(root, depth, "Flame Graph", f);
   fnode_free(root);
   if (!root || ferror(f) | (fclose(f) != 0)) {

@@ -105,20 +105,22 @@ static void folded_line(const MapSym *m, const uint8_t *key, uint64_t number,
   folded_frames_free(frames, k);
 }
 
-int folded_map(const MapSym *m, int64_t top, int64_t div, const char *root,
-               FILE *out) {
+int folded_map(const MapSym *m, const MapState *st, int64_t top, int64_t div,
+               const char *root, FILE *out) {
   FoldedCtx fc = {.top = top, .div = div > 1 ? div : 1, .root = root,
                   .out = out};
-  return map_entries(m, folded_line, &fc);
+  return map_entries(m, st, folded_line, &fc);
 }
 
-void folded_print_maps(const MapSym **maps, int n, FILE *out) {
+void folded_print_maps(const MapSym **maps, int n, const Loaded *l,
+                       FILE *out) {
   int nstack = 0;
   for (int i = 0; i < n; i++) nstack += map_has_stack_key(maps[i]);
   for (int i = 0; i < n; i++) {
+    const MapState *st = &l->maps[maps[i]->id];
     if (map_has_stack_key(maps[i]))
-      folded_map(maps[i], 0, 1, nstack > 1 ? maps[i]->name : NULL, out);
+      folded_map(maps[i], st, 0, 1, nstack > 1 ? maps[i]->name : NULL, out);
     else
-      print_map_as(maps[i], 0, 1, OUT_TEXT, stderr);
+      print_map_as(maps[i], st, 0, 1, OUT_TEXT, stderr);
   }
 }

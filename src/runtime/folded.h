@@ -16,6 +16,7 @@
 #include <stdio.h>
 
 #include "model/program.h"
+#include "runtime/state.h"
 
 /* Whether one of the map's keys is a kstack or a ustack. */
 bool map_has_stack_key(const MapSym *m);
@@ -28,13 +29,14 @@ void folded_frames_free(char **frames, int n);
 /* Prints a stack-keyed map as folded lines, in print()'s order, only the
  * last `top` when top > 0, numbers divided by div when div > 1, each line
  * under a root frame `root` when not NULL. Returns 0 or a negative errno. */
-int folded_map(const MapSym *m, int64_t top, int64_t div, const char *root,
-               FILE *out);
+int folded_map(const MapSym *m, const MapState *st, int64_t top, int64_t div,
+               const char *root, FILE *out);
 
 /* The exit output of -f folded, for maps in name order: the stack-keyed
  * maps as folded lines, each under a root frame of its name when there
  * are several; the other maps in text on stderr, out of the way of tools
  * that read the folded lines. */
-void folded_print_maps(const MapSym **maps, int n, FILE *out);
+void folded_print_maps(const MapSym **maps, int n, const Loaded *l,
+                       FILE *out);
 
 #endif

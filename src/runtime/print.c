@@ -678,9 +678,9 @@ static void put_keys(const MapSym *m, const uint8_t *key, const char *sep,
  * as bpftrace's does, unless clear() emptied it: a per-CPU array always
  * has its slot. (With delete(@) in the script it is a hash, whose
  * entry, once deleted, is gone.) */
-static bool prints_zero_when_empty(const MapSym *m) {
+static bool prints_zero_when_empty(const MapSym *m, const MapState *st) {
   return m->nkeys == 0 && agg_of(m) && agg_of(m)->zero_when_empty &&
-         m->bpf_type == BPF_MAP_TYPE_PERCPU_ARRAY && !m->cleared;
+         m->bpf_type == BPF_MAP_TYPE_PERCPU_ARRAY && !st->cleared;
 }
 
 /* An entry's value as a number or text, in text or JSON. */
@@ -701,8 +701,8 @@ static bool is_multiline(const MapSym *m) {
 /* bpftrace's text: "@name[k1, k2]: value" lines; a histogram's rows follow
  * its "@name[k]:" line, with an empty line after each histogram; stats()
  * and avg() maps end with an empty line. */
-static void text_map(const MapSym *m, const MapDump *d, int first,
-                     int64_t div, FILE *out) {
+static void text_map(const MapSym *m, const MapState *st, const MapDump *d,
+                     int first, int64_t div, FILE *out) {
   for (int i = first; i < d->n; i++) {
     const Entry *e = &d->entries[i];
     if (is_multiline(m) && i > first) fputc('\n', out);
@@ -718,7 +718,7 @@ static void text_map(const MapSym *m, const MapDump *d, int first,
     if (!is_multiline(m)) fputc('\n', out);
   }
   bool none = first >= d->n;
-  if (none && prints_zero_when_empty(m)) fprintf(out, "%s: 0\n", m->name);
+  if (none && prints_zero_when_empty(m, st)) fprintf(out, "%s: 0\n", m->name);
   else if (none || is_multiline(m)) fputc('\n', out);
   if (agg_of(m) && agg_of(m)->blank_line_after) fputc('\n', out);
 }
@@ -726,10 +726,10 @@ static void text_map(const MapSym *m, const MapDump *d, int first,
 /* bpftrace's JSON: one line {"type": "map"|"hist"|"stats", "data":
  * {"@name": value}} where a keyed map's value is an object with a member
  * per entry, named by the keys joined with ','. Empty maps print nothing. */
-static void json_map(const MapSym *m, const MapDump *d, int first,
-                     int64_t div, FILE *out) {
+static void json_map(const MapSym *m, const MapState *st, const MapDump *d,
+                     int first, int64_t div, FILE *out) {
   bool none = first >= d->n;
-  if (none && !prints_zero_when_empty(m)) return;
+  if (none && !prints_zero_when_empty(m, st)) return;
   const char *type = agg_of(m) ? agg_of(m)->json_type : "map";
   fprintf(out, "{\"type\": \"%s\", \"data\": {", type);
   print_json_string(m->name, strlen(m->name), out);
@@ -751,9 +751,10 @@ static void json_map(const MapSym *m, const MapDump *d, int first,
   fputs("}}\n", out);
 }
 
-int map_entries(const MapSym *m, MapEntryFn *fn, void *ctx) {
+int map_entries(const MapSym *m, const MapState *st, MapEntryFn *fn,
+                void *ctx) {
   MapDump d;
-  int err = map_dump(m, &d);
+  int err = map_dump(m, st, &d);
   if (!err) sort_entries(&d);
   for (int i = 0; !err && i < d.n; i++)
     fn(m, d.entries[i].key, d.entries[i].order, value_is_signed(m), i, d.n,
@@ -762,12 +763,12 @@ int map_entries(const MapSym *m, MapEntryFn *fn, void *ctx) {
   return err;
 }
 
-int print_map_as(const MapSym *m, int64_t top, int64_t div, OutFormat fmt,
-                 FILE *out) {
+int print_map_as(const MapSym *m, const MapState *st, int64_t top,
+                 int64_t div, OutFormat fmt, FILE *out) {
   if (fmt == OUT_FOLDED && map_has_stack_key(m))
-    return folded_map(m, top, div, NULL, out);
+    return folded_map(m, st, top, div, NULL, out);
   MapDump d;
-  int err = map_dump(m, &d);
+  int err = map_dump(m, st, &d);
   if (err) {
     map_dump_free(&d);
     return err;
@@ -785,15 +786,15 @@ int print_map_as(const MapSym *m, int64_t top, int64_t div, OutFormat fmt,
     free(vals);
   }
   if (fmt == OUT_JSON)
-    json_map(m, &d, first, div, out);
+    json_map(m, st, &d, first, div, out);
   else
-    text_map(m, &d, first, div, out);
+    text_map(m, st, &d, first, div, out);
   map_dump_free(&d);
   return 0;
 }
 
-int print_map(const MapSym *m, FILE *out) {
-  return print_map_as(m, 0, 1, OUT_TEXT, out);
+int print_map(const MapSym *m, const MapState *st, FILE *out) {
+  return print_map_as(m, st, 0, 1, OUT_TEXT, out);
 }
 
 static int compare_map_names(const void *pa, const void *pb) {
@@ -804,32 +805,35 @@ static int compare_map_names(const void *pa, const void *pb) {
 
 /* Every map of the script, by name; exit's two empty lines first if
  * at_exit (bpftrace writes them in JSON mode too; not on SIGUSR1). */
-static void print_maps_by_name(const Compiled *c, OutFormat fmt, FILE *out,
-                               bool at_exit) {
+static void print_maps_by_name(const Compiled *c, const Loaded *l,
+                               OutFormat fmt, FILE *out, bool at_exit) {
   const MapSym **order = malloc(sizeof(MapSym *) * (c->nmaps + 1));
   if (!order) return;
   int n = 0;
   for (int i = 0; i < c->nmaps; i++)
-    if (!c->maps[i]->internal && c->maps[i]->fd >= 0) order[n++] = c->maps[i];
+    if (!c->maps[i]->internal && l->maps[i].fd >= 0) order[n++] = c->maps[i];
   if (n > 0) qsort(order, n, sizeof *order, compare_map_names);
   if (fmt == OUT_FOLDED) {
-    folded_print_maps(order, n, out);
+    folded_print_maps(order, n, l, out);
     free(order);
     return;
   }
   if (at_exit) fputs("\n\n", out);
-  for (int i = 0; i < n; i++) print_map_as(order[i], 0, 1, fmt, out);
+  for (int i = 0; i < n; i++)
+    print_map_as(order[i], &l->maps[order[i]->id], 0, 1, fmt, out);
   free(order);
 }
 
-void print_all_maps_as(const Compiled *c, OutFormat fmt, FILE *out) {
-  print_maps_by_name(c, fmt, out, true);
+void print_all_maps_as(const Compiled *c, const Loaded *l, OutFormat fmt,
+                       FILE *out) {
+  print_maps_by_name(c, l, fmt, out, true);
 }
 
-void print_all_maps_now(const Compiled *c, OutFormat fmt, FILE *out) {
-  print_maps_by_name(c, fmt, out, false);
+void print_all_maps_now(const Compiled *c, const Loaded *l, OutFormat fmt,
+                        FILE *out) {
+  print_maps_by_name(c, l, fmt, out, false);
 }
 
-void print_all_maps(const Compiled *c, FILE *out) {
-  print_all_maps_as(c, OUT_TEXT, out);
+void print_all_maps(const Compiled *c, const Loaded *l, FILE *out) {
+  print_all_maps_as(c, l, OUT_TEXT, out);
 }
