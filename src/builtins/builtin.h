@@ -53,6 +53,10 @@ typedef struct Builtin {
   uint32_t event;
   void (*on_event)(const EventCtx *e, uint32_t index, const uint8_t *payload,
                    size_t size);
+  /* The one-slot array of loupe's own (8 bytes) that its code reads
+   * (ELAPSED_MAP_NAME, EXITED_MAP_NAME), which lang/plan.c adds to the
+   * program of a script that uses the builtin; NULL if none. */
+  const char *own_map;
 } Builtin;
 
 /* How an aggregation lives in its per-CPU map (layouts in program.h),
@@ -128,6 +132,8 @@ void emit_uprobe_args(Gen *g, Node *n, int dst, int cap);
 
 /* The record for name used as `form`, or NULL. */
 const Builtin *builtin_find(const char *name, BuiltinForm form);
+/* The i-th record of all, in the groups' order; NULL past the last. */
+const Builtin *builtin_at(int i);
 /* The record that handles records of EventKind `kind`, or NULL. */
 const Builtin *builtin_for_event(uint32_t kind);
 /* The aggregation of a map's values (NULL unless TY_AGG). */
