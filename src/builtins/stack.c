@@ -14,11 +14,6 @@
 #define DEFAULT_STACK_FRAMES 127
 #define PT_REGS_IP 128   /* x86-64's struct pt_regs: ip */
 
-/* Whether some len() asks for a stack's depth: then every stack also
- * counts its frames (with bpf_get_stack), which costs a second walk. Set
- * by check, read by codegen; one script is compiled per run. */
-static bool stacks_counted;
-
 /* The kernel's limit on frames a stack-trace map entry may hold (read
  * once). */
 static int max_stack_frames(void) {
@@ -159,7 +154,7 @@ bool stack_check_len(Checker *c, Node *n) {
                "not %s", TYPE_NAME(a->type));
     return true;
   }
-  stacks_counted = true;
+  c->out->stacks_counted = true;
   n->type = ty_int(8, true);
   return true;
 }
@@ -280,7 +275,7 @@ static int emit_stack(Gen *g, Node *n) {
   emit(g, I_ALU64_IMM(BPF_ADD, r, 1));
   emit(g, I_ALU64_IMM(BPF_AND, r, STACK_ID_MASK));
   patch_here(g, none);
-  if (stacks_counted) {
+  if (g->c->stacks_counted) {
     int buf = scratch_alloc(g, limit * 8);
     emit_ctx(g, BPF_REG_1);
     emit_scratch(g, BPF_REG_2, buf);

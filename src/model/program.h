@@ -276,6 +276,10 @@ typedef struct Compiled {
   const char *license;     /* NULL: GPL */
   bool no_exit_print;      /* print_maps_on_exit = false */
   int max_cat_bytes;       /* cat() prints at most this; 0: the default */
+  bool stacks_counted;     /* some len() asks for a stack's depth: every
+                              kstack and ustack then counts its frames
+                              too (bpf_get_stack), a second walk of the
+                              stack (builtins/stack.c) */
   int max_strlen;          /* a string of max_strlen bytes was cut   */
   const char *str_trailer; /* printed after such a string */
   bool helper_errors;      /* -k: report failing helpers (helper_sites) */
