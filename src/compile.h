@@ -1,6 +1,7 @@
 /* compile: the whole front end and code generator in one call — parse,
  * config block, attach-point parameters, macros, probe expansion, checks,
- * code generation. Shared by main and the fuzzing harness (tests/fuzz). */
+ * loupe's own maps (plan), code generation. Shared by main and the fuzzing
+ * harness (tests/fuzz). */
 #ifndef LOUPE_COMPILE_H
 #define LOUPE_COMPILE_H
 
