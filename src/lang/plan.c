@@ -58,18 +58,16 @@ static void add_log2_map(Compiled *out) {
     }
 }
 
+static AstStep is_use_of(Node *n, void *ctx) {
+  const Builtin *const *b = ctx;
+  bool use = (n->kind == N_BUILTIN || n->kind == N_CALL) && n->builtin == *b;
+  return use ? AST_STOP : AST_ENTER;
+}
+
 /* Whether an expression of the list n, or one inside it, is a use of the
  * builtin b (check stored its record in Node.builtin). */
-static bool uses(const Node *n, const Builtin *b) {
-  for (; n; n = n->next) {
-    if ((n->kind == N_BUILTIN || n->kind == N_CALL) && n->builtin == b)
-      return true;
-    if (uses(n->lhs, b) || uses(n->rhs, b) || uses(n->cond, b) ||
-        uses(n->then, b) || uses(n->els, b) || uses(n->args, b) ||
-        uses(n->body, b))
-      return true;
-  }
-  return false;
+static bool uses(Node *n, const Builtin *b) {
+  return ast_walk(n, is_use_of, &b);
 }
 
 /* The one-slot array of each builtin with an own_map that a probe uses,
@@ -78,7 +76,7 @@ static void add_builtin_maps(const Script *s, Compiled *out) {
   const Builtin *b;
   for (int i = 0; (b = builtin_at(i)); i++) {
     if (!b->own_map) continue;
-    for (const Probe *p = s->probes; p; p = p->next)
+    for (Probe *p = s->probes; p; p = p->next)
       if (uses(p->pred, b) || uses(p->body, b)) {
         add_internal_array(out, b->own_map, 8);
         break;
