@@ -6,7 +6,6 @@
 #define LOUPE_RUNTIME_STATE_H
 
 #include <stdbool.h>
-#include <stdio.h>
 
 #include "model/program.h"
 
@@ -38,13 +37,16 @@ typedef struct Loaded {
                                         warning came, by printf id */
 } Loaded;
 
+struct Output;
+
 /* What the handler of a record works with (Builtin.on_event; runtime/run.c
  * fills it in). */
 typedef struct EventCtx {
   const Compiled *c;
   Loaded *l;         /* the maps' fds and state, the warnings' counts */
-  FILE *out;
-  int format;        /* OutFormat */
+  /* the format's encoder and its stream: what a record shows goes there
+   * as a Value (output_event, output_message, output_map) */
+  struct Output *output;
   bool no_warnings;  /* --no-warnings */
   int *exit_seen;    /* set to stop handling records: 1 + exit()'s code */
 } EventCtx;

@@ -23,6 +23,7 @@
 #include "fuzz_util.h"
 #include "lang/ctype.h"
 #include "model/program.h"
+#include "output/encoder.h"
 #include "runtime/print.h"
 #include "runtime/print_stack.h"
 #include "runtime/state.h"
@@ -183,8 +184,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (maps_made) empty_maps(c);
   int format = data[0] & 1 ? OUT_JSON : OUT_TEXT;
   int exit_seen = 0;
-  EventCtx e = {.c = c, .l = &loaded, .out = fuzz_devnull(),
-                .format = format, .exit_seen = &exit_seen};
+  Output o = output_for(format, fuzz_devnull());
+  EventCtx e = {.c = c, .l = &loaded, .output = &o, .exit_seen = &exit_seen};
   for (size_t at = 1; at + 2 <= size;) {
     uint16_t len;
     memcpy(&len, data + at, sizeof len);

@@ -17,6 +17,7 @@
 #include <bpf/libbpf.h>
 
 #include "codegen/insn.h"
+#include "output/encoder.h"
 #include "runtime/print.h"
 #include "probes/provider.h"
 #include "runtime/run.h"
@@ -164,8 +165,8 @@ static void loaded_done(Loaded *l, const Compiled *c) {
 static void handle_record(Compiled *c, FILE *out, int format, int *exit_seen,
                           const void *data, size_t size) {
   Loaded l = loaded_of(c);
-  EventCtx e = {.c = c, .l = &l, .out = out, .format = format,
-                .exit_seen = exit_seen};
+  Output o = output_for(format, out);
+  EventCtx e = {.c = c, .l = &l, .output = &o, .exit_seen = exit_seen};
   run_handle_record(&e, data, size);
   loaded_done(&l, c);
 }
