@@ -180,13 +180,13 @@ static void put_histogram(Writer *w, const MapSym *m, const char *base,
 
 /* One map, at most max_series of its entries (those print() would show
  * last: the largest). Returns how many it left out, or -1. */
-static long put_map(Writer *w, const MapSym *m) {
+static long put_map(Writer *w, const MapSym *m, const MapState *st) {
   const char *why;
   Family fam = family_of(m, &why);
   if (fam == FAM_NONE) return 0;
   DecodedMap d;
   DecodeOpts opts = {.frames = false};
-  if (decode_map(m, 0, 1, &opts, &d)) {
+  if (decode_map(m, st, 0, 1, &opts, &d)) {
     decoded_map_free(&d);
     return -1;
   }
@@ -273,7 +273,8 @@ static bool bpf_stats_on(void) {
   return on == 1;
 }
 
-static void put_self(Writer *w, const Compiled *c, const long *dropped) {
+static void put_self(Writer *w, const Compiled *c, const Loaded *ld,
+                     const long *dropped) {
   put_header(w, "loupe_up", "gauge", "1 while loupe runs its script");
   fputs("loupe_up", w->out);
   put_labels(w, NULL, NULL, NULL);
@@ -286,8 +287,8 @@ static void put_self(Writer *w, const Compiled *c, const long *dropped) {
 
   uint64_t counts[c->ncounts > 0 ? c->ncounts : 1];
   uint32_t key = 0;
-  bool have = c->counts_fd >= 0 && c->ncounts > 0 &&
-              !bpf_map_lookup_elem(c->counts_fd, &key, counts);
+  bool have = ld->counts_fd >= 0 && c->ncounts > 0 &&
+              !bpf_map_lookup_elem(ld->counts_fd, &key, counts);
   put_header(w, "loupe_events_lost", "counter",
              "records the ring buffer had no room for (printf and the "
              "other output of the probes)");
@@ -332,7 +333,8 @@ static void put_self(Writer *w, const Compiled *c, const long *dropped) {
     struct bpf_prog_info info;
     uint32_t len = sizeof info;
     memset(&info, 0, sizeof info);
-    if (p->fd < 0 || bpf_obj_get_info_by_fd(p->fd, &info, &len)) continue;
+    int fd = i < ld->nprogs ? ld->prog_fds[i] : -1;
+    if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len)) continue;
     const char *probe = prog_probe_name(p);
     fputs("loupe_probe_runs_total{", w->out);
     put_common(w);
@@ -355,8 +357,8 @@ static int compare_names(const void *pa, const void *pb) {
   return strcmp(a->name, b->name);
 }
 
-int metrics_write(FILE *out, const Compiled *c, const MetricsLabels *l,
-                  bool openmetrics) {
+int metrics_write(FILE *out, const Compiled *c, const Loaded *ld,
+                  const MetricsLabels *l, bool openmetrics) {
   Writer w = {.out = out, .l = l, .om = openmetrics};
   const MapSym **order = malloc(sizeof *order * (c->nmaps + 1));
   long *dropped = calloc((size_t)c->nmaps + 1, sizeof *dropped);
@@ -367,26 +369,27 @@ int metrics_write(FILE *out, const Compiled *c, const MetricsLabels *l,
     return -1;
   }
   for (int i = 0; i < c->nmaps; i++)
-    if (!c->maps[i]->internal && c->maps[i]->fd >= 0) order[n++] = c->maps[i];
+    if (!c->maps[i]->internal && ld->maps[c->maps[i]->id].fd >= 0)
+      order[n++] = c->maps[i];
   qsort(order, n, sizeof *order, compare_names);
   for (int i = 0; i < n; i++) {
-    long d = put_map(&w, order[i]);
+    long d = put_map(&w, order[i], &ld->maps[order[i]->id]);
     if (d < 0) err = -1;
     dropped[order[i]->id] = d;
   }
-  put_self(&w, c, dropped);
+  put_self(&w, c, ld, dropped);
   if (openmetrics) fputs("# EOF\n", out);
   free(order);
   free(dropped);
   return err;
 }
 
-char *metrics_render(const Compiled *c, const MetricsLabels *l,
-                     bool openmetrics, size_t *len) {
+char *metrics_render(const Compiled *c, const Loaded *ld,
+                     const MetricsLabels *l, bool openmetrics, size_t *len) {
   char *buf = NULL;
   FILE *f = open_memstream(&buf, len);
   if (!f) return NULL;
-  int err = metrics_write(f, c, l, openmetrics);
+  int err = metrics_write(f, c, ld, l, openmetrics);
   if (fclose(f) || err) {
     free(buf);
     return NULL;

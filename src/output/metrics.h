@@ -31,7 +31,8 @@
 #include <stddef.h>
 #include <stdio.h>
 
-#include "codegen/program.h"
+#include "model/program.h"
+#include "runtime/state.h"
 
 #define METRICS_MAX_SERIES_DEFAULT 10000
 
@@ -42,14 +43,14 @@ typedef struct MetricsLabels {
   int max_series;          /* per map; 0: METRICS_MAX_SERIES_DEFAULT */
 } MetricsLabels;
 
-/* Writes every map of c and loupe's own metrics to out. 0, or -1 if a
+/* Writes every map of c, as loaded (ld), and loupe's own metrics to out. 0, or -1 if a
  * map could not be read. */
-int metrics_write(FILE *out, const Compiled *c, const MetricsLabels *l,
-                  bool openmetrics);
+int metrics_write(FILE *out, const Compiled *c, const Loaded *ld,
+                  const MetricsLabels *l, bool openmetrics);
 
 /* The same in a malloc'd buffer (its length in *len); NULL on failure. */
-char *metrics_render(const Compiled *c, const MetricsLabels *l,
-                     bool openmetrics, size_t *len);
+char *metrics_render(const Compiled *c, const Loaded *ld,
+                     const MetricsLabels *l, bool openmetrics, size_t *len);
 
 /* Says on err, once, which maps metrics leave out and why. */
 void metrics_left_out(const Compiled *c, FILE *err);

@@ -22,7 +22,7 @@ static inline void fuzz_compile_script(const char *text,
    * before the checker defines the script's structs. */
   Script none = {0};
   ctype_define_script_structs(&none, &d);
-  Compiled c = {.ringbuf_fd = -1, .scratch_fd = -1};
+  Compiled c = {0};
   Script *script = NULL;
   compile_script(src, cs, &script, &c, &d);
 }
