@@ -181,11 +181,11 @@ static void usage_hint(void) {
 
 /* ---- options -------------------------------------------------------- */
 
+/* What the command line says that only main acts on; the rest goes to the
+ * run's Settings (settings.h). */
 typedef struct Options {
   const char *program;     /* -e */
   const char *script_path; /* FILE, or "-" for stdin */
-  char **script_args;      /* $1, $2, ...: the argv tail after the program */
-  int nscript_args;
   const char *out_path;    /* -o */
   int buffering;           /* _IOLBF, _IOFBF or _IONBF */
   bool list;               /* -l */
@@ -196,12 +196,8 @@ typedef struct Options {
   bool dry_run;            /* -d, --dry-run: compile only, load nothing */
   bool show_programs;      /* -d, -v: print the programs as assembly */
   bool no_warnings;        /* --no-warnings */
-  const char *probe_filter;  /* --probe-filter REGEX */
   RunMode mode;            /* --mode */
-  bool unsafe;             /* --unsafe: allow system() and signal() */
   const char *command;     /* -c: run this, trace until it exits */
-  int pid;                 /* -p: trace only this process; 0: none */
-  bool helper_errors;      /* -k: report helpers failing at run time */
 } Options;
 
 /* -c COMMAND: the command runs in a child that loupe starts before
@@ -300,8 +296,8 @@ static bool is_debug_stage(const char *arg) {
   return *arg != '\0';
 }
 
-/* Fills o from argv. Exits for --help, --version and bad usage. */
-static void parse_options(int argc, char **argv, Options *o) {
+/* Fills o and st from argv. Exits for --help, --version and bad usage. */
+static void parse_options(int argc, char **argv, Options *o, Settings *st) {
   static const struct option long_opts[] = {
       {"help", no_argument, NULL, 'h'},
       {"list", no_argument, NULL, 'l'},
@@ -325,6 +321,7 @@ static void parse_options(int argc, char **argv, Options *o) {
       {NULL, 0, NULL, 0},
   };
   memset(o, 0, sizeof(*o));
+  memset(st, 0, sizeof(*st));
   o->buffering = _IOLBF;
   opterr = 0;
   /* Options may follow the script, as with bpftrace; script arguments
@@ -337,7 +334,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     case 'e': o->program = optarg; break;
     case 'o': o->out_path = optarg; break;
     case 'c': o->command = optarg; break;
-    case 'p': o->pid = parse_pid(optarg); break;
+    case 'p': st->target_pid = parse_pid(optarg); break;
     case 'B':
       if (parse_buffering(optarg, &o->buffering) < 0) {
         fprintf(stderr,
@@ -373,10 +370,10 @@ static void parse_options(int argc, char **argv, Options *o) {
         optind++;
       break;
     case 'v': o->show_programs = true; break;
-    case 'k': o->helper_errors = true; break;
+    case 'k': st->helper_errors = true; break;
     case OPT_DRY_RUN: o->dry_run = true; break;
     case OPT_NO_WARNINGS: o->no_warnings = true; break;
-    case OPT_PROBE_FILTER: o->probe_filter = optarg; break;
+    case OPT_PROBE_FILTER: st->probe_filter = optarg; break;
     case OPT_FLAMEGRAPH: o->flamegraph = optarg; break;
     case OPT_TRACEABLE_FUNCTIONS:
       if (access(optarg, R_OK) != 0) {
@@ -425,7 +422,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     /* the kernel raises usdt semaphores in every process (uprobe reference
      * counters), which is what this asks bpftrace to do by hand */
     case OPT_USDT_FILE_ACTIVATION: break;
-    case 'U': o->unsafe = true; break;
+    case 'U': st->unsafe = true; break;
     case 'h': fputs(usage_text, stdout); exit(0);
     case 'V': printf("loupe v%s\n", LOUPE_VERSION); exit(0);
     case OPT_INFO: exit(print_info(stdout, LOUPE_VERSION));
@@ -434,7 +431,8 @@ static void parse_options(int argc, char **argv, Options *o) {
   }
   char **rest = argv + optind;
   int nrest = argc - optind;
-  if (o->command && o->pid) {
+  st->has_command = o->command != NULL;
+  if (o->command && st->target_pid) {
     fputs("ERROR: -p and -c cannot be used together\n", stderr);
     usage_hint();
     exit(1);
@@ -459,15 +457,17 @@ static void parse_options(int argc, char **argv, Options *o) {
     rest++;
     nrest--;
   }
-  o->script_args = rest;
-  o->nscript_args = nrest;
+  st->params = rest;
+  st->nparams = nrest;
 }
 
 /* ---- the script ----------------------------------------------------- */
 
-/* What this run compiles. It lives until the process exits and nothing in
- * it is freed piece by piece; holding it here (not in main's frame) also
- * keeps it reachable for leak checkers such as ASan's. */
+/* What this run compiles, and with which settings. It lives until the
+ * process exits and nothing in it is freed piece by piece; holding it here
+ * (not in main's frame) also keeps it reachable for leak checkers such as
+ * ASan's. */
+static Settings settings;
 static Source source;
 static Script *script;
 static Compiled compiled;
@@ -530,27 +530,11 @@ static int read_source(const Options *o, Source *src) {
   return 0;
 }
 
-/* Compiles the script with what the command line says about this run. */
-/* What the command line tells the compiler. */
-static CompileSettings settings_of(const Options *o) {
-  return (CompileSettings){
-      .params = o->script_args,
-      .nparams = o->nscript_args,
-      .unsafe = o->unsafe,
-      .has_command = o->command != NULL,
-      .cpid = child.pid > 0 ? child.pid : 0,
-      .target_pid = o->pid,
-      .probe_filter = o->probe_filter,
-      .helper_errors = o->helper_errors,
-      .comm_padded = geteuid() == 0 ? kernel_pads_comm : NULL,
-  };
-}
-
-static int compile(const Source *src, const Options *o, Compiled *c,
-                   Diag *d) {
-  CompileSettings cs = settings_of(o);
+/* Compiles the script with the run's settings. */
+static int compile(const Source *src, const Options *o, Settings *st,
+                   Compiled *c, Diag *d) {
   c->no_warnings = o->no_warnings;
-  if (compile_script(src, &cs, &script, c, d) < 0) return -1;
+  if (compile_script(src, st, &script, c, d) < 0) return -1;
   print_set_truncation(c->max_strlen, c->str_trailer);
   return 0;
 }
@@ -560,14 +544,13 @@ static int compile(const Source *src, const Options *o, Compiled *c,
 /* Lists the probes of the script (-e, or the FILE given to -l) as they
  * expand: parse → macros → expand, and every target's name (with -v its
  * arguments). Returns the exit status. */
-static int list_script(const Options *o) {
+static int list_script(const Options *o, Settings *st) {
   if (read_source(o, &source) < 0) return 1;
   Diag d;
   diag_init(&d, &source);
   d.no_warnings = o->no_warnings;
-  CompileSettings cs = settings_of(o);
-  if (compile_front(&source, &cs, &script, &d) < 0) return 1;
-  if (o->probe_filter && expand_filter(script, o->probe_filter) < 0)
+  if (compile_front(&source, st, &script, &d) < 0) return 1;
+  if (st->probe_filter && expand_filter(script, st->probe_filter) < 0)
     return 1;
   for (Probe *p = script->probes; p; p = p->next)
     for (AttachPoint *ap = p->aps; ap; ap = ap->next)
@@ -586,14 +569,14 @@ static int list_script(const Options *o) {
 
 /* -l: a script's probes (-e, or a PATTERN naming a file), else the probes
  * matching PATTERN. */
-static int run_list(Options *o) {
+static int run_list(Options *o, Settings *st) {
   const char *pattern = o->list_pattern;
   if (!o->program && pattern && access(pattern, F_OK) == 0 &&
       !has_wildcard(pattern)) {
     o->script_path = pattern;
-    return list_script(o);
+    return list_script(o, st);
   }
-  if (o->program) return list_script(o);
+  if (o->program) return list_script(o, st);
   size_t len = pattern ? strlen(pattern) : 0;
   if (!o->no_warnings && len > 3 && !strcmp(pattern + len - 3, ".bt") &&
       !strchr(pattern, ':'))
@@ -695,7 +678,8 @@ static void notify_attached(FILE *out) {
  * before the other probes are attached, as bpftrace documents, so what it
  * sets up is there when the first event comes. Returns the exit status;
  * nothing stays attached when it returns. */
-static int attach_and_run(Compiled *c, const Options *o, FILE *out, Diag *d) {
+static int attach_and_run(Compiled *c, const Options *o, const Settings *st,
+                          FILE *out, Diag *d) {
   LinkSet links = {0};
   /* With -f json, bpftrace's attached_probes record goes to the output,
    * before BEGIN's, as bpftrace announces its probes before attaching.
@@ -709,7 +693,7 @@ static int attach_and_run(Compiled *c, const Options *o, FILE *out, Diag *d) {
   RunOptions run_opts = {.out = out, .out_name = o->out_path,
                          .timeout_ms = 0, .format = o->format,
                          .child_pid = child.pid, .child_go_fd = child.go_fd,
-                         .target_pid = o->pid, .mode = o->mode};
+                         .target_pid = st->target_pid, .mode = o->mode};
   child.go_fd = -1;   /* the run releases (and closes) it */
   Run *run = run_begin(c, &run_opts);
   if (!run) return 1;
@@ -831,7 +815,8 @@ static void child_finish(Child *ch) {
 }
 
 /* load → attach → run → detach → unload. Returns the exit status. */
-static int load_and_run(Compiled *c, const Options *o, Diag *d) {
+static int load_and_run(Compiled *c, const Options *o, const Settings *st,
+                        Diag *d) {
   FILE *svg = NULL;
   if (o->flamegraph && !(svg = flamegraph_open(c, o->flamegraph)))
     return 1;
@@ -843,7 +828,7 @@ static int load_and_run(Compiled *c, const Options *o, Diag *d) {
   stop_is_request = 1;
   int status = 1;
   if (load_all(c, d) == 0) {
-    status = attach_and_run(c, o, out, d);
+    status = attach_and_run(c, o, st, out, d);
     if (svg && flamegraph_write(c, svg, o->flamegraph) < 0) status = 1;
     svg = NULL;
     unload_all(c);
@@ -856,8 +841,8 @@ static int load_and_run(Compiled *c, const Options *o, Diag *d) {
 }
 
 /* compile → (print) → load and run; the exit status. */
-static int run_main(const Options *o, Diag *d) {
-  if (compile(&source, o, &compiled, d) < 0) return 1;
+static int run_main(const Options *o, Settings *st, Diag *d) {
+  if (compile(&source, o, st, &compiled, d) < 0) return 1;
   if (o->show_programs) print_programs(&compiled, &source, stdout);
   compiled.verifier_stats = o->show_programs;
   if (o->dry_run) return 0;
@@ -866,19 +851,21 @@ static int run_main(const Options *o, Diag *d) {
           stderr);
     return 1;
   }
-  return load_and_run(&compiled, o, d);
+  return load_and_run(&compiled, o, st, d);
 }
 
 int main(int argc, char **argv) {
   Options o;
-  parse_options(argc, argv, &o);
-  probe_target_pid = o.pid;
-  probe_unsafe = o.unsafe;
+  parse_options(argc, argv, &o, &settings);
+  settings.comm_padded = geteuid() == 0 ? kernel_pads_comm : NULL;
+  probe_target_pid = settings.target_pid;
+  probe_unsafe = settings.unsafe;
   probe_mode = o.mode;
   /* -l -p PID: the process's probes, its uprobes */
-  if (o.list && o.pid && !o.list_pattern) o.list_pattern = "uprobe:*:*,usdt:*";
+  if (o.list && settings.target_pid && !o.list_pattern)
+    o.list_pattern = "uprobe:*:*,usdt:*";
   probe_list_verbose = o.list && o.show_programs;   /* -lv */
-  if (o.list) return run_list(&o);
+  if (o.list) return run_list(&o, &settings);
 
   catch_stop_signals();
   if (read_source(&o, &source) < 0) return 1;
@@ -891,8 +878,8 @@ int main(int argc, char **argv) {
   if (o.command && !o.dry_run && geteuid() == 0 &&
       child_spawn(o.command, &child) < 0)
     return 1;
-  probe_child_pid = child.pid > 0 ? child.pid : 0;
-  int status = run_main(&o, &d);
+  settings.cpid = probe_child_pid = child.pid > 0 ? child.pid : 0;
+  int status = run_main(&o, &settings, &d);
   child_finish(&child);
   if (loupe_output_closed) {
     signal(SIGPIPE, SIG_DFL);

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "builtins/builtin.h"
+#include "lang/config.h"
 #include "lang/ctype.h"
 #include "probes/provider.h"
 #include "probes/syscalls.h"
@@ -24,12 +25,12 @@ static void check_u32(Checker *c, Node *n) { n->type = ty_int(4, false); }
 static void check_u64(Checker *c, Node *n) { n->type = ty_int(8, false); }
 
 static void check_cpid(Checker *c, Node *n) {
-  if (!c->script->has_command) {
+  if (!c->script->settings->has_command) {
     error_at(c, n->span, "cpid cannot be used without child command");
     return;
   }
   n->kind = N_INT;   /* the child exists before the script is compiled */
-  n->ival = c->script->cpid;
+  n->ival = c->script->settings->cpid;
   n->type = ty_int(4, false);
 }
 
@@ -214,7 +215,7 @@ static void check_default_str_length(Checker *c, Node *n) {
 /* has_cpid: whether cpid has a value (a -c command runs): a constant. */
 static void check_has_cpid(Checker *c, Node *n) {
   n->kind = N_INT;
-  n->ival = c->script->has_command;
+  n->ival = c->script->settings->has_command;
   n->type = ty_bool();
 }
 

@@ -461,7 +461,7 @@ bool want_const(Checker *c, Node *arg, const char *fn, const char *what,
 }
 
 bool want_unsafe(Checker *c, Node *n) {
-  if (c->script->unsafe) return true;
+  if (c->script->settings->unsafe) return true;
   error_at(c, n->span, "%s() is an unsafe function; run loupe with --unsafe "
            "to allow it", n->name);
   return false;
@@ -1009,7 +1009,7 @@ static bool uses_builtin(Node *n, const char *name) {
 
 /* The settings lang/config.c read that check and the runtime act on. */
 static void read_settings(Checker *c) {
-  const Settings *st = &c->script->settings;
+  const Settings *st = c->script->settings;
   c->strlen = st->max_strlen;
   c->map_keys = st->max_map_keys;
   c->out->license = st->license;

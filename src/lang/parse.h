@@ -8,7 +8,7 @@
 Script *parse_script(const Source *src, Diag *d);
 
 /* $1, $2 ... in attach points ("interval:ms:$1", "uprobe:$1:f", "$1"),
- * replaced by the command line's words once s->params is set. Returns the
+ * replaced by the command line's words (s->settings->params). Returns the
  * number of errors (a parameter not given). */
 int substitute_attach_params(Script *s, Diag *d);
 

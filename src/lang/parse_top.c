@@ -516,10 +516,11 @@ int substitute_attach_params(Script *s, Diag *d) {
     for (AttachPoint *ap = pr->aps; ap; ap = ap->next) {
       if (!strchr(ap->text, '$')) continue;
       int missing = 0;
-      char *text = substitute(ap->text, s->params, s->nparams, &missing);
+      char *text = substitute(ap->text, s->settings->params,
+                              s->settings->nparams, &missing);
       if (missing) {
         diag_error(d, ap->span, "positional parameter $%d is not given "
-                   "(%d given)", missing, s->nparams);
+                   "(%d given)", missing, s->settings->nparams);
         errors++;
         free(text);
         continue;

@@ -82,14 +82,14 @@ int expand_script(Script *s, Diag *d) {
     Probe *p = *link;
     Span first = p->aps ? p->aps->span : p->span;
     AttachPoint *all = p->aps;
-    if (expand_probe(p, s->settings.missing_probes, d) < 0) result = -1;
+    if (expand_probe(p, s->settings->missing_probes, d) < 0) result = -1;
     if (!p->aps) {
-      if (s->settings.missing_probes == MISSING_WARN)
+      if (s->settings->missing_probes == MISSING_WARN)
         diag_warning(d, first, "Probe has no valid attach points. It is "
                      "being removed which may cause issues with program "
                      "behavior.");
       *link = p->next;
-      if (all && s->settings.missing_probes != MISSING_ERROR) {
+      if (all && s->settings->missing_probes != MISSING_ERROR) {
         /* kept aside, with its attach points (dropped ones keep their
          * links to each other; none has a target) */
         p->aps = all;

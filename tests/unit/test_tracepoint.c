@@ -168,7 +168,8 @@ static AttachPoint *make_ap(const char *provider, int nparts, ...) {
 
 static int expand_one(AttachPoint *ap, Capture *c) {
   Probe p = {0};
-  Script s = {0};
+  Settings st = {0};
+  Script s = {.settings = &st};
   p.aps = ap;
   s.probes = &p;
   s.nprobes = 1;
