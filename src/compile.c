@@ -26,6 +26,7 @@ int compile_script(const Source *src, Settings *st, Script **script,
                    Compiled *c, Diag *d) {
   if (compile_front(src, st, script, d) < 0) return -1;
   Script *s = *script;
+  c->settings = st;
   c->helper_errors = st->helper_errors;   /* the maps' layout depends on it */
   if (check_script(s, c, d) < 0 || d->errors) return -1;
   /* after check, so that the probes left out are checked all the same */

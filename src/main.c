@@ -196,7 +196,6 @@ typedef struct Options {
   bool dry_run;            /* -d, --dry-run: compile only, load nothing */
   bool show_programs;      /* -d, -v: print the programs as assembly */
   bool no_warnings;        /* --no-warnings */
-  RunMode mode;            /* --mode */
   const char *command;     /* -c: run this, trace until it exits */
 } Options;
 
@@ -381,7 +380,7 @@ static void parse_options(int argc, char **argv, Options *o, Settings *st) {
                 optarg, strerror(errno));
         exit(1);
       }
-      probe_traceable_functions = optarg;
+      st->traceable_functions = optarg;
       break;
     /* bpftrace hands it to clang as #include <FILE>: a system header,
      * which loupe does not need (types come from BTF), as it ignores
@@ -412,13 +411,13 @@ static void parse_options(int argc, char **argv, Options *o, Settings *st) {
                 "not '%s'\n", optarg);
         exit(1);
       }
-      o->mode = !strcmp(optarg, "bench")  ? MODE_BENCH
-                : !strcmp(optarg, "test") ? MODE_TEST
-                                          : MODE_RUN;
+      st->mode = !strcmp(optarg, "bench")  ? MODE_BENCH
+                 : !strcmp(optarg, "test") ? MODE_TEST
+                                           : MODE_RUN;
       break;
     /* the reference's spellings */
-    case OPT_BENCH: o->mode = MODE_BENCH; break;
-    case OPT_TEST: o->mode = MODE_TEST; break;
+    case OPT_BENCH: st->mode = MODE_BENCH; break;
+    case OPT_TEST: st->mode = MODE_TEST; break;
     /* the kernel raises usdt semaphores in every process (uprobe reference
      * counters), which is what this asks bpftrace to do by hand */
     case OPT_USDT_FILE_ACTIVATION: break;
@@ -562,7 +561,7 @@ static int list_script(const Options *o, Settings *st) {
         bool counted = (t->period || t->freq) && colon;
         printf("%.*s\n", counted ? (int)(colon + 1 - t->name)
                                   : (int)strlen(t->name), t->name);
-        if (probe_list_verbose) list_fields(t->format, stdout);
+        if (st->list_verbose) list_fields(t->format, stdout);
       }
   return 0;
 }
@@ -583,7 +582,7 @@ static int run_list(Options *o, Settings *st) {
     fprintf(stderr, "WARNING: It appears that '%s' is a filename but the "
             "file does not exist. Treating '%s' as a search pattern.\n",
             pattern, pattern);
-  return list_probes(pattern, stdout);
+  return list_probes(pattern, st, stdout);
 }
 
 static void print_programs(const Compiled *c, const Source *src, FILE *out) {
@@ -693,7 +692,7 @@ static int attach_and_run(Compiled *c, const Options *o, const Settings *st,
   RunOptions run_opts = {.out = out, .out_name = o->out_path,
                          .timeout_ms = 0, .format = o->format,
                          .child_pid = child.pid, .child_go_fd = child.go_fd,
-                         .target_pid = st->target_pid, .mode = o->mode};
+                         .target_pid = st->target_pid, .mode = st->mode};
   child.go_fd = -1;   /* the run releases (and closes) it */
   Run *run = run_begin(c, &run_opts);
   if (!run) return 1;
@@ -858,13 +857,10 @@ int main(int argc, char **argv) {
   Options o;
   parse_options(argc, argv, &o, &settings);
   settings.comm_padded = geteuid() == 0 ? kernel_pads_comm : NULL;
-  probe_target_pid = settings.target_pid;
-  probe_unsafe = settings.unsafe;
-  probe_mode = o.mode;
   /* -l -p PID: the process's probes, its uprobes */
   if (o.list && settings.target_pid && !o.list_pattern)
     o.list_pattern = "uprobe:*:*,usdt:*";
-  probe_list_verbose = o.list && o.show_programs;   /* -lv */
+  settings.list_verbose = o.list && o.show_programs;   /* -lv */
   if (o.list) return run_list(&o, &settings);
 
   catch_stop_signals();
@@ -878,7 +874,7 @@ int main(int argc, char **argv) {
   if (o.command && !o.dry_run && geteuid() == 0 &&
       child_spawn(o.command, &child) < 0)
     return 1;
-  settings.cpid = probe_child_pid = child.pid > 0 ? child.pid : 0;
+  settings.cpid = child.pid > 0 ? child.pid : 0;
   int status = run_main(&o, &settings, &d);
   child_finish(&child);
   if (loupe_output_closed) {

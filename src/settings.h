@@ -9,6 +9,10 @@
 
 #include <stdbool.h>
 
+/* --mode: in bench mode bench probes have targets, in test mode test
+ * probes do; otherwise they are left out (probes/special.c). */
+typedef enum RunMode { MODE_RUN, MODE_BENCH, MODE_TEST } RunMode;
+
 /* config missing_probes: what an attach point that matches nothing is. */
 typedef enum { MISSING_ERROR, MISSING_WARN, MISSING_IGNORE } MissingProbes;
 
@@ -29,8 +33,16 @@ typedef struct Settings {
   int target_pid;       /* -p PID: probes other than BEGIN and END act
                            only in this process, uprobes attach to it
                            alone; 0: every process */
+  RunMode mode;         /* --mode */
   const char *probe_filter;  /* --probe-filter REGEX, or NULL */
   bool helper_errors;   /* -k: report helpers that fail while probes run */
+  bool list_verbose;    /* -lv: listings also print each probe's arguments,
+                           one per line, indented ("    struct sk_buff *
+                           skb") */
+  const char *traceable_functions;  /* --traceable-functions FILE: the
+                           kernel functions kprobes may match, one "name"
+                           or "name [module]" a line, instead of ftrace's
+                           available_filter_functions; NULL: ftrace's */
   bool (*comm_padded)(void);  /* asked, once a script uses comm, whether
                                  the kernel's bpf_get_current_comm
                                  zero-fills its buffer (kernel_pads_comm);

@@ -41,7 +41,7 @@ static int mode_bits(const char *mode) {
   return -1;
 }
 
-static int watchpoint_expand(AttachPoint *ap, Diag *d) {
+static int watchpoint_expand(AttachPoint *ap, const Settings *st, Diag *d) {
   if (ap->nparts != 3) {
     diag_error(d, ap->span, "watchpoint probe type requires 3 arguments: "
                "watchpoint:ADDRESS:LENGTH:MODE");
@@ -67,8 +67,7 @@ static int watchpoint_expand(AttachPoint *ap, Diag *d) {
                "not '%s'", ap->parts[2]);
     return -1;
   }
-  if (addr < USER_ADDRESS_END && probe_target_pid <= 0 &&
-      probe_child_pid <= 0) {
+  if (addr < USER_ADDRESS_END && st->target_pid <= 0 && st->cpid <= 0) {
     diag_error(d, ap->span, "watchpoint on a user address needs the "
                "process it is in: -p PID or -c COMMAND");
     return -1;
@@ -106,8 +105,8 @@ static int attach_one(struct perf_event_attr *attr, int pid, int cpu,
   return 0;
 }
 
-static int watchpoint_attach(const Target *t, int prog_fd, LinkSet *links,
-                             char *err, size_t errlen) {
+static int watchpoint_attach(const Target *t, const Settings *st, int prog_fd,
+                             LinkSet *links, char *err, size_t errlen) {
   struct perf_event_attr attr = {0};
   attr.type = PERF_TYPE_BREAKPOINT;
   attr.bp_addr = t->offset;
@@ -126,7 +125,7 @@ static int watchpoint_attach(const Target *t, int prog_fd, LinkSet *links,
   }
   /* each thread of the process, and (inherit) the threads they start */
   attr.inherit = 1;
-  int pid = probe_target_pid > 0 ? probe_target_pid : probe_child_pid;
+  int pid = st->target_pid > 0 ? st->target_pid : st->cpid;
   char dir[64];
   snprintf(dir, sizeof dir, "/proc/%d/task", pid);
   DIR *tasks = opendir(dir);
@@ -153,7 +152,8 @@ int watchpoint_unwatch(uint64_t addr) {
   return n;
 }
 
-static void watchpoint_list(const char *pattern, FILE *out) {
+static void watchpoint_list(const char *pattern, const Settings *st,
+                            FILE *out) {
   (void)pattern;
   (void)out;   /* any address: nothing to list */
 }

@@ -613,15 +613,14 @@ static bool prog_of(const Provider *prov, const BpfProg *p) {
  * reporting. Providers without attach (BEGIN, END) count as attached:
  * bpftrace's "Attaching N probes" counts them too. */
 static int attach_ap(const BpfProg *p, AttachPoint *ap, const Target *only,
-                     LinkSet *links, Diag *d) {
+                     const Settings *st, LinkSet *links, Diag *d) {
   const Provider *prov = ap->prov;
   if (p->syscall_group) return attach_syscall_group(p, ap, links, d);
   if (!prov || !prog_of(prov, p)) return 0;
   if (!only && links && prov->attach_group && p->expected_attach_type) {
     char err[256] = "";
-    int n = prov->attach_group(ap, p->expected_attach_type, p->fd, links, d,
-                               err,
-                               sizeof err);
+    int n = prov->attach_group(ap, st, p->expected_attach_type, p->fd,
+                               links, d, err, sizeof err);
     if (n < 0) {
       diag_error(d, ap->span, "Unable to attach probe: %s: %s", ap->text, err);
       return -1;
@@ -634,7 +633,7 @@ static int attach_ap(const BpfProg *p, AttachPoint *ap, const Target *only,
     if (syscall_raw_serves(ap, t)) continue;   /* its raw program's */
     if (prov->attach && links) {
       char err[256] = "";
-      if (prov->attach(t, p->fd, links, err, sizeof err) < 0) {
+      if (prov->attach(t, st, p->fd, links, err, sizeof err) < 0) {
         diag_error(d, ap->span, "Unable to attach probe: %s: %s", t->name, err);
         return -1;
       }
@@ -644,11 +643,12 @@ static int attach_ap(const BpfProg *p, AttachPoint *ap, const Target *only,
   return count;
 }
 
-static int attach_prog(const BpfProg *p, LinkSet *links, Diag *d) {
-  if (p->ap) return attach_ap(p, p->ap, p->target, links, d);
+static int attach_prog(const BpfProg *p, const Settings *st, LinkSet *links,
+                       Diag *d) {
+  if (p->ap) return attach_ap(p, p->ap, p->target, st, links, d);
   int count = 0;
   for (AttachPoint *ap = p->probe ? p->probe->aps : NULL; ap; ap = ap->next) {
-    int n = attach_ap(p, ap, p->target, links, d);
+    int n = attach_ap(p, ap, p->target, st, links, d);
     if (n < 0) return -1;
     count += n;
   }
@@ -672,7 +672,7 @@ int attach_all(Compiled *c, LinkSet *links, Diag *d) {
     bool second = k >= c->nprogs;
     const BpfProg *p = &c->progs[second ? 2 * c->nprogs - 1 - k : k];
     if (newest_first(p) != second) continue;
-    int n = attach_prog(p, links, d);
+    int n = attach_prog(p, c->settings, links, d);
     if (n < 0) {
       links_close_all(links);
       return -1;

@@ -37,6 +37,9 @@ static const Source test_src = {
     .name = "stdin",
     .text = "tracepoint:raw_syscalls:sys_enter {\n    @ = count();\n}\n"};
 
+/* The run's settings: none given (no -p, no -c). */
+static const Settings no_settings;
+
 /* ---- building programs ---------------------------------------------- */
 
 static void emit(BpfProg *p, struct bpf_insn in, Span at) {
@@ -96,7 +99,7 @@ static AttachPoint *make_ap(const char *provider, int nparts, char *p0,
   ap->prov = provider_find(provider);
   Diag d;
   diag_init(&d, &test_src);
-  if (ap->prov->expand(ap, &d) < 0) exit(2);
+  if (ap->prov->expand(ap, &no_settings, &d) < 0) exit(2);
   return ap;
 }
 
