@@ -11,7 +11,7 @@
 
 int compile_front(const Source *src, Settings *st, Script **script,
                   Diag *d) {
-  Script *s = parse_script(src, d);
+  Script *s = parse_script(src, st, d);
   *script = s;
   if (!s || d->errors) return -1;
   s->settings = st;

@@ -387,21 +387,23 @@ static void parse_options(int argc, char **argv, Options *o, Settings *st) {
      * #include <...> lines; a file of the user's own is read as
      * #include "FILE" would read it */
     case OPT_INCLUDE:   /* found here or in a -I DIR, else ignored */
-      lex_pre_includes = realloc(lex_pre_includes,
-                                 sizeof(char *) * (size_t)(lex_npre_includes + 1));
-      if (!lex_pre_includes) abort();
-      lex_pre_includes[lex_npre_includes++] = optarg;
+      st->pre_includes = realloc(st->pre_includes,
+                                 sizeof(char *) *
+                                 (size_t)(st->npre_includes + 1));
+      if (!st->pre_includes) abort();
+      st->pre_includes[st->npre_includes++] = optarg;
       break;
     case 'I': {   /* where #include and --include look for headers */
-      struct stat st;
-      if (stat(optarg, &st) != 0 || !S_ISDIR(st.st_mode)) {
+      struct stat dir;
+      if (stat(optarg, &dir) != 0 || !S_ISDIR(dir.st_mode)) {
         fprintf(stderr, "ERROR: -I: %s is not a directory\n", optarg);
         exit(1);
       }
-      lex_include_dirs = realloc(lex_include_dirs,
-                                 sizeof(char *) * (size_t)(lex_ninclude_dirs + 1));
-      if (!lex_include_dirs) abort();
-      lex_include_dirs[lex_ninclude_dirs++] = optarg;
+      st->include_dirs = realloc(st->include_dirs,
+                                 sizeof(char *) *
+                                 (size_t)(st->ninclude_dirs + 1));
+      if (!st->include_dirs) abort();
+      st->include_dirs[st->ninclude_dirs++] = optarg;
       break;
     }
     case OPT_MODE:

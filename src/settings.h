@@ -43,6 +43,16 @@ typedef struct Settings {
                            kernel functions kprobes may match, one "name"
                            or "name [module]" a line, instead of ftrace's
                            available_filter_functions; NULL: ftrace's */
+  const char **pre_includes;  /* --include FILE, in order: read as if the
+                                 script began with #include "FILE" */
+  int npre_includes;
+  const char **include_dirs;  /* -I DIR: where #include and --include also
+                                 look for headers, in order */
+  int ninclude_dirs;
+  bool no_file_includes;  /* #include "file" and import are errors and
+                             #include <h> reads nothing (the fuzzing
+                             harness: its inputs must not read what lies
+                             around) */
   bool (*comm_padded)(void);  /* asked, once a script uses comm, whether
                                  the kernel's bpf_get_current_comm
                                  zero-fills its buffer (kernel_pads_comm);

@@ -470,11 +470,12 @@ static Script *parse_all(Parser *P, const Source *src) {
   return s;
 }
 
-Script *parse_script(const Source *src, Diag *d) {
+Script *parse_script(const Source *src, const Settings *st, Diag *d) {
+  static const Settings none;
   Parser *P = calloc(1, sizeof *P);
   if (!P) abort();
   P->d = d;
-  lex_init(&P->lx, src, d, &P->on_error);
+  lex_init(&P->lx, src, st ? st : &none, d, &P->on_error);
   Script *s = NULL;
   if (setjmp(P->on_error) == 0) s = parse_all(P, src);
   if (s) s->sysheaders = P->lx.sys;

@@ -24,7 +24,6 @@ static FILE *devnull;
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > MAX_INPUT) return 0;
   if (!devnull) devnull = fopen("/dev/null", "w");
-  lex_includes_allowed = false;   /* inputs read no files */
   char *text = malloc(size + 1);
   if (!text) return 0;
   memcpy(text, data, size);
@@ -36,7 +35,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   d.out = devnull;
   static char *params[] = {"1", "hello", "0x10"};
   static Settings st;   /* the script keeps it */
-  st = (Settings){.params = params, .nparams = 3, .target_pid = 0};
+  st = (Settings){.params = params, .nparams = 3, .target_pid = 0,
+                  .no_file_includes = true};   /* inputs read no files */
   /* The type registry lives as long as the process; the parser reads it
    * before the checker defines the script's structs. Start each input as
    * a fresh process would, with no script types. */
