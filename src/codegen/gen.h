@@ -147,7 +147,7 @@ static inline bool map_is_int_to_int(const Gen *g, const MapSym *m) {
   return m->bpf_type == BPF_MAP_TYPE_HASH && m->nkeys == 1 &&
          m->key_types[0].kind == TY_INT && m->key_size == 8 &&
          m->value_type.kind == TY_INT && m->value_size == 8 &&
-         !g->c->helper_errors;
+         !g->c->settings->helper_errors;
 }
 
 /* ---- emit.c ---- */

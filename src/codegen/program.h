@@ -294,9 +294,6 @@ typedef struct Compiled {
   int max_cat_bytes;       /* cat() prints at most this; 0: the default */
   int max_strlen;          /* a string of max_strlen bytes was cut   */
   const char *str_trailer; /* printed after such a string */
-  bool helper_errors;      /* -k: report failing helpers (helper_sites) */
-  bool (*comm_padded)(void);  /* asked when comm is used: does
-                                 bpf_get_current_comm zero-fill? (NULL: no) */
   bool no_warnings;        /* --no-warnings: run-time warnings too */
   unsigned long long *warn_repeats;  /* run time: how often each once-only
                                         warning came, by printf id */

@@ -917,7 +917,7 @@ static bool keyless_array(const MapSym *m) {
  * entries (-k). A flag after the value says whether it was ever set. */
 static bool keyless_direct(const Checker *c, const MapSym *m) {
   return m->nkeys == 0 && !m->may_miss && m->value_type.kind == TY_INT &&
-         !c->out->helper_errors;
+         !c->script->settings->helper_errors;
 }
 
 /* Key offsets and value sizes, once every use has been seen. */
