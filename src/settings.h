@@ -1,9 +1,10 @@
 /* settings: everything the user says about one run, in one record. main
  * fills it from the command line, then lang/config.c from the script's
- * `config = { ... }` block and the BPFTRACE_* environment; every stage
- * that acts on a setting reads it here, from the record it is handed
- * (Script.settings for the compile stages, a provider's hook arguments,
- * Compiled.settings for the runtime). No setting is kept anywhere else. */
+ * `config = { ... }` block and the BPFTRACE_* environment. A stage that
+ * acts on a setting reads it from the record it is handed: the compile
+ * stages as Script.settings, the providers as their hooks' argument, code
+ * generation and attaching as Compiled.settings. (The config values the
+ * runtime acts on after loading are copied into Compiled by check.) */
 #ifndef LOUPE_SETTINGS_H
 #define LOUPE_SETTINGS_H
 
