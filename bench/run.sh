@@ -41,17 +41,6 @@ if ! [ -x /usr/bin/time ] || ! command -v pgrep >/dev/null; then
   apt-get install -y time procps >/dev/null 2>&1 || echo "(no GNU time: memory not measured)" >&2
 fi
 
-NAMES=(begin syscount execsnoop opensnoop readbytes writehist countid printf3)
-SCRIPTS=(
-  'BEGIN { printf("go\n"); exit(); }'
-  'tracepoint:raw_syscalls:sys_enter { @[comm] = count(); }'
-  'tracepoint:sched:sched_process_exec { printf("exec by %s\n", comm); }'
-  'tracepoint:syscalls:sys_enter_openat { printf("%s %s\n", comm, str(args->filename)); }'
-  'tracepoint:syscalls:sys_exit_read /args->ret > 0/ { @bytes[comm] = sum(args->ret); @max = max(args->ret); @avg = avg(args->ret); }'
-  'tracepoint:syscalls:sys_enter_write { @bytes = hist(args->count); }'
-  'tracepoint:raw_syscalls:sys_enter { @[args->id] = count(); }'
-  'tracepoint:syscalls:sys_enter_openat { printf("%d %s %d\n", pid, comm, args->flags); }'
-)
 
 WORK=$(mktemp -d /tmp/loupe-bench.XXXXXX)
 OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled)
@@ -64,41 +53,6 @@ cleanup() {
 trap cleanup EXIT
 
 . "$(dirname "$0")/lib.sh"
-
-# Starts TOOL with SCRIPT (plus a BEGIN printing "go") under GNU time and
-# waits for "go". Sets TRACER_PID (the tracer itself), TIME_PID and
-# STARTUP_MS; stdout keeps being drained so the tracer never blocks.
-start_tracer() {
-  local tool=$1 script=$2 line t0 t1
-  case $script in BEGIN*) ;; *) script="BEGIN { printf(\"go\\n\"); } $script" ;; esac
-  rm -f "$WORK/fifo" && mkfifo "$WORK/fifo"
-  local timer=()
-  [ -x /usr/bin/time ] && timer=(/usr/bin/time -f %M -o "$WORK/mem")
-  rm -f "$WORK/mem"
-  t0=$EPOCHREALTIME
-  "${timer[@]}" "$tool" -e "$script" >"$WORK/fifo" 2>"$WORK/stderr" &
-  TIME_PID=$!
-  exec 3<"$WORK/fifo"
-  while IFS= read -r -t 30 line <&3; do [ "$line" = go ] && break; done
-  t1=$EPOCHREALTIME
-  cat <&3 >/dev/null &
-  DRAIN_PID=$!
-  exec 3<&-
-  STARTUP_MS=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.1f", (b - a) * 1000 }')
-  TRACER_PID=$TIME_PID
-  if [ ${#timer[@]} -gt 0 ]; then
-    TRACER_PID=$(pgrep -P "$TIME_PID" | head -n 1)
-    TRACER_PID=${TRACER_PID:-$TIME_PID}
-  fi
-}
-
-# Stops the tracer (it may have exited already) and prints its peak RSS (KB).
-stop_tracer() {
-  kill -INT "$TRACER_PID" 2>/dev/null
-  wait "$TIME_PID" 2>/dev/null
-  wait "$DRAIN_PID" 2>/dev/null
-  if [ -s "$WORK/mem" ]; then tail -n 1 "$WORK/mem"; else echo -; fi
-}
 
 # Makes syscalls, execs, opens and reads until killed.
 start_load() {

@@ -8,7 +8,7 @@ Runs `loupe -d` with both binaries over every script the project keeps:
 the SCRIPT of each tests/runtime and tests/errors test (with its ARGS),
 every loupe invocation of a test's CMD or RUN line (with -e, a script
 file, and the flags that change code; -v and -l runs are left out),
-bench/run.sh's scripts, examples/*.bt, the differential corpus, and
+bench/lib.sh's scripts, examples/*.bt, the differential corpus, and
 Debian's bpftrace tools in /usr/sbin when installed. A test's SETUP runs
 first in a directory of its own, so uprobe targets it builds exist.
 
@@ -150,12 +150,12 @@ def cases():
                 if a is not None:
                     found.append((f"{rel}#{n}", setup, a))
                     n += 1
-    with open(os.path.join(ROOT, "bench/run.sh")) as f:
+    with open(os.path.join(ROOT, "bench/lib.sh")) as f:
         text = f.read()
     m = re.search(r"^SCRIPTS=\(\n(.*?)^\)", text, re.S | re.M)
     if m:
         for n, s in enumerate(shlex.split(m.group(1))):
-            found.append((f"bench/run.sh#{n}", None, ["-e", s]))
+            found.append((f"bench#{n}", None, ["-e", s]))
     files = sorted(glob.glob(os.path.join(ROOT, "examples/*.bt")) +
                    glob.glob(os.path.join(ROOT, "tests/differential/corpus/*.bt")) +
                    glob.glob("/usr/sbin/*.bt"))

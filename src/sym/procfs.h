@@ -71,7 +71,8 @@ int procfs_each_mapped_file(int pid,
                             void *arg);
 
 /* procfs_each_mapped_file's reading of maps text f (of process pid):
- * apart for the fuzzer (tests/fuzz/fuzz_maps.c). */
+ * apart for the fuzzer (tests/fuzz/fuzz_maps.c), and for usyms.c, which
+ * reads a process's maps once and keeps the text. */
 void procfs_maps_each_file(FILE *f, int pid,
                            bool (*fn)(const ProcMapping *m, void *arg),
                            void *arg);

@@ -232,7 +232,13 @@ void usyms_remember(int pid) {
   Proc *p = &procs[nprocs++];
   *p = (Proc){.pid = pid, .maps = maps, .maps_len = len};
   maps_bytes += len;
-  procfs_each_mapped_file(pid, remember_file, p);
+  /* the files of the lines just read, not of a second reading that the
+   * process may have changed since */
+  FILE *f = len ? fmemopen(maps, len, "r") : NULL;
+  if (f) {
+    procfs_maps_each_file(f, pid, remember_file, p);
+    fclose(f);
+  }
   proc_session(p, true);
 }
 

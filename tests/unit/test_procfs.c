@@ -13,17 +13,7 @@
 
 #include "sym/procfs.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                    \
-  do {                                                                 \
-    if (cond) {                                                        \
-      passed++;                                                        \
-    } else {                                                           \
-      failed++;                                                        \
-      fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                  \
-  } while (0)
+#include "expect.h"
 
 static char top[64];   /* the scratch directory; root/ inside it */
 
@@ -102,21 +92,21 @@ static void test_walk(void) {
   char root[PATH_MAX];
   snprintf(root, sizeof root, "%s/root", top);
   int rootfd = open(root, O_PATH | O_DIRECTORY);
-  CHECK(rootfd >= 0);
+  EXPECT(__func__, rootfd >= 0);
   int err;
-  CHECK(!strcmp(walk(rootfd, "/lib/inside.so", &err), "inside\n"));
+  EXPECT(__func__, !strcmp(walk(rootfd, "/lib/inside.so", &err), "inside\n"));
   /* an absolute symlink is read from the root, not from loupe's "/" */
-  CHECK(!strcmp(walk(rootfd, "/opt/absolute", &err), "inside\n"));
-  CHECK(!strcmp(walk(rootfd, "/opt/libdir/inside.so", &err), "inside\n"));
-  CHECK(!strcmp(walk(rootfd, "/opt/relative", &err), "inside\n"));
-  CHECK(!strcmp(walk(rootfd, "/../../lib/inside.so", &err), "inside\n"));
+  EXPECT(__func__, !strcmp(walk(rootfd, "/opt/absolute", &err), "inside\n"));
+  EXPECT(__func__, !strcmp(walk(rootfd, "/opt/libdir/inside.so", &err), "inside\n"));
+  EXPECT(__func__, !strcmp(walk(rootfd, "/opt/relative", &err), "inside\n"));
+  EXPECT(__func__, !strcmp(walk(rootfd, "/../../lib/inside.so", &err), "inside\n"));
   /* ".." at the root stays there: the secret beside it is out of reach */
-  CHECK(!strcmp(walk(rootfd, "/opt/dotdot", &err), "") && err == ENOENT);
-  CHECK(!strcmp(walk(rootfd, "/opt/rooted_dotdot", &err), "") &&
+  EXPECT(__func__, !strcmp(walk(rootfd, "/opt/dotdot", &err), "") && err == ENOENT);
+  EXPECT(__func__, !strcmp(walk(rootfd, "/opt/rooted_dotdot", &err), "") &&
         err == ENOENT);
-  CHECK(!strcmp(walk(rootfd, "/../secret", &err), "") && err == ENOENT);
-  CHECK(!strcmp(walk(rootfd, "/opt/loop", &err), "") && err == ELOOP);
-  CHECK(!strcmp(walk(rootfd, "/lib/inside.so/x", &err), "") &&
+  EXPECT(__func__, !strcmp(walk(rootfd, "/../secret", &err), "") && err == ENOENT);
+  EXPECT(__func__, !strcmp(walk(rootfd, "/opt/loop", &err), "") && err == ELOOP);
+  EXPECT(__func__, !strcmp(walk(rootfd, "/lib/inside.so/x", &err), "") &&
         err == ENOTDIR);
   close(rootfd);
 }
@@ -126,19 +116,19 @@ static void test_walk(void) {
 static void test_only_regular_files(void) {
   char path[PATH_MAX], err[PATH_MAX + 100] = "";
   snprintf(path, sizeof path, "%s/root/fifo", top);
-  CHECK(procfs_open(0, path, err, sizeof err) < 0);
-  CHECK(strstr(err, "is not a regular file") != NULL);
+  EXPECT(__func__, procfs_open(0, path, err, sizeof err) < 0);
+  EXPECT(__func__, strstr(err, "is not a regular file") != NULL);
   snprintf(path, sizeof path, "%s/root", top);
-  CHECK(procfs_open(0, path, err, sizeof err) < 0);
+  EXPECT(__func__, procfs_open(0, path, err, sizeof err) < 0);
   snprintf(path, sizeof path, "%s/root/lib/inside.so", top);
   int fd = procfs_open(0, path, err, sizeof err);
-  CHECK(fd >= 0);
+  EXPECT(__func__, fd >= 0);
   /* kept once per file, its name for messages */
   const char *kept = procfs_keep(fd, "/lib/inside.so", err, sizeof err);
-  CHECK(kept && !strncmp(kept, "/proc/self/fd/", 14));
-  CHECK(kept && !strcmp(procfs_name(kept), "/lib/inside.so"));
+  EXPECT(__func__, kept && !strncmp(kept, "/proc/self/fd/", 14));
+  EXPECT(__func__, kept && !strcmp(procfs_name(kept), "/lib/inside.so"));
   const char *again = procfs_file(0, path, err, sizeof err);
-  CHECK(again && kept && !strcmp(again, kept));
+  EXPECT(__func__, again && kept && !strcmp(again, kept));
 }
 
 static bool parses(const char *text, const char *path) {
@@ -150,25 +140,25 @@ static bool parses(const char *text, const char *path) {
 }
 
 static void test_maps_lines(void) {
-  CHECK(parses("7f0000001000-7f0000002000 r-xp 00001000 08:01 1234    "
+  EXPECT(__func__, parses("7f0000001000-7f0000002000 r-xp 00001000 08:01 1234    "
                "                  /usr/lib/libc.so.6", "/usr/lib/libc.so.6"));
-  CHECK(parses("7f0000001000-7f0000002000 r-xp 00001000 08:01 1234 "
+  EXPECT(__func__, parses("7f0000001000-7f0000002000 r-xp 00001000 08:01 1234 "
                "/a b/with space", "/a b/with space"));
-  CHECK(parses("7f0000001000-7f0000002000 r-xp 00000000 00:00 0", NULL));
-  CHECK(parses("7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0    "
+  EXPECT(__func__, parses("7f0000001000-7f0000002000 r-xp 00000000 00:00 0", NULL));
+  EXPECT(__func__, parses("7ffd00000000-7ffd00021000 rw-p 00000000 00:00 0    "
                "      [stack]", NULL));
-  CHECK(parses("7f0000001000-7f0000002000 r-xp 00001000 08:01 1234 "
+  EXPECT(__func__, parses("7f0000001000-7f0000002000 r-xp 00001000 08:01 1234 "
                "/tmp/libgone.so (deleted)", NULL));
-  CHECK(parses("garbage /etc/shadow", NULL));
+  EXPECT(__func__, parses("garbage /etc/shadow", NULL));
   char longline[PATH_MAX + 200];
   int n = snprintf(longline, sizeof longline,
                    "7f0000001000-7f0000002000 r-xp 0 08:01 1 /");
   memset(longline + n, 'a', PATH_MAX);
   longline[n + PATH_MAX - 1] = '\0';   /* a path of PATH_MAX bytes */
-  CHECK(parses(longline, NULL));
+  EXPECT(__func__, parses(longline, NULL));
   ProcMapping m;
   char line[] = "1000-2000 r--p 0 08:01 1 /x";
-  CHECK(procfs_parse_maps_line(line, &m) && m.start == 0x1000 &&
+  EXPECT(__func__, procfs_parse_maps_line(line, &m) && m.start == 0x1000 &&
         m.end == 0x2000 && m.dev_major == 8 && m.dev_minor == 1 &&
         m.inode == 1);
 }

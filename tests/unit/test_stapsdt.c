@@ -12,17 +12,7 @@
 
 #include "sym/stapsdt.h"
 
-static int passed, failed;
-
-#define CHECK(cond)                                                    \
-  do {                                                                 \
-    if (cond) {                                                        \
-      passed++;                                                        \
-    } else {                                                           \
-      failed++;                                                        \
-      fprintf(stderr, "%s:%d: FAILED: %s\n", __FILE__, __LINE__, #cond); \
-    }                                                                  \
-  } while (0)
+#include "expect.h"
 
 /* A symbol of this executable that specs name. */
 long usdt_test_big = 1;
@@ -66,17 +56,17 @@ static uint64_t symbol_value(const char *name) {
  * (it was read on past its NUL). */
 static void test_symbol_at_end(void) {
   uint64_t at = symbol_value("usdt_test_big");
-  CHECK(at != 0);
+  EXPECT(__func__, at != 0);
   UsdtNote n = parse("-8@usdt_test_big", at + 16);
-  CHECK(n.args_error == NULL);
-  CHECK(n.nargs == 1 && n.args[0].kind == USDT_ARG_MEM &&
+  EXPECT(__func__, n.args_error == NULL);
+  EXPECT(__func__, n.nargs == 1 && n.args[0].kind == USDT_ARG_MEM &&
         n.args[0].size == 8 && n.args[0].is_signed && n.args[0].value == -16);
   done(&n);
   n = parse("4@usdt_test_big+8 -2@%ax", at);
-  CHECK(n.args_error == NULL && n.nargs == 2 && n.args[0].value == 8);
+  EXPECT(__func__, n.args_error == NULL && n.nargs == 2 && n.args[0].value == 8);
   done(&n);
   n = parse("8@usdt_test_bigger", at);
-  CHECK(n.args_error && strstr(n.args_error, "names a symbol the file lacks"));
+  EXPECT(__func__, n.args_error && strstr(n.args_error, "names a symbol the file lacks"));
   done(&n);
 }
 
@@ -87,11 +77,11 @@ static void test_sizes(void) {
                               "18446744073709551615@%rax", "3@%rax"};
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
     UsdtNote n = parse(bad[i], 0);
-    CHECK(n.args_error && strstr(n.args_error, "has a bad size"));
+    EXPECT(__func__, n.args_error && strstr(n.args_error, "has a bad size"));
     done(&n);
   }
   UsdtNote n = parse("-1@%al 2@%bx -4@%ecx 8@%rdx", 0);
-  CHECK(!n.args_error && n.nargs == 4 && n.args[0].is_signed &&
+  EXPECT(__func__, !n.args_error && n.nargs == 4 && n.args[0].is_signed &&
         n.args[0].size == 1 && n.args[3].size == 8 && !n.args[3].is_signed);
   done(&n);
 }
@@ -101,25 +91,25 @@ static void test_constants(void) {
   UsdtNote n = parse("8@$-9223372036854775808 8@$18446744073709551615 "
                      "8@$0x10",
                      0);
-  CHECK(!n.args_error && n.nargs == 3 && n.args[0].value == INT64_MIN &&
+  EXPECT(__func__, !n.args_error && n.nargs == 3 && n.args[0].value == INT64_MIN &&
         n.args[1].value == -1 && n.args[2].value == 16);
   done(&n);
   n = parse("8@$-9223372036854775809", 0);
-  CHECK(n.args_error && strstr(n.args_error, "constant"));
+  EXPECT(__func__, n.args_error && strstr(n.args_error, "constant"));
   done(&n);
   n = parse("8@$-18446744073709551615", 0);
-  CHECK(n.args_error && strstr(n.args_error, "constant"));
+  EXPECT(__func__, n.args_error && strstr(n.args_error, "constant"));
   done(&n);
 }
 
 /* Displacements and absolute addresses wrap as addresses do. */
 static void test_displacements(void) {
   UsdtNote n = parse("8@-9223372036854775808(%rbp) 8@0x10", 0x20);
-  CHECK(!n.args_error && n.nargs == 2 && n.args[0].value == INT64_MIN &&
+  EXPECT(__func__, !n.args_error && n.nargs == 2 && n.args[0].value == INT64_MIN &&
         n.args[1].value == -0x10);
   done(&n);
   n = parse("8@-9223372036854775808", 1);
-  CHECK(!n.args_error && n.args[0].value == INT64_MAX);
+  EXPECT(__func__, !n.args_error && n.args[0].value == INT64_MAX);
   done(&n);
 }
 
@@ -128,7 +118,7 @@ static void test_displacements(void) {
  * the next one's. */
 static void test_separators(void) {
   UsdtNote n = parse("%rdi\f-4@%rax\v2@%bx", 0);
-  CHECK(!n.args_error && n.nargs == 3 && n.args[0].size == 8 &&
+  EXPECT(__func__, !n.args_error && n.nargs == 3 && n.args[0].size == 8 &&
         n.args[1].size == 4 && n.args[1].is_signed && n.args[2].size == 2);
   done(&n);
 }
