@@ -26,7 +26,6 @@ int compile_script(const Source *src, Settings *st, Script **script,
                    Compiled *c, Diag *d) {
   if (compile_front(src, st, script, d) < 0) return -1;
   Script *s = *script;
-  c->settings = st;
   if (check_script(s, c, d) < 0 || d->errors) return -1;
   /* after check, so that the probes left out are checked all the same */
   if (st->probe_filter && expand_filter(s, st->probe_filter) < 0) return -1;

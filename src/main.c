@@ -687,7 +687,7 @@ static int attach_and_run(Compiled *c, const Options *o, const Settings *st,
    * The count is in "data" for bpftrace 0.17's readers and at the top,
    * where current bpftrace puts it, for today's. */
   if (!o->quiet && o->format == OUT_JSON) {
-    int probes = attach_all(c, NULL, d);
+    int probes = attach_all(c, st, NULL, d);
     fprintf(out, "{\"type\": \"attached_probes\", \"count\": %d, "
             "\"data\": {\"probes\": %d}}\n", probes, probes);
   }
@@ -703,7 +703,7 @@ static int attach_and_run(Compiled *c, const Options *o, const Settings *st,
    * that say what is attached come either way, for whoever waits on them. */
   int nattached = special_probe_count(c);
   if (!run_stopping(run)) {
-    nattached = attach_all(c, &links, d);
+    nattached = attach_all(c, st, &links, d);
     if (nattached < 0) {
       run_abandon(run);
       return 1;

@@ -2,8 +2,8 @@
  * fills it from the command line, then lang/config.c from the script's
  * `config = { ... }` block and the BPFTRACE_* environment. A stage that
  * acts on a setting reads it from the record it is handed: the compile
- * stages as Script.settings, the providers as their hooks' argument, code
- * generation and attaching as Compiled.settings. (The config values the
+ * stages as Script.settings (code generation as Gen.st), the providers as
+ * their hooks' argument, attach_all as its own. (The config values the
  * runtime acts on after loading are copied into Compiled by check.) */
 #ifndef LOUPE_SETTINGS_H
 #define LOUPE_SETTINGS_H

@@ -823,7 +823,7 @@ static int emit_register(Gen *g, Node *n) {
  * garbage. Where the kernel was found to pad (kernel_pads_comm), only what
  * lies beyond the helper's 16 bytes is zeroed. */
 static void emit_comm(Gen *g, Node *n, int dst, int cap) {
-  if (g->c->settings->comm_padded && g->c->settings->comm_padded()) {
+  if (g->st->comm_padded && g->st->comm_padded()) {
     if (cap > COMM_SIZE) emit_zero(g, dst + COMM_SIZE, cap - COMM_SIZE);
   } else {
     emit_zero_padding(g, n, dst, COMM_SIZE, cap);

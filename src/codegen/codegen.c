@@ -364,7 +364,8 @@ static int check_probe_count(Script *s, Diag *d) {
 int codegen_script(Script *s, Compiled *c, Diag *d) {
   if (check_probe_count(s, d) < 0 || check_program_count(s, d) < 0)
     return -1;
-  Gen g = {.d = d, .c = c, .name_stride = target_name_stride(s)};
+  Gen g = {.d = d, .c = c, .st = s->settings,
+           .name_stride = target_name_stride(s)};
   g.nmap_slots = c->nmaps + CODEGEN_MAPS;
   g.nsubs = SUB_FULL + 3 * g.nmap_slots;
   g.subcalls = calloc((size_t)g.nsubs, sizeof *g.subcalls);

@@ -266,8 +266,6 @@ static inline const char *prog_probe_name(const BpfProg *p) {
 }
 
 typedef struct Compiled {
-  const Settings *settings;  /* what the user said about the run
-                                (settings.h), for the runtime */
   MapSym **maps;
   int nmaps;
   PrintfDef *printfs;

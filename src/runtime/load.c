@@ -666,13 +666,13 @@ static bool newest_first(const BpfProg *p) {
 /* Programs attach in script order, so that probes of one event run in
  * that order, except those the kernel runs newest first, which attach
  * last to first for the same effect. */
-int attach_all(Compiled *c, LinkSet *links, Diag *d) {
+int attach_all(Compiled *c, const Settings *st, LinkSet *links, Diag *d) {
   int count = 0;
   for (int k = 0; k < 2 * c->nprogs; k++) {
     bool second = k >= c->nprogs;
     const BpfProg *p = &c->progs[second ? 2 * c->nprogs - 1 - k : k];
     if (newest_first(p) != second) continue;
-    int n = attach_prog(p, c->settings, links, d);
+    int n = attach_prog(p, st, links, d);
     if (n < 0) {
       links_close_all(links);
       return -1;

@@ -11,10 +11,11 @@
  * after closing whatever it created). */
 int load_all(Compiled *c, Diag *d);
 
-/* Attaches every program but BEGIN/END to its targets. Returns the number
- * of probes attached, or -1 after reporting (with links already closed).
- * With links NULL it attaches nothing and returns how many it would. */
-int attach_all(Compiled *c, LinkSet *links, Diag *d);
+/* Attaches every program but BEGIN/END to its targets, as the settings st
+ * say (-p, -c: the providers' attach hooks). Returns the number of probes
+ * attached, or -1 after reporting (with links already closed). With links
+ * NULL it attaches nothing and returns how many it would. */
+int attach_all(Compiled *c, const Settings *st, LinkSet *links, Diag *d);
 
 /* The BEGIN and END probes, which loupe runs itself (nothing to attach). */
 int special_probe_count(const Compiled *c);

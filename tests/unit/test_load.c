@@ -187,7 +187,7 @@ static void test_tracepoint_counts_events(void) {
   CHECK(kernel_progs_named("ltest_tracepoin") == 1);   /* 15 bytes */
 
   LinkSet links = {0};
-  CHECK(attach_all(&c, &links, &cap.d) == 2);
+  CHECK(attach_all(&c, &no_settings, &links, &cap.d) == 2);
   CHECK(links.n >= 1);
   for (int i = 0; i < 100; i++) getppid();
   CHECK(counter_value(m) >= 100);
@@ -218,7 +218,7 @@ static void test_interval_fires(void) {
   CHECK(load_all(&c, &cap.d) == 0);
   CHECK(c.scratch_fd >= 0);
   LinkSet links = {0};
-  CHECK(attach_all(&c, &links, &cap.d) == 1);
+  CHECK(attach_all(&c, &no_settings, &links, &cap.d) == 1);
   /* cpu-clock counts CPU time on CPU 0, so keep CPU 0 busy for a while. */
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
@@ -257,7 +257,7 @@ static void test_profile_and_software_fire(void) {
   capture_start(&cap);
   CHECK(load_all(&c, &cap.d) == 0);
   LinkSet links = {0};
-  CHECK(attach_all(&c, &links, &cap.d) == 2);
+  CHECK(attach_all(&c, &no_settings, &links, &cap.d) == 2);
   long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
   CHECK(links.n >= 2 * ncpus);
   /* Touch fresh pages (faults) and burn CPU time (profile). */
@@ -321,7 +321,7 @@ static void test_begin_ringbuf_output(void) {
   capture_start(&cap);
   CHECK(load_all(&c, &cap.d) == 0);
   LinkSet links = {0};
-  CHECK(attach_all(&c, &links, &cap.d) == 1);
+  CHECK(attach_all(&c, &no_settings, &links, &cap.d) == 1);
   CHECK(links.n == 0);
   LIBBPF_OPTS(bpf_test_run_opts, opts);
   CHECK(bpf_prog_test_run_opts(p.fd, &opts) == 0);
@@ -386,7 +386,7 @@ static void test_attach_failure_closes_links(void) {
   capture_start(&cap);
   CHECK(load_all(&c, &cap.d) == 0);
   LinkSet links = {0};
-  CHECK(attach_all(&c, &links, &cap.d) == -1);
+  CHECK(attach_all(&c, &no_settings, &links, &cap.d) == -1);
   CHECK(links.n == 0 && links.fds == NULL);
   unload_all(&c);
   fclose(cap.d.out);
