@@ -12,9 +12,9 @@ struct Script;
 struct Diag;
 
 /* Fills the config part of *s->settings: defaults, then the config
- * block, then the environment (which bpftrace lets win). Bad keys and values are located
- * errors; keys loupe does not act on are warnings. Returns the number of
- * errors. */
+ * block, then the environment (which bpftrace lets win). Bad keys and
+ * values are located errors; keys loupe does not act on are warnings.
+ * Returns the number of errors. */
 int config_read(struct Script *s, struct Diag *d);
 
 /* config() (and `config`): a record of every setting's value, as literal
