@@ -140,18 +140,14 @@ void vars_merge(Gen *g, const VarState *other) {
       v->known = false;
 }
 
+static AstStep forget_assigned(Node *n, void *unused) {
+  if ((n->kind == N_ASSIGN || n->kind == N_INCDEC) && n->lhs &&
+      n->lhs->kind == N_VAR && n->lhs->var)
+    n->lhs->var->known = false;
+  return AST_ENTER;
+}
+
 /* Forgets what is known of every variable that n assigns. */
 void vars_forget_assigned(Node *n) {
-  for (; n; n = n->next) {
-    if ((n->kind == N_ASSIGN || n->kind == N_INCDEC) && n->lhs &&
-        n->lhs->kind == N_VAR && n->lhs->var)
-      n->lhs->var->known = false;
-    vars_forget_assigned(n->lhs);
-    vars_forget_assigned(n->rhs);
-    vars_forget_assigned(n->cond);
-    vars_forget_assigned(n->then);
-    vars_forget_assigned(n->els);
-    vars_forget_assigned(n->args);
-    vars_forget_assigned(n->body);
-  }
+  ast_walk(n, forget_assigned, NULL);
 }

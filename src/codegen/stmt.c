@@ -215,21 +215,21 @@ void gen_for_range(Gen *g, Node *n) {
   vars_forget_assigned(n->then);
 }
 
-/* Whether a return is in n (or the statements after it). */
-static bool has_return(const Node *n) {
-  for (; n; n = n->next)
-    if (n->kind == N_RETURN || has_return(n->lhs) || has_return(n->rhs) ||
-        has_return(n->cond) || has_return(n->then) || has_return(n->els) ||
-        has_return(n->body))
-      return true;
-  return false;
+static AstStep is_return(Node *n, void *unused) {
+  return n->kind == N_RETURN ? AST_STOP : AST_ENTER;
+}
+
+/* Whether a return is in n (or the statements after it), a call's
+ * arguments included: `printf("%d", { if (c) { return; } 1 })`. */
+static bool has_return(Node *n) {
+  return ast_walk(n, is_return, NULL);
 }
 
 /* The context a for-over-map body gets from the frame that runs it: 8
  * bytes set when the body returned from the probe, 8 for the value it
  * returned, then the variables of that frame the body uses (each gets
  * its ctx_off). Its size, or 0 when the body needs none. */
-static int loop_ctx_layout(Gen *g, const Node *loop) {
+static int loop_ctx_layout(Gen *g, Node *loop) {
   int size = 24;   /* and 8 for a range's start */
   bool shares = false;
   for (VarSym *v = g->probe->vars; v; v = v->next)

@@ -94,6 +94,7 @@ typedef struct Fit {
   const Probe *probe;
   int group;
   bool ok;
+  bool in_loop;   /* in the body of a for loop */
 } Fit;
 
 /* Whether n is args->NAME. */
@@ -107,34 +108,34 @@ bool syscall_raw_is_arg(const Node *n) {
          n->rhs->kind == N_INT && n->rhs->ival >= 0 && n->rhs->ival < 6;
 }
 
-static void walk(Fit *f, const Node *n, bool in_loop) {
-  for (; n && f->ok; n = n->next) {
-    if (f->group == SYSCALL_EVERY_ENTER && syscall_raw_is_arg(n)) continue;
-    if (n->kind == N_UNOP && n->op == '&' && n->lhs &&
-        syscall_raw_is_arg(n->lhs))
-      f->ok = false;   /* the address of a record's copy */
-    if (is_args_field(n, NULL)) {
-      f->ok = field_fits(group_field(f->probe, f->group, n->name), f->group);
-      continue;
-    }
-    if ((n->kind == N_BUILTIN || n->kind == N_CALL) && n->name) {
-      const char *s = n->name;
-      /* probe reads the number the prologue keeps in the probe's own
-       * frame, which a loop's callback does not have */
-      if (!strcmp(s, "args") || !strcmp(s, "ctx") || !strcmp(s, "kstack") ||
-          !strcmp(s, "ustack") ||
-          (in_loop && (f->group & SYSCALL_NUMBERED) && !strcmp(s, "probe")))
-        f->ok = false;
-    }
-    bool loop = in_loop || n->kind == N_FOR;
-    walk(f, n->lhs, loop);
-    walk(f, n->rhs, loop);
-    walk(f, n->cond, loop);
-    walk(f, n->then, loop);
-    walk(f, n->els, loop);
-    walk(f, n->args, loop);
-    walk(f, n->body, loop);
+/* Whether what n reads suits the group's raw program (Fit.ok); the walk
+ * stops at the first thing that does not. */
+static AstStep fits(Node *n, void *ctx) {
+  Fit *f = ctx;
+  if (f->group == SYSCALL_EVERY_ENTER && syscall_raw_is_arg(n))
+    return AST_SKIP;
+  if (n->kind == N_UNOP && n->op == '&' && n->lhs &&
+      syscall_raw_is_arg(n->lhs))
+    f->ok = false;   /* the address of a record's copy */
+  if (is_args_field(n, NULL)) {
+    f->ok = field_fits(group_field(f->probe, f->group, n->name), f->group);
+    return f->ok ? AST_SKIP : AST_STOP;
   }
+  if ((n->kind == N_BUILTIN || n->kind == N_CALL) && n->name) {
+    const char *s = n->name;
+    /* probe reads the number the prologue keeps in the probe's own
+     * frame, which a loop's callback does not have */
+    if (!strcmp(s, "args") || !strcmp(s, "ctx") || !strcmp(s, "kstack") ||
+        !strcmp(s, "ustack") ||
+        (f->in_loop && (f->group & SYSCALL_NUMBERED) && !strcmp(s, "probe")))
+      f->ok = false;
+  }
+  if (!f->ok) return AST_STOP;
+  if (n->kind != N_FOR || f->in_loop) return AST_ENTER;
+  f->in_loop = true;
+  bool stopped = ast_walk_children(n, fits, f);
+  f->in_loop = false;
+  return stopped ? AST_STOP : AST_SKIP;
 }
 
 /* How many tracepoints of the group the probe has; -1 if one comes twice
@@ -167,9 +168,8 @@ unsigned syscall_raw_plan(Probe *probe) {
                     probe->uses_probe || probe->uses_target_name) < least ||
         raw_path_disabled() || !syscall_layout())
       continue;
-    Fit f = {probe, group, true};
-    walk(&f, probe->pred, false);
-    walk(&f, probe->body, false);
+    Fit f = {probe, group, true, false};
+    if (!ast_walk(probe->pred, fits, &f)) ast_walk(probe->body, fits, &f);
     if (f.ok) groups |= (unsigned)group;
   }
   for (AttachPoint *ap = probe->aps; ap; ap = ap->next) {

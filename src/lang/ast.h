@@ -420,4 +420,30 @@ Node *node_new(NodeKind kind, Span span);
  * checker made it its value (which keeps the name). */
 bool node_is_positional(const Node *n);
 
+/* ---- walking the tree ------------------------------------------------ */
+
+/* A node's children are the lists in its child slots, in this order: lhs,
+ * rhs, cond, then, els, args, body (lhs to els hold one node, args and
+ * body any number, linked by `next`). Which slots a kind uses is said at
+ * NodeKind; a pass that visits every child goes through these, whatever
+ * the kind, rather than listing them itself. */
+#define AST_SLOTS 7
+
+/* The address of n's slot i (0 <= i < AST_SLOTS), to read or replace the
+ * list it holds. */
+Node **ast_slot(Node *n, int i);
+
+/* What a visitor tells the walk after seeing a node: go on into its
+ * children, skip them (and go on after it), or stop the whole walk. */
+typedef enum AstStep { AST_ENTER, AST_SKIP, AST_STOP } AstStep;
+typedef AstStep (*AstVisit)(Node *n, void *ctx);
+
+/* Visits every node of the list n (n, then the nodes after it), each
+ * before its children, depth first in slot order. True if a visitor
+ * stopped the walk. */
+bool ast_walk(Node *n, AstVisit visit, void *ctx);
+
+/* The same for the children of n, not n itself. */
+bool ast_walk_children(Node *n, AstVisit visit, void *ctx);
+
 #endif

@@ -102,7 +102,8 @@ bool type_given(Checker *c, const char *name, Node *expr, Span at,
                 Type *out);
 /* let $x [: type] [= value] (check_decl.c) */
 void check_let(Checker *c, Node *n);
-/* x = v, also for let with a value; check_assigned once v is checked */
+/* x = v, also for let with a value; check_assigned once v is checked
+ * (check_stmt.c, as is check_block) */
 void check_assign(Checker *c, Node *n);
 void check_assigned(Checker *c, Node *n);
 /* x++, --x: a $variable, or a @map, which it defines as an integer if
@@ -112,6 +113,9 @@ void check_incdec(Checker *c, Node *n);
 MapSym *map_get(Checker *c, Node *n);
 /* Checks the keys of @m[k...] and unifies them with earlier uses. */
 void check_map_keys(Checker *c, Node *n);
+/* Records that m holds values of type t, from an assignment to the map
+ * at `at` whose operator is at op (where tuple mismatches point). */
+void map_set_value(Checker *c, MapSym *m, Type t, Span at, Span op);
 /* Adds a PrintfDef (second pass only) and returns its id, or -1. */
 int add_printf_def(Checker *c, PrintfDef def);
 
@@ -195,12 +199,25 @@ void script_add_getopt_name(Script *s, const char *name,
  * options the script takes; the number reported. */
 int options_report_unused(const Script *s, Diag *d);
 
-/* ---- the walk (check.c, check_expr.c) ------------------------------- */
+/* ---- the walk (check_stmt.c, check_expr.c) -------------------------- */
 
 void check_expr(Checker *c, Node *n);
 /* An operator as written: "==", "++", "+". */
 const char *op_text(int op);
 void check_block(Checker *c, Node *n);
+
+/* check_field.c: x.name and x->name; t.N of a tuple (also t[N]). */
+void check_field(Checker *c, Node *n);
+void check_tuple_field(Checker *c, Node *n);
+/* The address space a pointer made from, or read through, a value of
+ * type t points into. */
+AddrSpace space_of(Checker *c, Type t);
+/* The loupe type of a value of C type ct found in memory of `as`. */
+bool type_of_ctype(const struct CType *ct, AddrSpace as, Type *out);
+
+/* check_call.c: a builtin word or a constant's name; a call. */
+void check_builtin(Checker *c, Node *n);
+void check_call(Checker *c, Node *n);
 
 /* check_decl.c: map declarations. Kind, size and uniqueness (returns the
  * number of errors), then, once the maps are laid out, their BPF types. */

@@ -70,13 +70,8 @@ static Node *clone_node(const Node *n, int exp) {
     c->span.exp = exp;
     c->part_span.exp = exp;
   }
-  c->lhs = clone_list(n->lhs, exp);
-  c->rhs = clone_list(n->rhs, exp);
-  c->cond = clone_list(n->cond, exp);
-  c->then = clone_list(n->then, exp);
-  c->els = clone_list(n->els, exp);
-  c->args = clone_list(n->args, exp);
-  c->body = clone_list(n->body, exp);
+  for (int i = 0; i < AST_SLOTS; i++)
+    *ast_slot(c, i) = clone_list(*ast_slot(c, i), exp);
   return c;
 }
 
@@ -355,11 +350,7 @@ static Node *walk(Expander *x, Expansion *e, Node *n, bool stmt) {
   default:
     break;
   }
-  Node **kids[] = {&n->lhs, &n->rhs, &n->cond, &n->then, &n->els};
-  for (size_t i = 0; i < sizeof kids / sizeof kids[0]; i++)
-    if (*kids[i]) *kids[i] = walk(x, e, *kids[i], false);
-  walk_list(x, e, &n->args);
-  walk_list(x, e, &n->body);
+  for (int i = 0; i < AST_SLOTS; i++) walk_list(x, e, ast_slot(n, i));
   if (n->kind == N_SIZEOF) settle_sizeof_array(n);
   return n;
 }

@@ -1,6 +1,7 @@
-/* parser: the parser's state and the helpers its two files share —
- * parse.c (expressions, statements, blocks) and parse_top.c (probes,
- * config, struct, enum and macro definitions). Others see parse.h. */
+/* parser: the parser's state and the helpers its files share — parse.c
+ * (expressions), parse_stmt.c (statements and blocks), parse_top.c
+ * (probes, config, struct, enum and macro definitions) and parse_decl.c
+ * (map declarations). Others see parse.h. */
 #ifndef LOUPE_LANG_PARSER_H
 #define LOUPE_LANG_PARSER_H
 
@@ -34,11 +35,26 @@ void next(Parser *P);
 void next_top(Parser *P);
 bool is_punct(Parser *P, int op);
 bool token_is_word(const Token *t, const char *word);
+bool is_word(Parser *P, const char *word);
 Span expect(Parser *P, int op, const char *expecting);
+/* One level deeper, or an error past MAX_DEPTH; leave() goes back up. */
+void enter(Parser *P);
+void leave(Parser *P);
+
+/* parse.c */
 Node *parse_expr(Parser *P);
+Node *parse_primary(Parser *P);
+bool is_lvalue(const Node *n);
+char *parse_type_text(Parser *P, Span *at);
+Node *parse_typeof(Parser *P);
+
+/* parse_stmt.c */
 Node *parse_block(Parser *P, bool probe_body);
 /* { statements } as a probe's body (top) or a value's (value). */
 Node *parse_block_of(Parser *P, bool top, bool value);
+Node *parse_block_expr(Parser *P);
+Node *parse_if_value(Parser *P);
+void parse_array_dims(Parser *P, char **text, Span *at);
 /* let @name = KIND(N); (parse_decl.c) */
 MapDecl *parse_map_decl(Parser *P);
 

@@ -688,6 +688,80 @@ static int dump_files(int argc, char **argv) {
   return status;
 }
 
+/* ---- the walk (lang/ast.c) ------------------------------------------ */
+
+/* What a walk saw, a letter per node. */
+typedef struct Seen {
+  char kinds[64];
+  int n;
+  NodeKind skip, stop;   /* skip the children of / stop at this kind */
+} Seen;
+
+static char kind_letter(NodeKind k) {
+  switch (k) {
+  case N_INT: return 'i';
+  case N_STR: return 's';
+  case N_BUILTIN: return 'b';
+  case N_MAP: return 'm';
+  case N_CALL: return 'c';
+  case N_UNOP: return 'u';
+  case N_EXPR_STMT: return 'e';
+  case N_ASSIGN: return 'a';
+  case N_IF: return 'f';
+  case N_BLOCK: return 'B';
+  case N_RETURN: return 'r';
+  default: return '?';
+  }
+}
+
+static AstStep note_kind(Node *n, void *ctx) {
+  Seen *seen = ctx;
+  if (seen->n < (int)sizeof seen->kinds - 1)
+    seen->kinds[seen->n++] = kind_letter(n->kind);
+  return n->kind == seen->stop   ? AST_STOP
+         : n->kind == seen->skip ? AST_SKIP
+                                 : AST_ENTER;
+}
+
+static void check_walk(const char *name, Node *n, NodeKind skip,
+                       NodeKind stop, bool want_stopped, const char *want) {
+  Seen seen = {.skip = skip, .stop = stop};
+  bool stopped = ast_walk(n, note_kind, &seen);
+  if (stopped == want_stopped && strcmp(seen.kinds, want) == 0) {
+    passed++;
+  } else {
+    printf("FAIL %s: want %s%s, got %s%s\n", name, want,
+           want_stopped ? " (stopped)" : "", seen.kinds,
+           stopped ? " (stopped)" : "");
+    failed++;
+  }
+}
+
+/* Every node once, each before its children in slot order (a block
+ * expression's value, lhs, before its statements), a call's arguments
+ * included; a skipped node's children are not seen, and a stop ends the
+ * walk. */
+static void test_walk(void) {
+  char *diag = NULL;
+  Script *s = parse_text("BEGIN { printf(\"%d\", { if (pid) { return; } 1 }); "
+                         "@x[comm] = -2; }",
+                         &diag);
+  if (!s) {
+    printf("FAIL walk: parse error:\n%s", diag);
+    failed++;
+    free(diag);
+    return;
+  }
+  Node *body = s->probes->body;
+  NodeKind none = (NodeKind)-1;
+  check_walk("walk_all", body, none, none, false, "BecsBifbBrambui");
+  check_walk("walk_skip", body, N_CALL, none, false, "Becambui");
+  check_walk("walk_stop", body, none, N_RETURN, true, "BecsBifbBr");
+  check_walk("walk_from_list", body->body->next, none, none, false,
+             "ambui");
+  free(diag);
+}
+
 int main(int argc, char **argv) {
   if (argc > 1) return dump_files(argc, argv);
   test_issue_one_liners();
@@ -698,6 +772,7 @@ int main(int argc, char **argv) {
   test_errors();
   test_deep_nesting();
   test_no_crash();
+  test_walk();
   printf("test_parse: %d passed, %d failed\n", passed, failed);
   return failed ? 1 : 0;
 }
