@@ -14,7 +14,6 @@
 #include "lang/ctype.h"
 #include "probes/provider.h"
 #include "probes/syscalls.h"
-#include "probes/usdt.h"
 
 /* The inode number of the initial PID namespace (include/linux/proc_ns.h). */
 #define PROC_PID_INIT_INO 0xEFFFFFFCU
@@ -354,7 +353,8 @@ static void check_comm_call(Checker *c, Node *n) {
   n->ival = comm.offset;
   n->type = ty_str(COMM_SIZE);
   /* raw tracepoints load as tracing programs (tp_btf), which may */
-  if (probe_is_rawtracepoint(c->probe)) c->probe->wants_tracing = true;
+  if (PROBE_ALL(c->probe, tracing_on_demand, true))
+    c->probe->wants_tracing = true;
 }
 
 /* usermode reads the interrupted registers' privilege level from the
@@ -370,11 +370,10 @@ static void check_usermode(Checker *c, Node *n) {
   n->type = ty_int(1, false);
 }
 
-/* The probe type's name: the provider, "special" for BEGIN and END. */
+/* The probe type's name: the provider's probetype, else its name. */
 static const char *probe_type_name(const AttachPoint *ap) {
-  return !strcasecmp(ap->provider, "BEGIN") || !strcasecmp(ap->provider, "END")
-             ? "special"
-             : ap->provider;
+  const Provider *prov = ap_provider(ap);
+  return prov && prov->probetype ? prov->probetype : ap->provider;
 }
 
 static void check_probetype(Checker *c, Node *n) {
@@ -406,18 +405,15 @@ static void check_args(Checker *c, Node *n) {
              "need into a map first");
     return;
   }
-  if (probe_is_uprobe(c->probe)) {
+  if (PROBE_ALL(c->probe, user_space, true)) {
     check_uprobe_args(c, n);
     return;
   }
-  for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
-    if (strcmp(ap->provider, "tracepoint") &&
-        strcmp(ap->provider, "rawtracepoint") &&
-        strcmp(ap->provider, "fentry") && strcmp(ap->provider, "fexit")) {
-      error_at(c, n->span, "The args builtin can only be used with "
-               "tracepoint, rawtracepoint, fentry, fexit and uprobe probes");
-      return;
-    }
+  if (!PROBE_ALL(c->probe, args, ARGS_FIELDS)) {
+    error_at(c, n->span, "The args builtin can only be used with "
+             "tracepoint, rawtracepoint, fentry, fexit and uprobe probes");
+    return;
+  }
   c->probe->uses_args = c->probe->uses_ctx = true;
   n->type.kind = TY_ARGS;
   if (!c->args_not_whole) check_args_record(c, n);
@@ -449,28 +445,14 @@ static void emit_args(Gen *g, Node *n, int dst, int cap) {
   }
 }
 
-/* A raw tracepoint's argN exists only up to its argument count (the
- * kernel refuses to attach a program reading past it). */
-static bool rawtp_arg_exists(Checker *c, Node *n) {
-  int index = atoi(n->name + 3);
-  for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
-    for (Target *t = ap->targets; t; t = t->next)
-      if (t->format && t->format->nfields > 0 &&
-          index >= t->format->nfields) {
-        error_at(c, n->span, "rawtracepoint %s:%s has %d argument%s "
-                 "(arg0 to arg%d)", t->category, t->event,
-                 t->format->nfields, t->format->nfields == 1 ? "" : "s",
-                 t->format->nfields - 1);
-        return false;
-      }
-  return true;
-}
-
-/* Whether any attach point of the probe is a usdt one. */
-static bool probe_has_usdt(const Probe *p) {
-  for (const AttachPoint *ap = p->aps; ap; ap = ap->next)
-    if (!strcmp(ap->provider, "usdt")) return true;
-  return false;
+/* The provider of the first attach point of the probe whose provider
+ * reads argN itself (usdt), or NULL. */
+static const Provider *probe_own_argn(const Probe *p) {
+  for (const AttachPoint *ap = p->aps; ap; ap = ap->next) {
+    const Provider *prov = ap_provider(ap);
+    if (prov && prov->argn == ARGN_OWN) return prov;
+  }
+  return NULL;
 }
 
 /* Whether n, which reads the probe's context, is in the probe's own
@@ -484,21 +466,29 @@ static bool in_probe_frame(Checker *c, Node *n) {
   return false;
 }
 
-/* argN of a usdt probe: where its note says (probes/usdt_args.c), which
- * differs from probe to probe, so each target gets its own program. */
-static void check_usdt_arg(Checker *c, Node *n) {
+/* Whether argN (n) can be read in every target of the probe, whose
+ * attach points are all prov's, as prov's arg_usable says; else an
+ * error. */
+static bool arg_usable(Checker *c, Node *n, const Provider *prov) {
   char msg[512];
+  if (!prov || !prov->arg_usable ||
+      prov->arg_usable(c->probe, atoi(n->name + 3), msg, sizeof msg))
+    return true;
+  error_at(c, n->span, "%s", msg);
+  return false;
+}
+
+/* argN of a provider that reads it its own way (usdt: where its note
+ * says, probes/usdt_args.c), which differs from probe to probe, so each
+ * target gets its own program. */
+static void check_own_arg(Checker *c, Node *n, const Provider *own) {
   for (const AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
-    if (strcmp(ap->provider, "usdt")) {
-      error_at(c, n->span, "%s can not be used in a probe that has usdt "
-               "and %s attach points", n->name, ap->provider);
+    if (ap_provider(ap) != own) {
+      error_at(c, n->span, "%s can not be used in a probe that has %s "
+               "and %s attach points", n->name, own->name, ap->provider);
       return;
     }
-  if (!in_probe_frame(c, n)) return;
-  if (!usdt_arg_usable(c->probe, atoi(n->name + 3), msg, sizeof msg)) {
-    error_at(c, n->span, "%s", msg);
-    return;
-  }
+  if (!in_probe_frame(c, n) || !arg_usable(c, n, own)) return;
   c->probe->uses_ctx = c->probe->uses_probe = true;
   n->type = ty_int(8, true);
   n->type.as = AS_USER;
@@ -521,43 +511,40 @@ static void check_fexit_retval(Checker *c, Node *n) {
 static void check_register(Checker *c, Node *n) {
   const char *s = n->name;
   bool is_retval = !strcmp(s, "retval");
-  if (!is_retval && probe_has_usdt(c->probe)) {
-    check_usdt_arg(c, n);
+  const Provider *own = is_retval ? NULL : probe_own_argn(c->probe);
+  if (own) {
+    check_own_arg(c, n, own);
     return;
   }
   if (!is_retval && atoi(s + 3) > 5) {   /* stack arguments: not read yet */
     error_at(c, n->span, "loupe does not support the builtin '%s' yet", s);
     return;
   }
-  if (!is_retval && probe_not_kprobe(c->probe, false) &&
-      !probe_is_rawtracepoint(c->probe)) {
+  bool slots = PROBE_ALL(c->probe, argn, ARGN_SLOTS);
+  if (!is_retval && !PROBE_ALL(c->probe, argn, ARGN_REGS) && !slots) {
     error_at(c, n->span, "The %s builtin can only be used with 'kprobes', "
              "'uprobes' and 'usdt' probes", s);
     return;
   }
-  if (is_retval && probe_is_fentry(c->probe, true)) {
+  if (is_retval && PROBE_ALL(c->probe, retval, RETVAL_FIELD)) {
     check_fexit_retval(c, n);
     return;
   }
-  if (is_retval) {
-    for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
-      if (strcmp(ap->provider, "kretprobe") &&
-          strcmp(ap->provider, "uretprobe")) {
-        error_at(c, n->span, "The retval builtin can only be used with "
-                 "'kretprobe' and 'uretprobe' and 'kfunc' probes (try to "
-                 "use args->ret instead)");
-        return;
-      }
+  if (is_retval && !PROBE_ALL(c->probe, retval, RETVAL_REGS)) {
+    error_at(c, n->span, "The retval builtin can only be used with "
+             "'kretprobe' and 'uretprobe' and 'kfunc' probes (try to use "
+             "args->ret instead)");
+    return;
   }
   if (!in_probe_frame(c, n)) return;
-  if (!is_retval && probe_is_rawtracepoint(c->probe) &&
-      !rawtp_arg_exists(c, n))
+  if (!is_retval && slots && c->probe->aps &&
+      !arg_usable(c, n, ap_provider(c->probe->aps)))
     return;
   c->probe->uses_ctx = true;
   n->type = ty_int(8, false);
   /* Not a pointer type (it prints as a number), but str() of it reads
    * user memory in uprobes. */
-  if (probe_is_uprobe(c->probe)) n->type.as = AS_USER;
+  if (PROBE_ALL(c->probe, user_space, true)) n->type.as = AS_USER;
 }
 
 /* reg("name"): a register of x86-64's struct pt_regs, in its order. */
@@ -596,11 +583,12 @@ static int emit_reg(Gen *g, Node *n) {
 }
 
 static void check_func(Checker *c, Node *n) {
-  const char *other = probe_is_fentry(c->probe, false)
-                          ? NULL : probe_not_kprobe(c->probe, true);
+  const AttachPoint *other = PROBE_ALL(c->probe, func, FUNC_BTF)
+                                 ? NULL
+                                 : PROBE_OTHER(c->probe, func, FUNC_REGS);
   if (other) {
     error_at(c, n->span, "The func builtin can not be used with '%s' "
-             "probes", other);
+             "probes", other->provider);
     return;
   }
   uses_target_name(c);
@@ -711,8 +699,8 @@ static int emit_numaid(Gen *g, Node *n) {
 #define PT_REGS_CS 136
 static int emit_usermode(Gen *g, Node *n) {
   int r = reg_alloc(g);
-  const char *prov = g->p->ap->provider;
-  bool special = !strcasecmp(prov, "BEGIN") || !strcasecmp(prov, "END");
+  const Provider *prov = ap_provider(g->p->ap);
+  bool special = prov && prov->in_user_mode;
   if (g->p->prog_type != BPF_PROG_TYPE_KPROBE &&
       g->p->prog_type != BPF_PROG_TYPE_PERF_EVENT) {
     emit(g, I_MOV64_IMM(r, special ? 1 : 0));
@@ -749,18 +737,6 @@ static int emit_elapsed(Gen *g, Node *n) {
   return r;
 }
 
-/* Where argN and retval live in x86-64's struct pt_regs (the calling
- * convention's registers di, si, dx, cx, r8, r9, and ax). */
-static int pt_regs_offset(const char *builtin) {
-  static const struct { const char *name; int offset; } regs[] = {
-      {"arg0", 112}, {"arg1", 104}, {"arg2", 96}, {"arg3", 88},
-      {"arg4", 72},  {"arg5", 64},  {"retval", 80},
-  };
-  for (size_t i = 0; i < sizeof regs / sizeof regs[0]; i++)
-    if (!strcmp(regs[i].name, builtin)) return regs[i].offset;
-  return 0;
-}
-
 /* sargN: the Nth argument passed on the stack (x86-64: above the return
  * address, 8 bytes each, at the probed function's entry), in kprobes and
  * uprobes, as bpftrace documents it. */
@@ -773,7 +749,7 @@ static void check_stack_arg(Checker *c, Node *n) {
              "sarg%d", n->name, MAX_STACK_ARG);
     return;
   }
-  if (probe_not_kprobe(c->probe, false)) {
+  if (!PROBE_ALL(c->probe, argn, ARGN_REGS)) {
     error_at(c, n->span, "The %s builtin can only be used with 'kprobes' and "
              "'uprobes' probes", n->name);
     return;
@@ -783,7 +759,7 @@ static void check_stack_arg(Checker *c, Node *n) {
   n->ival = index;
   n->type = ty_int(8, false);
   /* a pointer found there points where the probe's code runs */
-  n->type.as = probe_is_uprobe(c->probe) ? AS_USER : AS_KERNEL;
+  n->type.as = PROBE_ALL(c->probe, user_space, true) ? AS_USER : AS_KERNEL;
 }
 
 static int emit_stack_arg(Gen *g, Node *n) {
@@ -800,21 +776,17 @@ static int emit_stack_arg(Gen *g, Node *n) {
   return r;
 }
 
-/* kprobe programs may read their struct pt_regs context directly; a raw
- * tracepoint's context is its arguments, a u64 each. */
+/* argN and retval: read from the context as the attach point's provider
+ * says (probes/regs.c for kprobes and uprobes). */
 static int emit_register(Gen *g, Node *n) {
-  if (g->target && g->target->usdt) return usdt_emit_arg(g, atoi(n->name + 3));
-  /* a raw tracepoint's, also loaded as tp_btf: u64 slots */
-  bool slots = g->p->prog_type == BPF_PROG_TYPE_RAW_TRACEPOINT ||
-               g->p->expected_attach_type == BPF_TRACE_RAW_TP;
-  /* fexit's retval: a field of the target's arguments */
-  if (g->p->prog_type == BPF_PROG_TYPE_TRACING && !slots)
-    return gen_field_int(g, n);
-  int r = reg_alloc(g);
-  int offset = slots ? 8 * atoi(n->name + 3) : pt_regs_offset(n->name);
-  emit_ctx(g, r);
-  emit(g, I_LDX(BPF_DW, r, r, offset));
-  return r;
+  const Provider *prov = g->p->ap->prov;
+  bool is_retval = !strcmp(n->name, "retval");
+  if (is_retval ? !prov->emit_retval : !prov->emit_arg) {
+    fail(g, n->span, "loupe cannot generate code for '%s' yet", n->name);
+    return reg_alloc(g);
+  }
+  return is_retval ? prov->emit_retval(g, n)
+                   : prov->emit_arg(g, atoi(n->name + 3));
 }
 
 /* bpf_get_current_comm pads the name with zeros only on newer kernels
@@ -904,7 +876,8 @@ static void check_ctx(Checker *c, Node *n) {
   /* an iterator's: its fields (ctx.task, ...) read as a tracepoint's
    * args are, from the u64 slots of the context (iter.c) */
   const AttachPoint *ap = c->probe->aps;
-  if (ap && !strcmp(ap->provider, "iter")) {
+  const Provider *prov = ap ? ap_provider(ap) : NULL;
+  if (prov && prov->ctx_is_args) {
     c->probe->uses_args = true;
     n->type = (Type){.kind = TY_ARGS};
   }

@@ -59,13 +59,13 @@ static void check_override(Checker *c, Node *n) {
   Node *a = n->args;
   check_expr(c, a);
   if (!want_unsafe(c, n) || !want_int(c, n, a)) return;
-  for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next)
-    if (strcmp(ap->provider, "kprobe")) {
-      error_at(c, n->span, "override() can only be used in kprobes (it "
-               "makes the probed function return at once), not in %s "
-               "probes", ap->provider);
-      return;
-    }
+  const AttachPoint *other = PROBE_OTHER(c->probe, can_override, true);
+  if (other) {
+    error_at(c, n->span, "override() can only be used in kprobes (it "
+             "makes the probed function return at once), not in %s "
+             "probes", other->provider);
+    return;
+  }
   if (c->frame != 0) {
     error_at(c, n->span, "override() can not be used inside a for loop "
              "over a map (its body runs as a separate function)");

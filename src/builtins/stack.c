@@ -175,12 +175,10 @@ static void check_symbol(Checker *c, Node *n) {
   if (n->type.named == NAMED_USYM) note_probe_binaries(c->probe);
 }
 
-/* Whether an attach point of the probe is a uretprobe: there the
+/* Whether an attach point of the probe is a uretprobe's: there the
  * instruction pointer is the return address, not the function's. */
 static bool probe_has_uretprobe(Probe *p) {
-  for (AttachPoint *ap = p->aps; ap; ap = ap->next)
-    if (!strcmp(ap->provider, "uretprobe")) return true;
-  return false;
+  return !PROBE_ALL(p, ip_after_return, false);
 }
 
 /* uaddr("sym"): the address of a symbol of the probe's binary, a pointer
@@ -200,7 +198,7 @@ static void check_uaddr(Checker *c, Node *n) {
   for (AttachPoint *ap = c->probe ? c->probe->aps : NULL; ap; ap = ap->next)
     for (Target *t = ap->targets; t && !binary; t = t->next)
       if (t->binary) binary = t->binary;
-  if (!binary || !probe_is_uprobe(c->probe)) {
+  if (!binary || !PROBE_ALL(c->probe, user_space, true)) {
     error_at(c, n->span, "uaddr() can only be used in uprobes and USDT "
              "probes, whose binary has the symbol");
     return;

@@ -11,15 +11,15 @@
 
 #include "builtins/builtin.h"
 #include "lang/ctype.h"
+#include "probes/regs.h"
 #include "sym/dwarf.h"
 
-/* Where rdi, rsi, rdx, rcx, r8 and r9 are in x86-64's struct pt_regs. */
-static const int arg_reg_offset[] = {112, 104, 96, 88, 72, 64};
 
 void check_uprobe_args(Checker *c, Node *n) {
   const CType *record = NULL;
   for (AttachPoint *ap = c->probe->aps; ap; ap = ap->next) {
-    if (strcmp(ap->provider, "uprobe")) {
+    const Provider *prov = ap_provider(ap);
+    if (!prov || prov->args != ARGS_DEBUGINFO) {
       error_at(c, n->span, "The args builtin can not be used with '%s' "
                "probes (only the entry of a function has its arguments)",
                ap->provider);
@@ -79,10 +79,9 @@ bool check_uprobe_args_field(Checker *c, Node *n) {
 static void copy_registers(Gen *g, int first, int size, int dst) {
   for (int done = 0; done < size; done += 8) {
     int reg = first + done / 8;
-    if (reg >= (int)(sizeof arg_reg_offset / sizeof arg_reg_offset[0]))
-      return;
+    if (reg >= REGS_NARGS) return;
     emit_ctx(g, BPF_REG_1);
-    emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_1, arg_reg_offset[reg]));
+    emit(g, I_LDX(BPF_DW, BPF_REG_0, BPF_REG_1, regs_arg_offset(reg)));
     int bytes = size - done < 8 ? size - done : 8;
     if (bytes < 8) {
       emit(g, I_ALU64_IMM(BPF_LSH, BPF_REG_0, 64 - bytes * 8));

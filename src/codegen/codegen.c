@@ -26,7 +26,6 @@
 
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 
 #include "builtins/builtin.h"
 #include "codegen/gen.h"
@@ -37,8 +36,7 @@
 static void prog_name(BpfProg *p, AttachPoint *ap, Target *t) {
   const char *base = t && t->event ? t->event
                      : ap->nparts ? ap->parts[ap->nparts - 1] : ap->provider;
-  const char *prefix = !strcmp(ap->provider, "tracepoint") ? "tp_"
-                       : !strcmp(ap->provider, "interval") ? "iv_" : "";
+  const char *prefix = ap->prov->prog_prefix ? ap->prov->prog_prefix : "";
   snprintf(p->name, sizeof(p->name), "%s%s", prefix, base);
   for (char *s = p->name; *s; s++)
     if (!((*s >= 'a' && *s <= 'z') || (*s >= 'A' && *s <= 'Z') ||
@@ -57,14 +55,13 @@ static BpfProg *new_prog(Compiled *c, Probe *probe, AttachPoint *ap,
   p->prog_type = ap->prov->prog_type;
   if (ap->prov->attach_type)
     p->expected_attach_type = ap->prov->attach_type(ap, t);
-  if (t && probe->wants_tracing && t->tp_btf_id) {
+  if (t && ap->prov->attach_btf)
+    p->attach_btf_id = ap->prov->attach_btf(t, probe->wants_tracing,
+                                            &p->attach_prog_id);
+  if (p->attach_btf_id && ap->prov->tracing_on_demand) {
     /* a raw tracepoint that must be a tracing program (tp_btf) */
     p->prog_type = BPF_PROG_TYPE_TRACING;
     p->expected_attach_type = BPF_TRACE_RAW_TP;
-    p->attach_btf_id = t->tp_btf_id;
-  } else if (t && t->btf_id) {
-    p->attach_btf_id = t->btf_id;
-    p->attach_prog_id = t->bpf_prog_id;   /* fentry:bpf */
   }
   if (p->attach_btf_id && !p->attach_prog_id && t->category &&
       strcmp(t->category, "vmlinux"))
@@ -174,8 +171,7 @@ static void gen_body(Gen *g, Probe *probe, int buf_base, bool big) {
 /* Whether loupe runs ap's programs itself (BEGIN, END, bench, self),
  * which -p does not filter. */
 static bool ap_is_special(const AttachPoint *ap) {
-  if (ap->prov) return ap->prov->attach == NULL;
-  return !strcasecmp(ap->provider, "BEGIN") || !strcasecmp(ap->provider, "END");
+  return ap->prov->attach == NULL;
 }
 
 /* Whether a map's full-map counting, its reads or its writes move to
@@ -225,7 +221,7 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
   }
   g->p = p;
   g->pid_filter = ap_is_special(ap) ? 0 : target_pid;
-  g->is_end = !strcasecmp(ap->prov ? ap->prov->name : ap->provider, "END");
+  g->is_end = ap->prov->run == RUN_AT_END;
   g->seq_output = p->expected_attach_type == BPF_TRACE_ITER;
   g->probe = probe;
   g->target = t;

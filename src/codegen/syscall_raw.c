@@ -49,7 +49,7 @@ static const Target *next_of_group(const Probe *probe, int group,
                                    const AttachPoint **ap, const Target *t) {
   if (!t) *ap = probe->aps;
   for (; *ap; *ap = (*ap)->next, t = NULL) {
-    if (!(*ap)->prov || strcmp((*ap)->prov->name, "tracepoint")) continue;
+    if (!syscall_tracepoints(*ap)) continue;
     for (t = t ? t->next : (*ap)->targets; t; t = t->next)
       if (syscall_group_of(t, NULL) == group) return t;
   }

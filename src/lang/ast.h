@@ -240,20 +240,13 @@ typedef struct Target {
   char *binary;      /* uprobe, uretprobe: the ELF file's path as opened */
   uint64_t offset;   /* uprobe, uretprobe: the function's file offset;
                         watchpoint: the address watched */
-  uint8_t bp_len;    /* watchpoint: the bytes watched */
-  uint8_t bp_type;   /* watchpoint: HW_BREAKPOINT_R, _W, _RW or _X */
-  struct UsdtProbe *usdt;   /* usdt: its locations and arguments (owned
-                               by the provider, probes/usdt.h) */
-  uint32_t btf_id;   /* fentry, fexit: the function's BTF id in the BTF of
-                        module `category` ("vmlinux": the kernel's) */
-  uint32_t bpf_prog_id;  /* fentry:bpf: the running BPF program whose
-                            function (btf_id, in its BTF) is traced */
-  uint32_t tp_btf_id;  /* rawtracepoint: its btf_trace_EVENT typedef in
-                          that BTF, to load a tracing program for it */
   const struct CType *args_record;   /* `args` as one value, once built */
-  bool at_address;   /* kprobe, kretprobe: `offset` is the kernel address
-                        the probe was given (kprobe:0xADDR), not an offset
-                        into `event` */
+  void *data;        /* what only its provider knows of it, in the
+                        provider's own type (usdt: its locations and
+                        arguments; watchpoint: the breakpoint's length and
+                        type; kprobe: whether `offset` is an address;
+                        fentry, fexit, iter, rawtracepoint: the BTF type
+                        its program loads for) */
   uint32_t name_slot;  /* 1 + its entry in the names a program serving
                           many targets reads `probe` and `func` from (its
                           BPF cookie is the entry); 0: none */

@@ -177,32 +177,6 @@ VarSym *var_new(Checker *c, const Node *var) {
 
 /* ---- probe context -------------------------------------------------- */
 
-bool probe_is_tracepoint(Probe *p) {
-  for (AttachPoint *ap = p->aps; ap; ap = ap->next)
-    if (strcmp(ap->provider, "tracepoint") != 0) return false;
-  return true;
-}
-
-/* Whether every attach point is a raw tracepoint (arguments in u64 slots
- * of the context). */
-bool probe_is_rawtracepoint(Probe *p) {
-  for (AttachPoint *ap = p->aps; ap; ap = ap->next)
-    if (strcmp(ap->provider, "rawtracepoint") != 0) return false;
-  return true;
-}
-
-bool probe_is_fentry(Probe *p, bool fexit_only) {
-  for (AttachPoint *ap = p->aps; ap; ap = ap->next)
-    if (strcmp(ap->provider, "fexit") &&
-        (fexit_only || strcmp(ap->provider, "fentry")))
-      return false;
-  return true;
-}
-
-bool probe_is_iter(Probe *p) {
-  return p->aps && !strcmp(p->aps->provider, "iter");
-}
-
 /* Longest `probe` name among the probe's targets, for the string size. */
 int probe_name_size(Probe *p) {
   int size = 1;
@@ -215,31 +189,6 @@ int probe_name_size(Probe *p) {
     }
   }
   return size;
-}
-
-/* Whether provider is uprobe, uretprobe or usdt: probes on user code. */
-static bool is_uprobe_provider(const char *provider) {
-  return !strcmp(provider, "uprobe") || !strcmp(provider, "uretprobe") ||
-         !strcmp(provider, "usdt");
-}
-
-/* The first provider of the probe that is not kprobe or uprobe (nor their
- * return probes, if allowed), or NULL if there is none. */
-const char *probe_not_kprobe(Probe *p, bool kretprobe_too) {
-  for (AttachPoint *ap = p->aps; ap; ap = ap->next)
-    if (strcmp(ap->provider, "kprobe") && strcmp(ap->provider, "uprobe") &&
-        !(kretprobe_too && (!strcmp(ap->provider, "kretprobe") ||
-                            !strcmp(ap->provider, "uretprobe"))))
-      return ap->provider;
-  return NULL;
-}
-
-/* Whether every attach point of the probe is in user code, where argN
- * and retval hold user addresses when they hold addresses at all. */
-bool probe_is_uprobe(Probe *p) {
-  for (AttachPoint *ap = p->aps; ap; ap = ap->next)
-    if (!is_uprobe_provider(ap->provider)) return false;
-  return true;
 }
 
 /* Longest function name among the probe's targets, for `func`. */
@@ -469,9 +418,14 @@ bool want_unsafe(Checker *c, Node *n) {
 
 bool want_tracing_probe(Checker *c, Node *n, const char *helper,
                         bool raw_tp_too) {
-  if (probe_is_fentry(c->probe, false) || probe_is_iter(c->probe))
+  const AttachPoint *first = c->probe->aps;
+  const Provider *prov = first ? ap_provider(first) : NULL;
+  /* an iterator's probe (its context is its args): its other attach
+   * points, BEGIN and END, do not stop it */
+  if (PROBE_ALL(c->probe, tracing_helpers, true) ||
+      (prov && prov->ctx_is_args))
     return true;
-  if (raw_tp_too && probe_is_rawtracepoint(c->probe)) {
+  if (raw_tp_too && PROBE_ALL(c->probe, tracing_on_demand, true)) {
     c->probe->wants_tracing = true;   /* loaded as tp_btf */
     return true;
   }

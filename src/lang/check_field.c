@@ -68,7 +68,8 @@ static Type field_type(const TpField *f, const char *category, int strlen) {
  * elsewhere. */
 AddrSpace space_of(Checker *c, Type t) {
   if (t.as) return t.as;
-  return c->probe && probe_is_uprobe(c->probe) ? AS_USER : AS_KERNEL;
+  return c->probe && PROBE_ALL(c->probe, user_space, true) ? AS_USER
+                                                          : AS_KERNEL;
 }
 
 /* The loupe type of a value of C type ct found in memory of `as`: a
@@ -331,8 +332,8 @@ void check_args_record(Checker *c, Node *n) {
         return;
       }
       /* a syscall's pointers are the caller's */
-      if (!strcmp(ap->provider, "tracepoint") &&
-          !strcmp(t->category, "syscalls"))
+      if (ap->prov && ap->prov->args_user_space &&
+          ap->prov->args_user_space(t))
         as = AS_USER;
     }
   if (!record) return;

@@ -121,13 +121,6 @@ int add_printf_def(Checker *c, PrintfDef def);
 
 /* ---- the probe being checked (check.c) ------------------------------ */
 
-bool probe_is_tracepoint(Probe *p);
-bool probe_is_rawtracepoint(Probe *p);
-/* Whether every attach point of the probe is an fentry or fexit one (only
- * fexit, if fexit_only). */
-bool probe_is_fentry(Probe *p, bool fexit_only);
-/* Whether p is an iterator's probe (iter:NAME). */
-bool probe_is_iter(Probe *p);
 /* Checks n (`args.NAME`, or with want_return the `retval` of fexit) as
  * the field n->name of every target's arguments: sets its type and
  * offset, or reports why it cannot be read. */
@@ -137,11 +130,6 @@ void check_target_field(Checker *c, Node *n, bool want_return);
 void check_args_record(Checker *c, Node *n);
 /* Longest `probe` name among the probe's targets, for the string size. */
 int probe_name_size(Probe *p);
-/* The first provider of the probe that is not kprobe or uprobe (nor their
- * return probes, if allowed), or NULL if there is none. */
-const char *probe_not_kprobe(Probe *p, bool kretprobe_too);
-/* Whether every attach point of the probe is in user code. */
-bool probe_is_uprobe(Probe *p);
 /* Longest function name among the probe's targets, for `func`. */
 int func_name_size(Probe *p);
 

@@ -7,22 +7,7 @@
 
 #include "lang/parse.h"
 #include "lang/parser.h"
-
-/* Short provider names and lower-case spellings, mapped to the canonical
- * provider names of provider.h. */
-static const char *canonical_provider(const char *name) {
-  static const char *const aliases[][2] = {
-      {"t", "tracepoint"},   {"i", "interval"},     {"begin", "BEGIN"},
-      {"end", "END"},        {"k", "kprobe"},       {"kr", "kretprobe"},
-      {"u", "uprobe"},       {"ur", "uretprobe"},   {"p", "profile"},
-      {"s", "software"},     {"h", "hardware"},     {"f", "fentry"},
-      {"kfunc", "fentry"},   {"fr", "fexit"},       {"kretfunc", "fexit"},
-      {"rt", "rawtracepoint"}, {"U", "usdt"},
-  };
-  for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
-    if (!strcmp(name, aliases[i][0])) return aliases[i][1];
-  return name;
-}
+#include "probes/provider.h"
 
 /* A part without the double quotes that may surround it (or its start,
  * as in "echo_builtin"+8): the lexer lets them hold any character, and
@@ -68,8 +53,10 @@ static AttachPoint *new_attach_point(const Token *t) {
   const char *p = t->text, *end = t->text + t->len;
   const char *colon = memchr(p, ':', (size_t)(end - p));
   if (!colon) colon = end;
+  /* an alias ("t", "begin") as its provider's canonical name */
   char *provider = dup_text(p, (int)(colon - p));
-  ap->provider = (char *)canonical_provider(provider);
+  const Provider *prov = provider_find(provider);
+  ap->provider = prov ? (char *)prov->name : provider;
   if (ap->provider != provider) free(provider);
   p = colon;
   while (p < end && ap->nparts < 4) {

@@ -5,7 +5,6 @@
 
 #include <regex.h>
 #include <stdio.h>
-#include <string.h>
 
 #include "probes/provider.h"
 
@@ -17,7 +16,7 @@ static int expand_attach_point(AttachPoint *ap, const Settings *st, Diag *d) {
     return -1;
   }
   ap->prov = prov;
-  /* Later stages compare against the canonical name, not an alias. */
+  /* messages name the provider by its canonical name, not an alias */
   ap->provider = (char *)prov->name;
   ap->targets = NULL;
   ap->ntargets = 0;
@@ -63,7 +62,7 @@ static int check_iter_alone(Script *s, Diag *d) {
   for (Probe *p = s->probes; p; p = p->next)
     for (AttachPoint *ap = p->aps; ap; ap = ap->next) {
       if (!ap->prov || !ap->prov->attach) continue;   /* BEGIN, END */
-      if (!strcmp(ap->provider, "iter") && !iter)
+      if (ap->prov->run == RUN_AS_ITERATOR && !iter)
         iter = ap;
       else if (!other)
         other = ap;

@@ -23,6 +23,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 
+#include "codegen/gen.h"
 #include "probes/kernel_btf.h"
 #include "probes/list.h"
 #include "probes/provider.h"
@@ -119,7 +120,7 @@ static void add_target(AttachPoint *ap, FuncIndex *ix, KFunc *f) {
   snprintf(t->name, len, "%s:%s:%s", ap->prov->name, module, f->name);
   t->category = strdup(module);
   t->event = strdup(f->name);
-  t->btf_id = (uint32_t)f->id;
+  t->data = btf_target_new((uint32_t)f->id, 0);
   t->format = kfunc_format(ix, f, is_fexit(ap));
   ap_add_target(ap, t);
 }
@@ -213,8 +214,7 @@ static void bpf_func_matched(uint32_t prog, const char *name, uint32_t btf_id,
   snprintf(t->name, len, "%s:bpf:%u:%s", m->ap->prov->name, prog, name);
   t->category = strdup("bpf");
   t->event = strdup(name);
-  t->btf_id = btf_id;
-  t->bpf_prog_id = prog;
+  t->data = btf_target_new(btf_id, prog);
   t->format = &no_args;
   ap_add_target(m->ap, t);
 }
@@ -472,9 +472,13 @@ static bool tracing_load_refused(const AttachPoint *ap, const Target *t,
   return true;
 }
 
+/* retval: the field after the arguments (check_target_field found it). */
+static int fexit_emit_retval(Gen *g, Node *n) { return gen_field_int(g, n); }
+
 const Provider fentry_provider = {
     .name = "fentry",
-    .alias = "f",
+    /* kfunc, kretfunc: their names before bpftrace 0.18 */
+    .aliases = (const char *const[]){"f", "kfunc", NULL},
     .prog_type = BPF_PROG_TYPE_TRACING,
     .expand = fentry_expand,
     .attach = fentry_attach,
@@ -483,11 +487,15 @@ const Provider fentry_provider = {
     .fires_newest_first = true,
     .prog_per_target = true,
     .load_refused = tracing_load_refused,
+    .args = ARGS_FIELDS,
+    .func = FUNC_BTF,
+    .tracing_helpers = true,
+    .attach_btf = btf_target_attach,
 };
 
 const Provider fexit_provider = {
     .name = "fexit",
-    .alias = "fr",
+    .aliases = (const char *const[]){"fr", "kretfunc", NULL},
     .prog_type = BPF_PROG_TYPE_TRACING,
     .expand = fentry_expand,
     .attach = fexit_attach,
@@ -496,4 +504,10 @@ const Provider fexit_provider = {
     .fires_newest_first = true,
     .prog_per_target = true,
     .load_refused = tracing_load_refused,
+    .args = ARGS_FIELDS,
+    .retval = RETVAL_FIELD,
+    .func = FUNC_BTF,
+    .tracing_helpers = true,
+    .emit_retval = fexit_emit_retval,
+    .attach_btf = btf_target_attach,
 };

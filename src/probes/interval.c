@@ -252,16 +252,17 @@ static void profile_list(const char *pattern, const Settings *st, FILE *out) {
 
 const Provider interval_provider = {
     .name = "interval",
-    .alias = "i",
+    .aliases = (const char *const[]){"i", NULL},
     .prog_type = BPF_PROG_TYPE_PERF_EVENT,
     .expand = timer_expand,
     .attach = interval_attach,
     .list = interval_list,
+    .prog_prefix = "iv_",
 };
 
 const Provider profile_provider = {
     .name = "profile",
-    .alias = "p",
+    .aliases = (const char *const[]){"p", NULL},
     .prog_type = BPF_PROG_TYPE_PERF_EVENT,
     .expand = timer_expand,
     .attach = profile_attach,
@@ -446,7 +447,7 @@ static bool software_newest_first(const AttachPoint *ap) {
 
 const Provider software_provider = {
     .name = "software",
-    .alias = "s",
+    .aliases = (const char *const[]){"s", NULL},
     .prog_type = BPF_PROG_TYPE_PERF_EVENT,
     .expand = perf_kind_expand,
     .attach = software_attach,
@@ -456,7 +457,7 @@ const Provider software_provider = {
 
 const Provider hardware_provider = {
     .name = "hardware",
-    .alias = "h",
+    .aliases = (const char *const[]){"h", NULL},
     .prog_type = BPF_PROG_TYPE_PERF_EVENT,
     .expand = perf_kind_expand,
     .attach = hardware_attach,

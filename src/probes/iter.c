@@ -138,7 +138,7 @@ static int iter_expand(AttachPoint *ap, const Settings *st, Diag *d) {
   if (!t || asprintf(&t->name, "iter:%s", name) < 0) abort();
   t->category = strdup("vmlinux");
   t->event = strdup(name);
-  t->btf_id = (uint32_t)id;
+  t->data = btf_target_new((uint32_t)id, 0);
   ap->targets = t;
   ap->ntargets = 1;
   return 0;
@@ -240,11 +240,16 @@ static void iter_list(const char *pattern, const Settings *st, FILE *out) {
 
 const Provider iter_provider = {
     .name = "iter",
-    .alias = "it",
+    .aliases = (const char *const[]){"it", NULL},
     .prog_type = BPF_PROG_TYPE_TRACING,
     .expand = iter_expand,
     .attach = iter_attach,
     .list = iter_list,
     .attach_type = iter_attach_type,
     .prog_per_target = true,
+    /* its programs have the tracing helpers too: want_tracing_probe
+     * knows an iterator's probe by its first attach point's ctx_is_args */
+    .ctx_is_args = true,
+    .run = RUN_AS_ITERATOR,
+    .attach_btf = btf_target_attach,
 };

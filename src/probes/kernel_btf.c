@@ -131,3 +131,19 @@ int kernel_btf_obj_fd(const char *module) {
   }
   return -1;
 }
+
+void *btf_target_new(uint32_t id, uint32_t prog_id) {
+  BtfTarget *b = calloc(1, sizeof *b);
+  if (!b) abort();
+  b->id = id;
+  b->prog_id = prog_id;
+  return b;
+}
+
+uint32_t btf_target_attach(const Target *t, bool tracing,
+                           uint32_t *prog_id) {
+  const BtfTarget *b = t->data;
+  if (!b) return 0;
+  *prog_id = b->prog_id;
+  return b->id;
+}

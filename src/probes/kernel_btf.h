@@ -29,6 +29,21 @@ const KernelBtf *kernel_btfs(int *n);
 TpFormat *btf_proto_format(const struct btf *btf, int proto, int skip,
                            bool named, bool with_return);
 
+/* The Target.data of a probe whose program loads for a kernel BTF type
+ * (fentry, fexit, iter: the function; rawtracepoint: its
+ * btf_trace_EVENT typedef, to load as tp_btf), in the BTF of module
+ * Target.category ("vmlinux": the kernel's), or of the running BPF
+ * program prog_id (fentry:bpf). */
+typedef struct BtfTarget {
+  uint32_t id;
+  uint32_t prog_id;
+} BtfTarget;
+
+void *btf_target_new(uint32_t id, uint32_t prog_id);
+/* The Provider's attach_btf for targets made so. */
+uint32_t btf_target_attach(const Target *t, bool tracing,
+                           uint32_t *prog_id);
+
 /* A new fd for the kernel's BTF object of `module` (for a program's
  * attach_btf_obj_fd), or -1 if it cannot be had. */
 int kernel_btf_obj_fd(const char *module);

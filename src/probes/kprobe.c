@@ -29,8 +29,13 @@
 
 #include "probes/list.h"
 #include "probes/provider.h"
+#include "probes/regs.h"
 #include "sym/kallsyms.h"
 
+/* A target's Target.data points here when its `offset` is the kernel
+ * address the probe was given (kprobe:0xADDR), not an offset into
+ * `event`. */
+static const char at_address;
 
 /* ---- the kernel's functions ----------------------------------------- */
 
@@ -378,7 +383,7 @@ static int kprobe_expand(AttachPoint *ap, const Settings *st, Diag *d) {
     uint64_t into = 0;
     const char *holder = kallsyms_name(k.offset, &into);
     add_target(ap, tail, &k, k.func, NULL);
-    ap->targets->at_address = true;
+    ap->targets->data = (void *)&at_address;
     if (holder) {
       free(ap->targets->event);
       ap->targets->event = strdup(holder);
@@ -444,11 +449,12 @@ static int attach_kprobe(const Target *t, bool retprobe, int prog_fd,
     abort();
   /* at an address: no name, config2 the address itself */
   int rc = probe_pmu_attach("kprobe", retprobe, -1,
-                            t->at_address ? 0 : (uint64_t)(uintptr_t)sym,
+                            t->data == &at_address ? 0
+                                                   : (uint64_t)(uintptr_t)sym,
                             t->offset, target_cookie(t), prog_fd, links, err,
                             errlen);
   /* the kernel's word for an offset that splits an instruction */
-  if (rc < 0 && t->offset && !t->at_address &&
+  if (rc < 0 && t->offset && t->data != &at_address &&
       strstr(err, strerror(EILSEQ)))
     snprintf(err, errlen, "offset %llu is not at an instruction boundary "
              "of %s", (unsigned long long)t->offset, sym);
@@ -583,7 +589,7 @@ static void kretprobe_list(const char *pattern, const Settings *st, FILE *out) {
 
 const Provider kprobe_provider = {
     .name = "kprobe",
-    .alias = "k",
+    .aliases = (const char *const[]){"k", NULL},
     .prog_type = BPF_PROG_TYPE_KPROBE,
     .expand = kprobe_expand,
     .attach = kprobe_attach,
@@ -593,11 +599,15 @@ const Provider kprobe_provider = {
     /* the kernel puts a new kprobe at the head of a function's list */
     .fires_newest_first = true,
     .names_by_cookie = true,
+    .argn = ARGN_REGS,
+    .func = FUNC_REGS,
+    .can_override = true,
+    .emit_arg = regs_emit_arg,
 };
 
 const Provider kretprobe_provider = {
     .name = "kretprobe",
-    .alias = "kr",
+    .aliases = (const char *const[]){"kr", NULL},
     .prog_type = BPF_PROG_TYPE_KPROBE,
     .expand = kprobe_expand,
     .attach = kretprobe_attach,
@@ -605,6 +615,9 @@ const Provider kretprobe_provider = {
     .attach_type = kprobe_attach_type,
     .attach_group = attach_multi,
     .names_by_cookie = true,
+    .retval = RETVAL_REGS,
+    .func = FUNC_REGS,
+    .emit_retval = regs_emit_retval,
 };
 
 bool kernel_function_known(const char *name, const Settings *st) {

@@ -52,7 +52,9 @@ static int unsupported_expand(AttachPoint *ap, const Settings *st, Diag *d) {
 static void list_nothing(const char *pattern, const Settings *st, FILE *out) {}
 
 #define UNSUPPORTED(var, pname, palias)                                     \
-  static const Provider var = {.name = pname, .alias = palias,            \
+  static const Provider var = {.name = pname,                             \
+                               .aliases = (const char *const[]){palias,   \
+                                                                NULL},    \
                                .expand = unsupported_expand,             \
                                .list = list_nothing}
 
@@ -77,13 +79,33 @@ const Provider *const providers[] = {
 
 const Provider *provider_find(const char *name) {
   if (!name) return NULL;
-  /* the names fentry and fexit had before bpftrace 0.18 */
-  if (!strcmp(name, "kfunc")) name = "fentry";
-  if (!strcmp(name, "kretfunc")) name = "fexit";
   for (int i = 0; providers[i]; i++) {
     const Provider *p = providers[i];
-    if (!strcmp(p->name, name) || (p->alias && !strcmp(p->alias, name)))
-      return p;
+    if (!strcmp(p->name, name)) return p;
+    for (const char *const *a = p->aliases; a && *a; a++)
+      if (!strcmp(*a, name)) return p;
+  }
+  return NULL;
+}
+
+const Provider *ap_provider(const AttachPoint *ap) {
+  return ap->prov ? ap->prov : provider_find(ap->provider);
+}
+
+const AttachPoint *probe_other_ap(const Probe *p, size_t offset,
+                                  size_t size, uint64_t value) {
+  static const Provider none;
+  for (const AttachPoint *ap = p->aps; ap; ap = ap->next) {
+    const Provider *prov = ap_provider(ap);
+    const char *field = (const char *)(prov ? prov : &none) + offset;
+    uint64_t v;
+    switch (size) {
+    case 1: v = *(const uint8_t *)field; break;
+    case 2: v = *(const uint16_t *)field; break;
+    case 4: v = *(const uint32_t *)field; break;
+    default: v = *(const uint64_t *)field; break;
+    }
+    if (v != value) return ap;
   }
   return NULL;
 }

@@ -4,6 +4,8 @@
 #define LOUPE_PROVIDER_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "lang/ast.h"
@@ -43,9 +45,62 @@ typedef struct LinkSet {
 void links_add(LinkSet *ls, int fd);
 void links_close_all(LinkSet *ls);
 
+/* How a probe's programs come to run (runtime/run.c, codegen). */
+typedef enum ProbeRun {
+  RUN_ON_EVENTS,     /* the kernel runs them at their targets' events */
+  RUN_AT_BEGIN,      /* loupe runs them once before the event loop */
+  RUN_AT_END,        /* loupe runs them once after it */
+  RUN_AS_BENCH,      /* --mode bench: loupe runs each many times, timed */
+  RUN_AS_TEST,       /* --mode test: loupe runs each once */
+  RUN_ON_SIGNAL,     /* loupe runs them whenever it receives SIGUSR1 */
+  RUN_AS_ITERATOR,   /* loupe reads the iterator they write into, to its
+                        end, and the run ends with it */
+} ProbeRun;
+
+/* Where `args` comes from in a provider's probes (builtins/context.c). */
+typedef enum ArgsFrom {
+  ARGS_NONE,
+  ARGS_FIELDS,       /* the fields of each target's Target.format, read
+                        from the context as TpField says */
+  ARGS_DEBUGINFO,    /* the probed function's parameters, from the
+                        binary's debug information, read from the
+                        registers (builtins/uprobe_args.c) */
+} ArgsFrom;
+
+/* Where arg0..arg5 (and sargN, reg()) come from (builtins/context.c). */
+typedef enum ArgNFrom {
+  ARGN_NONE,
+  ARGN_REGS,         /* the probed function's registers in the context's
+                        struct pt_regs; sargN and reg() too */
+  ARGN_SLOTS,        /* the context's u64 slots, up to the argument
+                        count its Target.format gives */
+  ARGN_OWN,          /* the provider's arg_usable and emit_arg say (up
+                        to arg11) */
+} ArgNFrom;
+
+/* Where `retval` comes from (builtins/context.c). */
+typedef enum RetvalFrom {
+  RETVAL_NONE,
+  RETVAL_REGS,       /* the return register of the context's pt_regs */
+  RETVAL_FIELD,      /* the Target.format field that is_return marks */
+} RetvalFrom;
+
+/* What `func` names (builtins/context.c): the probed function,
+ * Target.event, in a probe whose attach points all have the same
+ * FuncFrom. */
+typedef enum FuncFrom {
+  FUNC_NONE,
+  FUNC_REGS,         /* a function probed through its registers */
+  FUNC_BTF,          /* a kernel function traced through its BTF */
+} FuncFrom;
+
+struct Gen;
+
 typedef struct Provider {
   const char *name;        /* canonical: "tracepoint", "interval", "BEGIN" */
-  const char *alias;       /* "t", "i", "begin", or NULL */
+  /* Its other names ("t", "begin", the names of older bpftrace),
+   * NULL-terminated; NULL: none. */
+  const char *const *aliases;
   uint32_t prog_type;      /* BPF_PROG_TYPE_* its programs load as */
   /* The hooks get the run's settings as st (-p, -c, --unsafe, --mode,
    * -lv ...). */
@@ -80,7 +135,7 @@ typedef struct Provider {
    * (software events); when set, it is asked instead of the flag. */
   bool (*newest_first)(const AttachPoint *ap);
   /* Each target needs a program of its own (fentry: the kernel ties a
-   * program to its function when loading it, Target.btf_id). */
+   * program to its function when loading it, attach_btf). */
   bool prog_per_target;
   /* A program serving many targets reads `probe` and `func` by its BPF
    * cookie, which attach gives each target (Target.name_slot - 1), so
@@ -91,7 +146,77 @@ typedef struct Provider {
    * false for the usual report. NULL: always the usual report. */
   bool (*load_refused)(const AttachPoint *ap, const Target *t, int err,
                        Diag *d);
+  /* The kernel BTF type the program of target t loads for (fentry,
+   * fexit, iter: the function; a raw tracepoint's typedef when it loads
+   * as tp_btf, `tracing`): its id, and in *prog_id the running BPF
+   * program whose BTF holds it (fentry:bpf), else 0 there; 0: none.
+   * NULL: none. */
+  uint32_t (*attach_btf)(const Target *t, bool tracing, uint32_t *prog_id);
+  /* How its programs come to run: RUN_ON_EVENTS (0) for those that
+   * `attach` puts where the kernel runs them. */
+  ProbeRun run;
+  /* Program names (BpfProg.name) start with this ("tp_"); NULL: none. */
+  const char *prog_prefix;
+
+  /* ---- its programs' context: what the context words mean there -------
+   * builtins/context.c and lang/check.c ask these instead of the
+   * provider's name; a probe with attach points of several providers may
+   * use a word only where all of them give it. */
+  ArgsFrom args;
+  ArgNFrom argn;
+  RetvalFrom retval;
+  FuncFrom func;
+  /* argN: whether argument index can be read in every target of p
+   * (whose attach points are all this provider's), else why in msg (NULL:
+   * always, up to arg5); and the code that reads it from the context of
+   * the program's target into a register (a 64-bit value). */
+  bool (*arg_usable)(const Probe *p, int index, char *msg, size_t len);
+  int (*emit_arg)(struct Gen *g, int index);
+  /* retval (n) into a register. */
+  int (*emit_retval)(struct Gen *g, Node *n);
+  /* Its probes run in user code: a pointer among argN, retval and sargN
+   * is a user address. */
+  bool user_space;
+  /* Whether the pointers among target t's `args` are user addresses (a
+   * system call's arguments, the caller's). NULL: they are not. */
+  bool (*args_user_space)(const Target *t);
+  /* Its programs load as tracing programs, which the kernel gives
+   * helpers (bpf_d_path, bpf_get_socket_cookie, ...) that others lack;
+   * a probe may call those where all its attach points have this, or
+   * where its first one has ctx_is_args (an iterator's). */
+  bool tracing_helpers;
+  /* Its programs may load as tracing programs (tp_btf) when the probe
+   * wants those helpers (Probe.wants_tracing). */
+  bool tracing_on_demand;
+  /* `ctx` is its targets' arguments record, read as `args` is (its
+   * programs' context is made of u64 slots). */
+  bool ctx_is_args;
+  /* override() may make the probed function return at once
+   * (bpf_override_return). */
+  bool can_override;
+  /* In user-space probes: the instruction pointer is the return address,
+   * not the function's. */
+  bool ip_after_return;
+  /* Its programs run on behalf of loupe, a user process: `usermode` is 1
+   * in them (where the context has no registers to say). */
+  bool in_user_mode;
+  /* `probetype`'s value; NULL: the name. */
+  const char *probetype;
 } Provider;
+
+/* The provider of ap: its prov once expand has set it, else the one its
+ * name says (NULL if none). */
+const Provider *ap_provider(const AttachPoint *ap);
+/* The first attach point of p whose provider's `field` is not `value`
+ * (a field of Provider, compared as an integer; an attach point whose
+ * name is no provider's has every field 0), or NULL if there is none. */
+#define PROBE_OTHER(p, field, value)                                      \
+  probe_other_ap((p), offsetof(Provider, field),                          \
+                 sizeof(((const Provider *)0)->field), (uint64_t)(value))
+/* Whether the provider of every attach point of p has that value. */
+#define PROBE_ALL(p, field, value) (PROBE_OTHER(p, field, value) == NULL)
+const AttachPoint *probe_other_ap(const Probe *p, size_t offset,
+                                  size_t size, uint64_t value);
 
 /* Looks a provider up by name or alias; NULL if there is none. */
 const Provider *provider_find(const char *name);

@@ -24,6 +24,7 @@
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
 
+#include "codegen/gen.h"
 #include "probes/kernel_btf.h"
 #include "probes/list.h"
 #include "probes/provider.h"
@@ -138,7 +139,7 @@ static void add_target(AttachPoint *ap, TpIndex *ix, RawTp *tp) {
   t->category = strdup(ix->module);
   t->event = strdup(tp->name);
   t->format = rawtp_format(ix, tp);
-  t->tp_btf_id = (uint32_t)tp->typedef_id;
+  t->data = btf_target_new((uint32_t)tp->typedef_id, 0);
   ap_add_target(ap, t);
 }
 
@@ -249,11 +250,49 @@ static void rawtracepoint_list(const char *pattern, const Settings *st,
   }
 }
 
+/* Its programs load for the event's btf_trace_ typedef only as tp_btf,
+ * when the probe wants the tracing helpers. */
+static uint32_t rawtracepoint_attach_btf(const Target *t, bool tracing,
+                                         uint32_t *prog_id) {
+  return tracing ? btf_target_attach(t, tracing, prog_id) : 0;
+}
+
+/* argN exists only up to the event's argument count: the kernel refuses
+ * to attach a program reading past it. */
+static bool rawtracepoint_arg_usable(const Probe *p, int index, char *msg,
+                                     size_t len) {
+  for (const AttachPoint *ap = p->aps; ap; ap = ap->next)
+    for (const Target *t = ap->targets; t; t = t->next)
+      if (t->format && t->format->nfields > 0 &&
+          index >= t->format->nfields) {
+        snprintf(msg, len, "rawtracepoint %s:%s has %d argument%s (arg0 to "
+                 "arg%d)", t->category, t->event, t->format->nfields,
+                 t->format->nfields == 1 ? "" : "s",
+                 t->format->nfields - 1);
+        return false;
+      }
+  return true;
+}
+
+/* argN: the context's u64 slot N (also when loaded as tp_btf). */
+static int rawtracepoint_emit_arg(Gen *g, int index) {
+  int r = reg_alloc(g);
+  emit_ctx(g, r);
+  emit(g, I_LDX(BPF_DW, r, r, 8 * index));
+  return r;
+}
+
 const Provider rawtracepoint_provider = {
     .name = "rawtracepoint",
-    .alias = "rt",
+    .aliases = (const char *const[]){"rt", NULL},
     .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
     .expand = rawtracepoint_expand,
     .attach = rawtracepoint_attach,
     .list = rawtracepoint_list,
+    .args = ARGS_FIELDS,
+    .argn = ARGN_SLOTS,
+    .tracing_on_demand = true,
+    .arg_usable = rawtracepoint_arg_usable,
+    .emit_arg = rawtracepoint_emit_arg,
+    .attach_btf = rawtracepoint_attach_btf,
 };

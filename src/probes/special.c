@@ -42,20 +42,26 @@ static void special_list(const char *pattern, const Settings *st, FILE *out) {}
 
 const Provider begin_provider = {
     .name = "BEGIN",
-    .alias = "begin",
+    .aliases = (const char *const[]){"begin", NULL},
     .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
     .expand = special_expand,
     .attach = NULL,
     .list = special_list,
+    .in_user_mode = true,
+    .probetype = "special",
+    .run = RUN_AT_BEGIN,
 };
 
 const Provider end_provider = {
     .name = "END",
-    .alias = "end",
+    .aliases = (const char *const[]){"end", NULL},
     .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
     .expand = special_expand,
     .attach = NULL,
     .list = special_list,
+    .in_user_mode = true,
+    .probetype = "special",
+    .run = RUN_AT_END,
 };
 
 
@@ -77,20 +83,20 @@ static int mode_probe_expand(AttachPoint *ap, const Settings *st, Diag *d) {
 
 const Provider bench_provider = {
     .name = "bench",
-    .alias = NULL,
     .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
     .expand = mode_probe_expand,
     .attach = NULL,
     .list = special_list,
+    .run = RUN_AS_BENCH,
 };
 
 const Provider test_provider = {
     .name = "test",
-    .alias = NULL,
     .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
     .expand = mode_probe_expand,
     .attach = NULL,
     .list = special_list,
+    .run = RUN_AS_TEST,
 };
 
 static int self_expand(AttachPoint *ap, const Settings *st, Diag *d) {
@@ -109,9 +115,9 @@ static int self_expand(AttachPoint *ap, const Settings *st, Diag *d) {
 
 const Provider self_provider = {
     .name = "self",
-    .alias = NULL,
     .prog_type = BPF_PROG_TYPE_RAW_TRACEPOINT,
     .expand = self_expand,
     .attach = NULL,
     .list = special_list,
+    .run = RUN_ON_SIGNAL,
 };

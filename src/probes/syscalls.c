@@ -164,6 +164,12 @@ int syscall_group_of(const Target *t, int *nr) {
   return group;
 }
 
+extern const Provider tracepoint_provider;
+
+bool syscall_tracepoints(const AttachPoint *ap) {
+  return ap->prov == &tracepoint_provider;
+}
+
 int syscall_nr_limit(void) {
   int limit = 0;
   for (const SyscallNr *s = syscall_numbers; s->name; s++)

@@ -83,6 +83,10 @@ const SyscallLayout *syscall_layout(void);
  * loupe does not know for certain: those keep their perf events). */
 int syscall_group_of(const Target *t, int *nr);
 
+/* Whether ap's targets are tracepoints, which syscall_group_of may find
+ * the raw path can serve. */
+bool syscall_tracepoints(const AttachPoint *ap);
+
 /* The x86-64 number of system call `name` ("nanosleep", as __NR_nanosleep
  * names it), or -1 if loupe does not know it. */
 int syscall_number(const char *name);

@@ -371,11 +371,20 @@ static void tracepoint_list(const char *pattern, const Settings *st,
   free(full);
 }
 
+/* A system call's arguments are the caller's: its pointers are user
+ * addresses. */
+static bool tracepoint_args_user_space(const Target *t) {
+  return !strcmp(t->category, "syscalls");
+}
+
 const Provider tracepoint_provider = {
     .name = "tracepoint",
-    .alias = "t",
+    .aliases = (const char *const[]){"t", NULL},
     .prog_type = BPF_PROG_TYPE_TRACEPOINT,
     .expand = tracepoint_expand,
     .attach = tracepoint_attach,
     .list = tracepoint_list,
+    .args = ARGS_FIELDS,
+    .args_user_space = tracepoint_args_user_space,
+    .prog_prefix = "tp_",
 };

@@ -35,6 +35,7 @@
 #include <bpf/bpf.h>
 
 #include "probes/provider.h"
+#include "probes/regs.h"
 #include "sym/disasm.h"
 #include "sym/dwarf.h"
 #include "sym/elf.h"
@@ -706,7 +707,7 @@ static void uretprobe_list(const char *pattern, const Settings *st, FILE *out) {
 
 const Provider uprobe_provider = {
     .name = "uprobe",
-    .alias = "u",
+    .aliases = (const char *const[]){"u", NULL},
     .prog_type = BPF_PROG_TYPE_KPROBE,
     .expand = uprobe_expand,
     .attach = uprobe_attach,
@@ -715,11 +716,16 @@ const Provider uprobe_provider = {
     .attach_group = attach_group,
     .fires_newest_first = true,
     .names_by_cookie = true,
+    .args = ARGS_DEBUGINFO,
+    .argn = ARGN_REGS,
+    .func = FUNC_REGS,
+    .user_space = true,
+    .emit_arg = regs_emit_arg,
 };
 
 const Provider uretprobe_provider = {
     .name = "uretprobe",
-    .alias = "ur",
+    .aliases = (const char *const[]){"ur", NULL},
     .prog_type = BPF_PROG_TYPE_KPROBE,
     .expand = uprobe_expand,
     .attach = uretprobe_attach,
@@ -728,4 +734,9 @@ const Provider uretprobe_provider = {
     .attach_group = attach_group,
     .fires_newest_first = true,
     .names_by_cookie = true,
+    .retval = RETVAL_REGS,
+    .func = FUNC_REGS,
+    .user_space = true,
+    .ip_after_return = true,
+    .emit_retval = regs_emit_retval,
 };

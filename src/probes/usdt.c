@@ -148,7 +148,7 @@ static void add_target(Expansion *x, const char *shown, const char *real,
   t->event = strdup(n->name);
   t->binary = strdup(real);
   t->offset = n->pc;
-  t->usdt = probe;
+  t->data = probe;
   ap_add_target(x->ap, t);
 }
 
@@ -363,14 +363,15 @@ static uint32_t usdt_attach_type(const AttachPoint *ap, const Target *t) {
  * index as cookie, as attach_location gives it. */
 static int attach_multi(const Target *t, int pid, int prog_fd,
                         LinkSet *links, char *err, size_t errlen) {
-  int n = t->usdt->nlocs;
+  const UsdtProbe *up = t->data;
+  int n = up->nlocs;
   uint64_t *offsets = calloc(n, sizeof *offsets),
            *ref_ctrs = calloc(n, sizeof *ref_ctrs),
            *cookies = calloc(n, sizeof *cookies);
   if (!offsets || !ref_ctrs || !cookies) abort();
   for (int i = 0; i < n; i++) {
-    offsets[i] = t->usdt->locs[i]->pc;
-    ref_ctrs[i] = t->usdt->locs[i]->semaphore;
+    offsets[i] = up->locs[i]->pc;
+    ref_ctrs[i] = up->locs[i]->semaphore;
     cookies[i] = (uint64_t)i;
   }
   int ret = uprobe_multi_link(t->binary, n, offsets, ref_ctrs, cookies, false,
@@ -386,9 +387,10 @@ static int usdt_attach(const Target *t, const Settings *st, int prog_fd,
   int pid = attach_pid(st);
   if (uprobe_multi_attach_type() == ATTACH_UPROBE_MULTI)
     return attach_multi(t, pid, prog_fd, links, err, errlen);
-  for (int i = 0; i < t->usdt->nlocs; i++)
-    if (attach_location(t->binary, t->usdt->locs[i], (uint64_t)i, pid,
-                        prog_fd, links, err, errlen) < 0)
+  const UsdtProbe *up = t->data;
+  for (int i = 0; i < up->nlocs; i++)
+    if (attach_location(t->binary, up->locs[i], (uint64_t)i, pid, prog_fd,
+                        links, err, errlen) < 0)
       return -1;
   return 0;
 }
@@ -460,11 +462,15 @@ static void usdt_list(const char *pattern, const Settings *st, FILE *out) {
 
 const Provider usdt_provider = {
     .name = "usdt",
-    .alias = "U",
+    .aliases = (const char *const[]){"U", NULL},
     .prog_type = BPF_PROG_TYPE_KPROBE,
     .expand = usdt_expand,
     .attach = usdt_attach,
     .list = usdt_list,
     .attach_type = usdt_attach_type,
     .fires_newest_first = true,
+    .argn = ARGN_OWN,
+    .arg_usable = usdt_arg_usable,
+    .emit_arg = usdt_emit_arg,
+    .user_space = true,
 };

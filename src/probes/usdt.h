@@ -9,7 +9,7 @@
 #include "lang/ast.h"
 #include "sym/stapsdt.h"
 
-/* One USDT probe (provider:name) of one file: every place the compiler
+/* One USDT probe (provider:name) of one file, a target's Target.data: every place the compiler
  * put it (a probe in an inlined function has several), each with its own
  * argument spec. A target's program serves all of them; the BPF cookie
  * of each location's link is its index here. */

@@ -20,9 +20,10 @@
 bool usdt_arg_usable(const Probe *p, int index, char *msg, size_t len) {
   for (const AttachPoint *ap = p->aps; ap; ap = ap->next)
     for (const Target *t = ap->targets; t; t = t->next) {
-      if (!t->usdt) continue;
-      for (int i = 0; i < t->usdt->nlocs; i++) {
-        const UsdtNote *n = t->usdt->locs[i];
+      const UsdtProbe *up = t->data;
+      if (!up) continue;
+      for (int i = 0; i < up->nlocs; i++) {
+        const UsdtNote *n = up->locs[i];
         if (n->args_error) {
           snprintf(msg, len, "cannot read the arguments of %s: %s", t->name,
                    n->args_error);
@@ -151,7 +152,7 @@ static SpecGroups spec_groups(const UsdtProbe *up, int index) {
 }
 
 int usdt_emit_arg(Gen *g, int index) {
-  const UsdtProbe *up = g->target->usdt;
+  const UsdtProbe *up = g->target->data;
   int r = reg_alloc(g);
   bool alike = true;
   for (int i = 1; i < up->nlocs && alike; i++)

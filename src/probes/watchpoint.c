@@ -25,6 +25,13 @@
 #define USER_ADDRESS_END 0x0000800000000000ULL
 #define MAX_CPUS 4096
 
+/* A watchpoint target's Target.data: the bytes watched, and
+ * HW_BREAKPOINT_R, _W, _RW or _X. */
+typedef struct Breakpoint {
+  uint8_t len;
+  uint8_t type;
+} Breakpoint;
+
 /* The breakpoints attached, by address, for unwatch(). Their fds are in
  * the run's LinkSet, which closes them. */
 static struct Watched {
@@ -76,8 +83,11 @@ static int watchpoint_expand(AttachPoint *ap, const Settings *st, Diag *d) {
   if (!t) abort();
   t->name = strdup(ap->text);
   t->offset = addr;
-  t->bp_len = (uint8_t)len;
-  t->bp_type = (uint8_t)bits;
+  Breakpoint *bp = calloc(1, sizeof *bp);
+  if (!bp) abort();
+  bp->len = (uint8_t)len;
+  bp->type = (uint8_t)bits;
+  t->data = bp;
   ap_add_target(ap, t);
   return 0;
 }
@@ -110,8 +120,9 @@ static int watchpoint_attach(const Target *t, const Settings *st, int prog_fd,
   struct perf_event_attr attr = {0};
   attr.type = PERF_TYPE_BREAKPOINT;
   attr.bp_addr = t->offset;
-  attr.bp_len = t->bp_len;
-  attr.bp_type = t->bp_type;
+  const Breakpoint *bp = t->data;
+  attr.bp_len = bp->len;
+  attr.bp_type = bp->type;
   attr.sample_period = 1;
   attr.wakeup_events = 1;
   if (t->offset >= USER_ADDRESS_END) {   /* the kernel's: every CPU */
@@ -160,7 +171,7 @@ static void watchpoint_list(const char *pattern, const Settings *st,
 
 const Provider watchpoint_provider = {
     .name = "watchpoint",
-    .alias = "w",
+    .aliases = (const char *const[]){"w", NULL},
     .prog_type = BPF_PROG_TYPE_PERF_EVENT,
     .expand = watchpoint_expand,
     .attach = watchpoint_attach,

@@ -30,7 +30,6 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
-#include <strings.h>
 #include <time.h>
 #include <poll.h>
 #include <signal.h>
@@ -325,23 +324,25 @@ static void restore_signals(const SavedSignals *saved) {
 
 /* ---- BEGIN and END ---------------------------------------------------- */
 
-static bool ap_is(const AttachPoint *ap, const char *provider) {
-  const char *name = ap->prov ? ap->prov->name : ap->provider;
-  return name && !strcasecmp(name, provider);
+/* The provider of ap if its programs come to run as `run` says, else
+ * NULL. */
+static const Provider *ap_runs(const AttachPoint *ap, ProbeRun run) {
+  const Provider *prov = ap_provider(ap);
+  return prov && prov->run == run ? prov : NULL;
 }
 
-/* Whether program p belongs to the BEGIN (or END) probe. A program made for
- * the whole probe (ap NULL) belongs to it if any attach point is. */
-static bool prog_is(const BpfProg *p, const char *provider) {
-  if (p->ap) return ap_is(p->ap, provider);
-  if (!p->probe) return false;
+/* The same for program p (BEGIN's, END's, ...). A program made for the
+ * whole probe (ap NULL) comes to run so if any attach point's does. */
+static const Provider *prog_runs(const BpfProg *p, ProbeRun run) {
+  if (p->ap) return ap_runs(p->ap, run);
+  if (!p->probe) return NULL;
   for (const AttachPoint *ap = p->probe->aps; ap; ap = ap->next)
-    if (ap_is(ap, provider)) return true;
-  return false;
+    if (ap_runs(ap, run)) return ap_runs(ap, run);
+  return NULL;
 }
 
 static bool ap_is_special(const AttachPoint *ap) {
-  return ap_is(ap, "BEGIN") || ap_is(ap, "END");
+  return ap_runs(ap, RUN_AT_BEGIN) || ap_runs(ap, RUN_AT_END);
 }
 
 /* Whether the script has only BEGIN and END probes: then no event can
@@ -373,10 +374,11 @@ static void run_prog_once(const BpfProg *p, const char *provider) {
 /* Runs every program of the given special probe, in script order, and
  * handles the records they produced. */
 static void run_special(RunState *st, struct ring_buffer *rb,
-                        const char *provider) {
-  for (int i = 0; i < st->c->nprogs; i++)
-    if (prog_is(&st->c->progs[i], provider))
-      run_prog_once(&st->c->progs[i], provider);
+                        ProbeRun run) {
+  for (int i = 0; i < st->c->nprogs; i++) {
+    const Provider *prov = prog_runs(&st->c->progs[i], run);
+    if (prov) run_prog_once(&st->c->progs[i], prov->name);
+  }
   drain(st, rb);
   flush_output(st);
 }
@@ -403,11 +405,11 @@ typedef struct BenchResult {
   long runs;
 } BenchResult;
 
-/* NAME of the bench:NAME or test:NAME probe (kind) program p is for. */
-static const char *mode_probe_name(const BpfProg *p, const char *kind) {
+/* NAME of the bench:NAME or test:NAME probe (run) program p is for. */
+static const char *mode_probe_name(const BpfProg *p, ProbeRun run) {
   const AttachPoint *ap = p->ap ? p->ap : p->probe ? p->probe->aps : NULL;
   for (; ap; ap = ap->next)
-    if (ap->targets && ap->prov && !strcmp(ap->prov->name, kind))
+    if (ap->targets && ap->prov && ap->prov->run == run)
       return ap->targets->event;
   return "?";
 }
@@ -419,7 +421,7 @@ static BenchResult bench_one(RunState *st, struct ring_buffer *rb,
   uint64_t args[RAW_TP_MAX_ARGS] = {0};
   LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = args,
               .ctx_size_in = sizeof args);
-  BenchResult r = {mode_probe_name(p, "bench"), 0, 0};
+  BenchResult r = {mode_probe_name(p, RUN_AS_BENCH), 0, 0};
   long long start = now_ns(), spent = 0;
   while (r.runs < BENCH_MAX_RUNS && spent < BENCH_NS && !st->exit_seen &&
          !loupe_stop_requested) {
@@ -446,7 +448,7 @@ static void run_benches(RunState *st, struct ring_buffer *rb) {
   BenchResult *results = calloc(st->c->nprogs + 1, sizeof *results);
   int n = 0;
   for (int i = 0; results && i < st->c->nprogs && !st->exit_seen; i++)
-    if (prog_is(&st->c->progs[i], "bench") && st->c->progs[i].fd >= 0)
+    if (prog_runs(&st->c->progs[i], RUN_AS_BENCH) && st->c->progs[i].fd >= 0)
       results[n++] = bench_one(st, rb, &st->c->progs[i]);
   if (st->format == OUT_JSON) {   /* a record per bench, as bpftrace */
     for (int i = 0; i < n; i++) {
@@ -490,7 +492,7 @@ static void clear_exit_flag(const Compiled *c) {
  * exit() with a code other than 0. A failed test's output follows its
  * FAIL line; a passing test's is dropped. */
 static bool test_one(RunState *st, struct ring_buffer *rb, const BpfProg *p) {
-  const char *name = mode_probe_name(p, "test");
+  const char *name = mode_probe_name(p, RUN_AS_TEST);
   FILE *held = tmpfile(), *out = st->out;
   int saved_err = -1;
   fflush(out);
@@ -565,7 +567,7 @@ static void run_tests(RunState *st, struct ring_buffer *rb) {
   if (st->exit_seen) return;   /* BEGIN called exit() */
   for (int i = 0; i < st->c->nprogs && !loupe_stop_requested; i++) {
     const BpfProg *p = &st->c->progs[i];
-    if (!prog_is(p, "test") || p->fd < 0) continue;
+    if (!prog_runs(p, RUN_AS_TEST) || p->fd < 0) continue;
     if (test_one(st, rb, p))
       passed++;
     else
@@ -640,13 +642,13 @@ static void run_iter(RunState *st, struct ring_buffer *rb, const BpfProg *p) {
  * take no others but BEGIN and END). */
 static void run_iters(RunState *st, struct ring_buffer *rb) {
   for (int i = 0; i < st->c->nprogs && !st->exit_seen; i++)
-    if (prog_is(&st->c->progs[i], "iter"))
+    if (prog_runs(&st->c->progs[i], RUN_AS_ITERATOR))
       run_iter(st, rb, &st->c->progs[i]);
 }
 
 static bool has_iter(const Compiled *c) {
   for (int i = 0; i < c->nprogs; i++)
-    if (prog_is(&c->progs[i], "iter")) return true;
+    if (prog_runs(&c->progs[i], RUN_AS_ITERATOR)) return true;
   return false;
 }
 
@@ -748,7 +750,7 @@ static void event_loop(RunState *st, struct ring_buffer *rb, int timeout_ms) {
     if (usr1_pending) {
       usr1_pending = 0;
       if (st->has_self) {
-        run_special(st, rb, "self");
+        run_special(st, rb, RUN_ON_SIGNAL);
       } else {
         print_all_maps_now(st->c, st->format, st->out);
         st->handled++;
@@ -792,7 +794,7 @@ Run *run_begin(Compiled *c, const RunOptions *opts) {
   r->child_go_fd = opts->child_go_fd;
   r->out = r->st.out;
   for (int i = 0; i < c->nprogs; i++)
-    if (prog_is(&c->progs[i], "self")) r->st.has_self = true;
+    if (prog_runs(&c->progs[i], RUN_ON_SIGNAL)) r->st.has_self = true;
   catch_signals(&r->saved);
   if (c->nskb_outputs > 0 && !(r->st.skb = skb_writer_open(c))) {
     run_abandon(r);
@@ -809,7 +811,7 @@ Run *run_begin(Compiled *c, const RunOptions *opts) {
    * records are read now, to know whether it called exit(). */
   FILE *held = open_memstream(&r->begin_text, &r->begin_len);
   if (held) r->st.out = held;
-  run_special(&r->st, r->rb, "BEGIN");
+  run_special(&r->st, r->rb, RUN_AT_BEGIN);
   if (held) {
     fclose(held);
     r->st.out = r->out;
@@ -867,7 +869,7 @@ int run_finish(Run *r) {
    * and clear() records is handled in order (a stop ends the draining of
    * the probes' records, never END's). */
   st->ending = true;
-  run_special(st, r->rb, "END");
+  run_special(st, r->rb, RUN_AT_END);
   report_counts(st);
   fflush(st->out);
   report_warn_repeats(st->c);
