@@ -23,7 +23,8 @@
 #include "codegen/codegen.h"
 #include "probes/expand.h"
 #include "probes/list.h"
-#include "runtime/flamegraph.h"
+#include "output/encoder.h"
+#include "output/flamegraph.h"
 #include "runtime/info.h"
 #include "runtime/load.h"
 #include "probes/provider.h"
@@ -344,16 +345,12 @@ static void parse_options(int argc, char **argv, Options *o, Settings *st) {
       break;
     case 'l': o->list = true; break;
     case 'f':
-      if (!strcmp(optarg, "text")) {
-        o->format = OUT_TEXT;
-      } else if (!strcmp(optarg, "json")) {
-        o->format = OUT_JSON;
-      } else if (!strcmp(optarg, "folded")) {
-        o->format = OUT_FOLDED;
-      } else {
+      if ((o->format = output_format_named(optarg)) < 0) {
         /* bpftrace's words: scripts' wrappers may look for them. */
         fprintf(stderr, "ERROR: Invalid output format \"%s\"\n"
-                "Valid formats: 'text', 'json', 'folded'\n", optarg);
+                "Valid formats: ", optarg);
+        output_put_format_names(stderr);
+        fputc('\n', stderr);
         exit(1);
       }
       break;

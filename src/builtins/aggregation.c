@@ -161,33 +161,30 @@ static bool signed_as_value(const MapSym *m) {
   return m->value_type.is_signed;
 }
 
-static void print_count(const MapSym *m, const uint8_t *v, int64_t div,
-                        bool json, FILE *out) {
-  fprintf(out, "%" PRIu64, (uint64_t)agg_read_s64(v) / (uint64_t)div);
+static void decode_count(const MapSym *m, const uint8_t *v, int64_t div,
+                         const AggScope *scope, ValueArena *a, Value *out) {
+  value_int(out, (uint64_t)agg_read_s64(v) / (uint64_t)div, false);
 }
 
-/* sum(), min() and max() print as their type says. */
-static void print_number(const MapSym *m, const uint8_t *v, int64_t div,
-                         bool json, FILE *out) {
+/* sum(), min() and max() are numbers of their type. */
+static void decode_number(const MapSym *m, const uint8_t *v, int64_t div,
+                          const AggScope *scope, ValueArena *a, Value *out) {
   if (m->value_type.is_signed)
-    fprintf(out, "%" PRId64, agg_read_s64(v) / div);
+    value_int(out, (uint64_t)(agg_read_s64(v) / div), true);
   else
-    fprintf(out, "%" PRIu64, (uint64_t)agg_read_s64(v) / (uint64_t)div);
+    value_int(out, (uint64_t)agg_read_s64(v) / (uint64_t)div, false);
 }
 
-static void print_avg(const MapSym *m, const uint8_t *v, int64_t div,
-                      bool json, FILE *out) {
-  fprintf(out, "%" PRId64, average(v) / div);
-}
-
-/* print()'s top and div do not apply to stats. */
-static void print_stats(const MapSym *m, const uint8_t *v, int64_t div,
-                        bool json, FILE *out) {
-  fprintf(out,
-          json ? "{\"count\": %" PRId64 ", \"average\": %" PRId64
-                 ", \"total\": %" PRId64 "}"
-               : "count %" PRId64 ", average %" PRId64 ", total %" PRId64,
-          agg_read_s64(v + 8), average(v), agg_read_s64(v));
+/* avg() and stats() keep { total, count }; print()'s div divides an
+ * average, and does not apply to stats. */
+static void decode_stats(const MapSym *m, const uint8_t *v, int64_t div,
+                         const AggScope *scope, ValueArena *a, Value *out) {
+  bool avg = m->value_type.agg == AGG_AVG;
+  memset(out, 0, sizeof *out);
+  out->kind = VAL_STATS;
+  out->stats = (Stats){.count = agg_read_s64(v + 8), .total = agg_read_s64(v),
+                       .average = avg ? average(v) / div : average(v),
+                       .average_only = avg};
 }
 
 /* bpftrace keeps a keyless count() in an array, which always has its slot:
@@ -196,34 +193,32 @@ static const AggOps count_ops = {
     .kind = AGG_COUNT, .value_size = size_one, .emit_update = gen_aggregate,
     .reduced_size = reduced_one, .reduce = agg_reduce_sum,
     .sort_number = sort_plain, .sorts_signed = signed_never,
-    .print_value = print_count, .json_type = "map", .zero_when_empty = true};
+    .value_kind = VAL_INT, .decode = decode_count, .zero_when_empty = true};
 static const AggOps sum_ops = {
     .kind = AGG_SUM, .value_size = size_one, .emit_update = gen_aggregate,
     .reduced_size = reduced_one, .reduce = agg_reduce_sum,
     .sort_number = sort_plain, .sorts_signed = signed_as_value,
-    .print_value = print_number, .json_type = "map"};
+    .value_kind = VAL_INT, .decode = decode_number};
 static const AggOps min_ops = {
     .kind = AGG_MIN, .value_size = size_two, .emit_update = gen_aggregate,
     .reduced_size = reduced_one, .reduce = reduce_minmax,
     .sort_number = sort_plain, .sorts_signed = signed_as_value,
-    .print_value = print_number, .json_type = "map"};
+    .value_kind = VAL_INT, .decode = decode_number};
 static const AggOps max_ops = {
     .kind = AGG_MAX, .value_size = size_two, .emit_update = gen_aggregate,
     .reduced_size = reduced_one, .reduce = reduce_minmax,
     .sort_number = sort_plain, .sorts_signed = signed_as_value,
-    .print_value = print_number, .json_type = "map"};
+    .value_kind = VAL_INT, .decode = decode_number};
 static const AggOps avg_ops = {
     .kind = AGG_AVG, .value_size = size_two, .emit_update = gen_aggregate,
     .reduced_size = reduced_two, .reduce = agg_reduce_sum,
     .sort_number = sort_average, .sorts_signed = signed_always,
-    .print_value = print_avg, .json_type = "stats",
-    .blank_line_after = true};
+    .value_kind = VAL_STATS, .decode = decode_stats};
 static const AggOps stats_ops = {
     .kind = AGG_STATS, .value_size = size_two, .emit_update = gen_aggregate,
     .reduced_size = reduced_two, .reduce = agg_reduce_sum,
     .sort_number = sort_average, .sorts_signed = signed_always,
-    .print_value = print_stats, .json_type = "stats",
-    .blank_line_after = true, .ignores_top = true};
+    .value_kind = VAL_STATS, .decode = decode_stats, .ignores_top = true};
 
 #define AGG(name_, min, check_, ops)                                     \
   {.name = name_, .form = BI_CALL, .min_args = min, .max_args = -1,       \

@@ -3,7 +3,8 @@
  * record holds everything about its builtin: how it is type-checked, the
  * code it generates, the events it sends to user space and how they are
  * handled, and for aggregations how their map values are combined over
- * CPUs and printed. The passes find a record by name once (check stores
+ * CPUs and decoded for the output formats (output/), which alone write
+ * them. The passes find a record by name once (check stores
  * it in Node.builtin) and call its hooks; they never name a builtin.
  *
  * The records live in builtins/<group>.c, one array per group, and
@@ -19,17 +20,21 @@
 
 #include "codegen/gen.h"
 #include "lang/checker.h"
+#include "output/value.h"
 
 typedef enum BuiltinForm {
   BI_WORD,   /* a bare identifier: pid, comm, args, arg0 */
   BI_CALL,   /* a function call: printf(...), count() */
 } BuiltinForm;
 
+struct Output;
+
 /* What an event handler works with (runtime/run.c fills it in). */
 typedef struct EventCtx {
   const Compiled *c;
-  FILE *out;
-  int format;        /* OutFormat */
+  /* the format's encoder and its stream: what a record shows goes there
+   * as a Value (output_event, output_message, output_map) */
+  struct Output *output;
   int *exit_seen;    /* set to stop handling records: 1 + exit()'s code */
 } EventCtx;
 
@@ -62,8 +67,16 @@ typedef struct Builtin {
                    size_t size);
 } Builtin;
 
+/* What the decoding of each value of a map needs to know about all the
+ * values shown with it: a tseries, the latest interval holding a value
+ * (every entry's plot ends there). */
+typedef struct AggScope {
+  bool any;
+  uint64_t latest;
+} AggScope;
+
 /* How an aggregation lives in its per-CPU map (layouts in program.h),
- * how CPUs combine and how its values print. */
+ * how CPUs combine and sort, and what its values decode to. */
 typedef struct AggOps {
   AggKind kind;
   /* check: the map's parameters from a call feeding it (hist bits, lhist
@@ -82,18 +95,18 @@ typedef struct AggOps {
    * signed. */
   uint64_t (*sort_number)(const MapSym *m, const uint8_t *val);
   bool (*sorts_signed)(const MapSym *m);
-  /* Prints a reduced value, divided by div (print(@m, top, div)). */
-  void (*print_value)(const MapSym *m, const uint8_t *val, int64_t div,
-                      bool json, FILE *out);
-  /* Before a map's entries print: their reduced values (a tseries learns
-   * the latest interval of them all); NULL if not needed. */
-  void (*print_begin)(const MapSym *m, const uint8_t *const *vals, int n);
-  const char *json_type;    /* the JSON record's "type": map, hist, stats */
-  bool bare_colon;          /* text: "@m[k]:" with no space after
-                               (tseries, and hist and lhist as bpftrace's
-                               reference prints them; 0.17 had one) */
-  bool multiline;           /* text: on lines after "@m[k]:" (hist) */
-  bool blank_line_after;    /* text: an empty line after the map */
+  /* What a reduced value decodes to, for the formats (output/value.h):
+   * VAL_INT, VAL_STATS, VAL_HIST or VAL_TSERIES. */
+  ValueKind value_kind;
+  /* Decodes a reduced value, numbers divided by div (print(@m, top,
+   * div)) where the aggregation divides them; `scope` is what
+   * decode_begin found. */
+  void (*decode)(const MapSym *m, const uint8_t *val, int64_t div,
+                 const AggScope *scope, ValueArena *a, Value *out);
+  /* Before a map's entries decode: their reduced values (a tseries
+   * learns the latest interval of them all); NULL if not needed. */
+  void (*decode_begin)(const MapSym *m, const uint8_t *const *vals, int n,
+                       AggScope *scope);
   bool ignores_top;         /* print(@m, top) prints every entry */
   bool zero_when_empty;     /* keyless and empty, it still prints 0 */
 } AggOps;

@@ -1,6 +1,7 @@
 /* histogram: hist(v[, bits]) and lhist(v, min, max, step) — per-CPU
- * arrays of bucket counts (layouts in codegen/program.h), printed as
- * bpftrace's histogram art or its JSON. */
+ * arrays of bucket counts (layouts in codegen/program.h), decoded as
+ * buckets with their bounds (output/text.c draws bpftrace's histogram
+ * art). */
 #include <inttypes.h>
 #include <string.h>
 
@@ -280,129 +281,9 @@ static Bucket lhist_bucket(const MapSym *m, int n, int i) {
   return b;
 }
 
-/* A hist bound: the number, with K, M, G, T, P, E for whole multiples of
- * powers of 1024 ([1K, 2K), [1M, 2M), ...). */
-static void hist_number(u128 n, char *buf, size_t len) {
-  static const char suffix[] = " KMGTPE";
-  int s = 0;
-  while (n >= 1024 && n % 1024 == 0 && s < 6) {
-    n /= 1024;
-    s++;
-  }
-  snprintf(buf, len, "%" PRIu64 "%.*s", (uint64_t)n, s ? 1 : 0, suffix + s);
-}
-
-/* An lhist bound as bpftrace writes it: whole multiples of 1M and 1K get
- * the suffix (but not 0), anything else is the plain number. */
-static void lhist_number(int64_t n, char *buf, size_t len) {
-  if (n != 0 && n % (1024 * 1024) == 0)
-    snprintf(buf, len, "%" PRId64 "M", n / (1024 * 1024));
-  else if (n != 0 && n % 1024 == 0)
-    snprintf(buf, len, "%" PRId64 "K", n / 1024);
-  else
-    snprintf(buf, len, "%" PRId64, n);
-}
-
-static void bucket_label(const Bucket *b, bool linear, char *buf, size_t len) {
-  char lo[48], hi[48];
-  if (linear) {
-    lhist_number((int64_t)b->lo, lo, sizeof lo);
-    lhist_number((int64_t)b->hi, hi, sizeof hi);
-  } else {
-    hist_number((u128)b->lo, lo, sizeof lo);
-    hist_number((u128)b->hi, hi, sizeof hi);
-  }
-  if (b->below)
-    snprintf(buf, len, "(..., %s)", hi);
-  else if (b->above)
-    snprintf(buf, len, "[%s, ...)", lo);
-  else if (!linear && b->hi - b->lo == 1)   /* lhist keeps "[2, 3)" */
-    snprintf(buf, len, "[%s]", lo);
-  else
-    snprintf(buf, len, "[%s, %s)", lo, hi);
-}
-
 static Bucket bucket_at(const MapSym *m, int n, int i) {
   return m->value_type.agg == AGG_LHIST ? lhist_bucket(m, n, i)
                                 : hist_bucket(m->hist_bits, i);
-}
-
-/* The range of buckets printed: from the first non-empty one to the last.
- * Returns false when every bucket is empty. */
-static bool hist_range(const uint64_t *b, int n, int *first, int *last,
-                       uint64_t *max) {
-  *first = -1;
-  *max = 0;
-  for (int i = 0; i < n; i++) {
-    if (!b[i]) continue;
-    if (*first < 0) *first = i;
-    *last = i;
-    if (b[i] > *max) *max = b[i];
-  }
-  return *first >= 0;
-}
-
-#define HIST_BAR_WIDTH 52
-
-/* bpftrace's rows: the label left-aligned in 16 columns, the count in 8,
- * then a bar of '@' scaled so the largest bucket fills 52 columns (the
- * count divided by div, the bar not). */
-static void text_hist(const MapSym *m, const uint64_t *b, int n,
-                      uint64_t div, FILE *out) {
-  int first, last;
-  uint64_t max;
-  if (!hist_range(b, n, &first, &last, &max)) return;
-  bool linear = m->value_type.agg == AGG_LHIST;
-  for (int i = first; i <= last; i++) {
-    Bucket bk = bucket_at(m, n, i);
-    if (!bk.possible) continue;
-    char label[128], bar[HIST_BAR_WIDTH + 1];
-    bucket_label(&bk, linear, label, sizeof label);
-    /* In single precision, as bpftrace computes it. */
-    int width = (int)((float)b[i] / (float)max * HIST_BAR_WIDTH);
-    if (width > HIST_BAR_WIDTH) width = HIST_BAR_WIDTH;
-    memset(bar, '@', width);
-    bar[width] = '\0';
-    fprintf(out, "%-16s%8" PRIu64 " |%-*s|\n", label, b[i] / div,
-            HIST_BAR_WIDTH, bar);
-  }
-}
-
-static void put_i128(__int128 v, FILE *out) {
-  if (v < 0)
-    fprintf(out, "-%" PRIu64, (uint64_t)-v);
-  else
-    fprintf(out, "%" PRIu64, (uint64_t)v);
-}
-
-/* [{"min": 4, "max": 7, "count": 1}, ...]; the bucket below has no min,
- * the one above no max. */
-static void json_hist(const MapSym *m, const uint64_t *b, int n,
-                      uint64_t div, FILE *out) {
-  int first, last;
-  uint64_t max;
-  fputc('[', out);
-  if (hist_range(b, n, &first, &last, &max)) {
-    bool sep = false;
-    for (int i = first; i <= last; i++) {
-      Bucket bk = bucket_at(m, n, i);
-      if (!bk.possible) continue;
-      fputs(sep ? ", {" : "{", out);
-      sep = true;
-      if (!bk.below) {
-        fputs("\"min\": ", out);
-        put_i128(bk.lo, out);
-        fputs(", ", out);
-      }
-      if (!bk.above) {
-        fputs("\"max\": ", out);
-        put_i128(bk.hi - 1, out);
-        fputs(", ", out);
-      }
-      fprintf(out, "\"count\": %" PRIu64 "}", b[i] / div);
-    }
-  }
-  fputc(']', out);
 }
 
 /* Bucket counts: the reduced value is the per-CPU counts added up. */
@@ -418,32 +299,46 @@ static uint64_t sort_total(const MapSym *m, const uint8_t *val) {
 
 static bool signed_never(const MapSym *m) { return false; }
 
-/* lhist ignores print()'s div in bpftrace; hist divides the counts (its
- * bars stay). */
-static void print_hist(const MapSym *m, const uint8_t *val, int64_t div,
-                       bool json, FILE *out) {
-  uint64_t d = m->value_type.agg == AGG_LHIST ? 1 : (uint64_t)div;
-  int n = hist_reduced_size(m) / 8;
-  if (json)
-    json_hist(m, (const uint64_t *)val, n, d, out);
-  else
-    text_hist(m, (const uint64_t *)val, n, d, out);
+/* The buckets from the first non-empty one to the last, those a value can
+ * land in. lhist ignores print()'s div in bpftrace; hist divides the
+ * counts. */
+static void decode_hist(const MapSym *m, const uint8_t *val, int64_t div,
+                        const AggScope *scope, ValueArena *a, Value *out) {
+  int n = hist_reduced_size(m) / 8, first = -1, last = -1;
+  const uint64_t *b = (const uint64_t *)val;
+  memset(out, 0, sizeof *out);
+  out->kind = VAL_HIST;
+  out->hist.linear = m->value_type.agg == AGG_LHIST;
+  out->hist.div = out->hist.linear ? 1 : (uint64_t)div;
+  for (int i = 0; i < n; i++) {
+    if (!b[i]) continue;
+    if (first < 0) first = i;
+    last = i;
+    if (b[i] > out->hist.peak) out->hist.peak = b[i];
+  }
+  if (first < 0) return;
+  out->hist.buckets = value_alloc(a, sizeof(HistBucket) * (last - first + 1));
+  for (int i = first; out->hist.buckets && i <= last; i++) {
+    Bucket bk = bucket_at(m, n, i);
+    if (!bk.possible) continue;
+    out->hist.buckets[out->hist.n++] = (HistBucket){
+        .below = bk.below, .above = bk.above, .lo = bk.lo, .hi = bk.hi,
+        .count = b[i]};
+  }
 }
 
 static const AggOps hist_ops = {
     .kind = AGG_HIST, .check_map = check_hist_map, .value_size = hist_size,
     .emit_update = gen_histogram, .reduced_size = hist_reduced_size,
     .reduce = agg_reduce_sum, .sort_number = sort_total,
-    .sorts_signed = signed_never, .print_value = print_hist,
-    .json_type = "hist", .multiline = true,
-    .bare_colon = true};
+    .sorts_signed = signed_never, .value_kind = VAL_HIST,
+    .decode = decode_hist};
 static const AggOps lhist_ops = {
     .kind = AGG_LHIST, .check_map = check_lhist_map,
     .value_size = lhist_size, .emit_update = gen_histogram,
     .reduced_size = hist_reduced_size, .reduce = agg_reduce_sum,
     .sort_number = sort_total, .sorts_signed = signed_never,
-    .print_value = print_hist, .json_type = "hist", .multiline = true,
-    .bare_colon = true};
+    .value_kind = VAL_HIST, .decode = decode_hist};
 
 const Builtin builtins_histogram[] = {
     {.name = "hist", .form = BI_CALL, .min_args = 1, .max_args = -1,

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "builtins/builtin.h"
+#include "output/encoder.h"
 #include "runtime/print.h"
 
 /* ---- checks ---------------------------------------------------------- */
@@ -251,20 +252,21 @@ static void on_print(const EventCtx *e, uint32_t index,
     memcpy(&top, payload, 8);
     memcpy(&div, payload + 8, 8);
   }
-  print_map_as(m, top, div, e->format, e->out);
+  output_map(e->output, m, top, div);
 }
 
-/* The value, then a newline; in JSON {"type": "value", "data": ...}. */
+/* The value, on a line of its own. */
 static void on_print_value(const EventCtx *e, uint32_t index,
                            const uint8_t *payload, size_t size) {
   if (index >= (uint32_t)e->c->nprintfs) return;
   const PrintfDef *p = &e->c->printfs[index];
   /* print()'s definitions alone hold one value and no format */
   if (size < (size_t)p->size || p->fmt || p->nargs != 1) return;
-  bool json = e->format == OUT_JSON;
-  if (json) fputs("{\"type\": \"value\", \"data\": ", e->out);
-  print_value(&p->args[0].type, payload, p->size, json, e->out);
-  fputs(json ? "}\n" : "\n", e->out);
+  ValueArena a = {0};
+  Value v;
+  decode_value(&a, &p->args[0].type, payload, p->size, 1, &v);
+  output_event(e->output, "value", &v, true);
+  value_arena_free(&a);
 }
 
 static void on_clear(const EventCtx *e, uint32_t index,

@@ -1,7 +1,8 @@
 /* output: the builtins that write to loupe's output — printf(), and
  * system(), cat(), time() and join(), which are formatted the same way in
  * user space — and exit(). Each sends a record through the ring buffer;
- * user space prints it as text or as bpftrace's JSON record. */
+ * user space makes its message and hands it to the output's encoder
+ * (output/encoder.h), which writes it as text or as a JSON record. */
 #include <errno.h>
 #include <fcntl.h>
 #include <stdlib.h>
@@ -10,6 +11,7 @@
 #include <unistd.h>
 
 #include "builtins/builtin.h"
+#include "output/encoder.h"
 #include "runtime/print.h"
 
 /* By default cat() prints at most this much of a file, as bpftrace
@@ -394,32 +396,17 @@ static char *format_record(const PrintfDef *p, const uint8_t *payload,
   return buf;
 }
 
-/* Text as is, or the JSON record {"type": TYPE, "data": "TEXT"}. */
-static void put_message(const char *type, const char *text, size_t len,
-                        int format, FILE *out) {
-  if (format != OUT_JSON) {
-    fwrite(text, 1, len, out);
-    return;
-  }
-  fprintf(out, "{\"type\": \"%s\", \"data\": ", type);
-  print_json_string(text, len, out);
-  fputs("}\n", out);
-}
-
+/* The record's text, as the message of event `type`. */
 static void handle_printf(const PrintfDef *p, const uint8_t *payload,
-                          int format, FILE *out) {
-  if (format != OUT_JSON) {
-    print_printf(p, payload, out);
-    return;
-  }
+                          Output *o) {
   size_t len;
   char *text = format_record(p, payload, &len);
-  if (text) put_message("printf", text, len, format, out);
+  if (text) output_message(o, "printf", text, len, false);
   free(text);
 }
 
 /* time(fmt): the local time, through strftime. */
-static void handle_time(const PrintfDef *p, int format, FILE *out) {
+static void handle_time(const PrintfDef *p, Output *o) {
   const char *fmt = p->fmt ? p->fmt : "%H:%M:%S\n";
   char buf[512];
   time_t now = time(NULL);
@@ -431,7 +418,7 @@ static void handle_time(const PrintfDef *p, int format, FILE *out) {
     fputs("ERROR: strftime returned 0\n", stderr);
     return;
   }
-  put_message("time", buf, n, format, out);
+  output_message(o, "time", buf, n, false);
 }
 
 /* Reads everything from fd, up to max bytes (0: no limit), into a malloc'd
@@ -460,11 +447,11 @@ static char *read_fd(int fd, size_t max, size_t *len) {
  * stdout becomes loupe's output, in order with the rest (bpftrace does the
  * same; its JSON record type is "syscall"). */
 static void handle_system(const PrintfDef *p, const uint8_t *payload,
-                          int format, FILE *out) {
+                          Output *o) {
   size_t len;
   char *cmd = format_record(p, payload, &len);
   if (!cmd) return;
-  fflush(out);
+  fflush(o->out);
   fflush(stderr);
   FILE *f = popen(cmd, "r");
   if (!f) {
@@ -475,14 +462,14 @@ static void handle_system(const PrintfDef *p, const uint8_t *payload,
   }
   char *text = read_fd(fileno(f), 0, &len);
   pclose(f);
-  if (text) put_message("syscall", text, len, format, out);
+  if (text) output_message(o, "syscall", text, len, false);
   free(text);
   free(cmd);
 }
 
 /* cat(fmt, ...): the file's contents, as they are (no newline added). */
 static void handle_cat(const PrintfDef *p, const uint8_t *payload,
-                       int format, int max_bytes, FILE *out) {
+                       int max_bytes, Output *o) {
   size_t len;
   char *path = format_record(p, payload, &len);
   if (!path) return;
@@ -499,17 +486,17 @@ static void handle_cat(const PrintfDef *p, const uint8_t *payload,
     text = read_fd(fd, max_bytes > 0 ? max_bytes : CAT_BYTES_MAX, &len);
     close(fd);
   }
-  /* In JSON a file that cannot be read still gives an empty record. */
-  if (text || format == OUT_JSON) put_message("cat", text ? text : "", len,
-                                              format, out);
+  /* A file that cannot be read gives an empty message (in JSON, a
+   * record). */
+  output_message(o, "cat", text ? text : "", text ? len : 0, false);
   free(text);
   free(path);
 }
 
 /* join(argv[, delim]): the argument slots up to the first empty one,
- * joined by the delimiter; a newline ends the line in text only. */
+ * joined by the delimiter, as a line. */
 static void handle_join(const PrintfDef *p, const uint8_t *payload,
-                        size_t payload_size, int format, FILE *out) {
+                        size_t payload_size, Output *o) {
   const char *delim = p->fmt ? p->fmt : " ";
   char *text = NULL;
   size_t len = 0;
@@ -523,9 +510,8 @@ static void handle_join(const PrintfDef *p, const uint8_t *payload,
     if (i) fputs(delim, f);
     fwrite(arg, 1, strnlen(arg, JOIN_ARG_SIZE), f);
   }
-  if (format != OUT_JSON) fputc('\n', f);
   fclose(f);
-  if (text) put_message("join", text, len, format, out);
+  if (text) output_message(o, "join", text, len, true);
   free(text);
 }
 
@@ -549,31 +535,31 @@ static const PrintfDef *record_format(const Compiled *c, uint32_t index,
 static void on_printf(const EventCtx *e, uint32_t index,
                       const uint8_t *payload, size_t size) {
   const PrintfDef *p = record_format(e->c, index, size);
-  if (p) handle_printf(p, payload, e->format, e->out);
+  if (p) handle_printf(p, payload, e->output);
 }
 
 static void on_time(const EventCtx *e, uint32_t index,
                     const uint8_t *payload, size_t size) {
   const PrintfDef *p = record_printf(e->c, index, size);
-  if (p) handle_time(p, e->format, e->out);
+  if (p) handle_time(p, e->output);
 }
 
 static void on_system(const EventCtx *e, uint32_t index,
                       const uint8_t *payload, size_t size) {
   const PrintfDef *p = record_format(e->c, index, size);
-  if (p) handle_system(p, payload, e->format, e->out);
+  if (p) handle_system(p, payload, e->output);
 }
 
 static void on_cat(const EventCtx *e, uint32_t index, const uint8_t *payload,
                    size_t size) {
   const PrintfDef *p = record_format(e->c, index, size);
-  if (p) handle_cat(p, payload, e->format, e->c->max_cat_bytes, e->out);
+  if (p) handle_cat(p, payload, e->c->max_cat_bytes, e->output);
 }
 
 static void on_join(const EventCtx *e, uint32_t index,
                     const uint8_t *payload, size_t size) {
   if (index < (uint32_t)e->c->nprintfs)
-    handle_join(&e->c->printfs[index], payload, size, e->format, e->out);
+    handle_join(&e->c->printfs[index], payload, size, e->output);
 }
 
 /* The message on stderr, ended by a newline if the format has none;
@@ -587,7 +573,7 @@ static void on_errorf(const EventCtx *e, uint32_t index,
   size_t len;
   char *text = format_record(p, payload, &len);
   if (!text) return;
-  fflush(e->out);
+  fflush(e->output->out);
   fprintf(stderr, "%s%s%s%s", p->prefix ? p->prefix : "", text,
           len && text[len - 1] == '\n' ? "" : "\n",
           p->expansions ? p->expansions : "");

@@ -1,8 +1,8 @@
 /* tseries: tseries(v, interval, n[, agg]) — a time series of the last n
  * intervals of `interval` ns, each holding the last value recorded in it
  * (or their avg, max, min or sum). Per-CPU rings of slots (layout in
- * codegen/program.h), combined over CPUs and printed as bpftrace's
- * time-series plot or its JSON. */
+ * codegen/program.h), combined over CPUs and decoded as the intervals
+ * of a window (output/text.c draws bpftrace's time-series plot). */
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
@@ -240,40 +240,24 @@ static void reduce_tseries(const MapSym *m, const uint8_t *buf, int slots,
 static uint64_t sort_none(const MapSym *m, const uint8_t *val) { return 0; }
 static bool signed_never(const MapSym *m) { return false; }
 
-/* ---- user space: printing -------------------------------------------- */
+/* ---- user space: decoding -------------------------------------------- */
 
-/* The latest interval holding a value in any entry being printed: every
- * entry's plot ends there. Set by print_begin for the print_value calls
- * of the same map that follow. */
-static struct {
-  bool any;
-  uint64_t epoch;
-} latest;
-
-static void find_latest(const MapSym *m, const uint8_t *const *vals,
-                        int n) {
-  latest.any = false;
-  latest.epoch = 0;
+/* The latest interval holding a value in any entry shown: every entry's
+ * window ends there. */
+static void find_latest(const MapSym *m, const uint8_t *const *vals, int n,
+                        AggScope *scope) {
+  scope->any = false;
+  scope->latest = 0;
   for (int e = 0; e < n; e++)
     for (int i = 0; i < m->tseries_intervals; i++) {
       Slot s = slot_at(vals[e] + i * SLOT_BYTES);
-      if (s.count && (!latest.any || s.epoch > latest.epoch)) {
-        latest.any = true;
-        latest.epoch = s.epoch;
+      if (s.count && (!scope->any || s.epoch > scope->latest)) {
+        scope->any = true;
+        scope->latest = s.epoch;
       }
     }
 }
 
-/* One interval of the window: its value, if it has one. */
-typedef struct Point {
-  uint64_t epoch;
-  bool present;
-  int64_t value;
-} Point;
-
-/* The intervals of the window that one entry prints: from its first
- * interval holding a value to the latest of the map (at most
- * tseries_intervals of them). Returns how many (0: nothing to show). */
 /* a / b for any 64 bits a map holds: no trap on INT64_MIN / -1, and a
  * divisor of 0 divides by 1 */
 static int64_t quotient(int64_t a, int64_t b) {
@@ -286,131 +270,32 @@ static int64_t quotient_by_count(int64_t a, uint64_t count) {
   return count > INT64_MAX ? 0 : quotient(a, (int64_t)count);
 }
 
-static int window(const MapSym *m, const uint8_t *val, int64_t div,
-                  Point *pts) {
-  if (!latest.any) return 0;
-  int n = m->tseries_intervals, np = 0;
-  uint64_t start = latest.epoch >= (uint64_t)n - 1 ? latest.epoch - (n - 1)
-                                                   : 0;
-  /* counted, not up to latest.epoch: that may be UINT64_MAX */
-  for (int k = 0; k < n && start + (uint64_t)k <= latest.epoch; k++) {
+/* The intervals of the window that one entry shows: from its first
+ * interval holding a value to the latest of the map (at most
+ * tseries_intervals of them); none when no entry holds a value. */
+static void decode_tseries(const MapSym *m, const uint8_t *val, int64_t div,
+                           const AggScope *scope, ValueArena *a,
+                           Value *out) {
+  memset(out, 0, sizeof *out);
+  out->kind = VAL_TSERIES;
+  int n = m->tseries_intervals;
+  if (!scope->any || !(out->points = value_alloc(a, sizeof(TsPoint) * n)))
+    return;
+  uint64_t start = scope->latest >= (uint64_t)n - 1
+                       ? scope->latest - (n - 1) : 0;
+  /* counted, not up to the latest epoch: that may be UINT64_MAX */
+  for (int k = 0; k < n && start + (uint64_t)k <= scope->latest; k++) {
     uint64_t e = start + (uint64_t)k;
     Slot s = slot_at(val + (e % n) * SLOT_BYTES);
     bool present = s.count && s.epoch == e;
-    if (!present && np == 0) continue;
+    if (!present && out->n == 0) continue;
     int64_t v = s.value;
     if (present && m->tseries_agg == TS_AVG)
       v = quotient_by_count(v, s.count);
-    pts[np++] = (Point){e, present, quotient(v, div)};
+    out->points[out->n++] = (TsPoint){
+        .start_ns = e * (uint64_t)m->tseries_interval, .present = present,
+        .value = quotient(v, div)};
   }
-  return np;
-}
-
-/* ns since the Unix epoch as local time: "10:41:46.700" (text) or
- * "1970-01-01 00:00:00.500000000" (JSON). */
-static void put_time(uint64_t ns, bool json, FILE *out) {
-  time_t sec = (time_t)(ns / 1000000000);
-  struct tm tm;
-  localtime_r(&sec, &tm);
-  char buf[64];
-  strftime(buf, sizeof buf, json ? "%Y-%m-%d %H:%M:%S" : "%H:%M:%S", &tm);
-  if (json)
-    fprintf(out, "%s.%09" PRIu64, buf, ns % 1000000000);
-  else
-    fprintf(out, "%s.%03" PRIu64, buf, ns % 1000000000 / 1000000);
-}
-
-#define PLOT_WIDTH 53    /* columns from the left border to the right one */
-#define LABEL_WIDTH 13   /* "hh:mm:ss.ms  " */
-
-/* The column of v on a scale from lo to hi (lo < hi). */
-static int column(int64_t v, int64_t lo, int64_t hi) {
-  return (int)((__int128)(v - lo) * (PLOT_WIDTH - 1) / ((__int128)hi - lo));
-}
-
-/* "             lo          hi" over and under the plot. */
-static void put_scale(int64_t lo, int64_t hi, FILE *out) {
-  char left[24];
-  int len = snprintf(left, sizeof left, "%" PRId64, lo);
-  fprintf(out, "%*s%s%*" PRId64 "\n", LABEL_WIDTH, "", left,
-          PLOT_WIDTH - len, hi);
-}
-
-/* One row: the interval's start, the plot line with '*' at the value
- * ('.' marks zero when the scale spans it), and the value or "-". */
-static void put_row(const MapSym *m, const Point *p, int64_t lo, int64_t hi,
-                    FILE *out) {
-  char line[PLOT_WIDTH + 1];
-  memset(line, ' ', PLOT_WIDTH);
-  line[PLOT_WIDTH] = '\0';
-  if (lo < 0 && hi > 0) line[column(0, lo, hi)] = '.';
-  line[0] = line[PLOT_WIDTH - 1] = '|';
-  if (p->present) line[column(p->value, lo, hi)] = '*';
-  put_time(p->epoch * (uint64_t)m->tseries_interval, false, out);
-  fprintf(out, " %s ", line);
-  if (p->present)
-    fprintf(out, "%" PRId64 "\n", p->value);
-  else
-    fputs("-\n", out);
-}
-
-/* The scale: the smallest and largest values; a single value v gets
- * v - 1 .. v + 1 (not below 0 when v is not negative). */
-static void scale(const Point *pts, int np, int64_t *lo, int64_t *hi) {
-  bool any = false;
-  for (int i = 0; i < np; i++) {
-    if (!pts[i].present) continue;
-    if (!any || pts[i].value < *lo) *lo = pts[i].value;
-    if (!any || pts[i].value > *hi) *hi = pts[i].value;
-    any = true;
-  }
-  if (*lo == *hi) {
-    if (*lo != 0 && *lo != INT64_MIN) (*lo)--;
-    if (*hi != INT64_MAX) (*hi)++;
-  }
-}
-
-static void text_tseries(const MapSym *m, const Point *pts, int np,
-                         FILE *out) {
-  if (np == 0) return;
-  int64_t lo = 0, hi = 0;
-  scale(pts, np, &lo, &hi);
-  char rule[PLOT_WIDTH - 1];
-  memset(rule, '_', sizeof rule - 1);
-  rule[sizeof rule - 1] = '\0';
-  put_scale(lo, hi, out);
-  fprintf(out, "%-*s|%s|\n", LABEL_WIDTH, "hh:mm:ss.ms", rule);
-  for (int i = 0; i < np; i++) put_row(m, &pts[i], lo, hi, out);
-  fprintf(out, "%*sv%sv\n", LABEL_WIDTH, "", rule);
-  put_scale(lo, hi, out);
-}
-
-/* [{"interval_start": "...", "value": v}, ...]: the intervals holding a
- * value. */
-static void json_tseries(const MapSym *m, const Point *pts, int np,
-                         FILE *out) {
-  bool sep = false;
-  fputc('[', out);
-  for (int i = 0; i < np; i++) {
-    if (!pts[i].present) continue;
-    fputs(sep ? ", {\"interval_start\": \"" : "{\"interval_start\": \"", out);
-    sep = true;
-    put_time(pts[i].epoch * (uint64_t)m->tseries_interval, true, out);
-    fprintf(out, "\", \"value\": %" PRId64 "}", pts[i].value);
-  }
-  fputc(']', out);
-}
-
-static void print_tseries(const MapSym *m, const uint8_t *val, int64_t div,
-                          bool json, FILE *out) {
-  Point *pts = calloc(m->tseries_intervals, sizeof *pts);
-  if (!pts) return;
-  int np = window(m, val, div, pts);
-  if (json)
-    json_tseries(m, pts, np, out);
-  else
-    text_tseries(m, pts, np, out);
-  free(pts);
 }
 
 static const AggOps tseries_ops = {
@@ -418,9 +303,8 @@ static const AggOps tseries_ops = {
     .value_size = tseries_size, .emit_update = gen_tseries,
     .reduced_size = reduced_size, .reduce = reduce_tseries,
     .sort_number = sort_none, .sorts_signed = signed_never,
-    .print_value = print_tseries, .print_begin = find_latest,
-    .json_type = "tseries", .multiline = true, .bare_colon = true,
-    .ignores_top = false};
+    .value_kind = VAL_TSERIES, .decode = decode_tseries,
+    .decode_begin = find_latest};
 
 const Builtin builtins_tseries[] = {
     {.name = "tseries", .form = BI_CALL, .min_args = 3, .max_args = -1,

@@ -1,7 +1,7 @@
 /* map_read: reading a script map out of the kernel for printing — each
  * entry's value reduced over CPUs, sorted as bpftrace sorts — and emptying
- * or zeroing it (clear, zero). Internal to runtime/: print.c and its
- * formats use it. */
+ * or zeroing it (clear, zero). output/decode.c reads maps through it for
+ * every format. */
 #ifndef LOUPE_MAP_READ_H
 #define LOUPE_MAP_READ_H
 

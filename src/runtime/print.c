@@ -1,5 +1,5 @@
-/* print: bpftrace 0.17's output for printf records and maps, in text and
- * in JSON (-f json).
+/* print: bpftrace 0.17's printf formatting, and the way to print maps in
+ * a format.
  *
  * printf follows bpftrace's way of formatting: every conversion (with the
  * literal text before it) is formatted on its own with the argument widened
@@ -11,33 +11,19 @@
  * \xNN, every byte as \xNN, or every byte as two hex digits, spaced;
  * %gr prints an integer as GFP flags (runtime/gfp.c).
  *
- * Maps print as "@name[k1, k2]: value" lines sorted as bpftrace sorts:
- * by value for integer and aggregation values (hist and lhist by their
- * total count, avg and stats by their average), by key for strings,
- * tuples and buffers. print(@m, top, div) keeps the last `top` entries of
- * that order and divides the numbers by div (bpftrace ignores both for
- * stats and div for lhist). An empty map prints one empty line; avg() and
- * stats() maps are followed by an empty line, and so is each histogram.
- * At exit two empty lines come before the maps, which follow in name order.
- *
- * Histograms are bpftrace's art: a "@h[key]: " line, then one row per
- * bucket from the first non-empty one to the last: the label left-aligned
- * in 16 columns ("(..., 0)", "[0]", "[1]", "[4, 8)", "[1K, 2K)"; lhist:
- * "(..., 0)", "[0, 10)", "[100, ...)"), the count in 8, then " |", a bar of
- * '@' 52 columns wide for the largest bucket, and "|".
- *
- * JSON is one record per line: {"type": "map"|"hist"|"stats", "data":
- * {"@name": value}}, with a keyed map's value an object named by the keys
- * joined with ','; empty maps print nothing.
+ * Maps print through the encoder of the output format (output/): it
+ * decodes them (output/decode.c) and the encoder writes them. What is
+ * left here is what printf and the decoding share: the text of an
+ * integer that reads as a name, a string's trailer, a buf()'s bytes.
  */
 #define _GNU_SOURCE   /* sigabbrev_np, for signal_name() */
 #include "runtime/print.h"
-#include "runtime/folded.h"
 #include "runtime/gfp.h"
 #include "runtime/print_stack.h"
 #include "runtime/map_read.h"
 
 #include "builtins/builtin.h"
+#include "output/encoder.h"
 
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
@@ -63,7 +49,7 @@ void print_set_truncation(int max_strlen, const char *trailer) {
  * buffer of `size`: str() reads up to max_strlen bytes (and a NUL), so a
  * string of that length in such a buffer was (most likely) cut; a
  * `whole` one (path()) never was. */
-static const char *str_trailer(const Type *t, int size, size_t len) {
+const char *print_str_trailer(const Type *t, int size, size_t len) {
   if (trunc_strlen <= 0 || size <= trunc_strlen || t->whole ||
       len < (size_t)trunc_strlen)
     return "";
@@ -286,6 +272,10 @@ static void print_buf_bytes(const uint8_t *data, size_t len, BufStyle style,
 
 /* The bytes of a TY_BUF value: its 8-byte length, then up to type.size
  * bytes of data. */
+void print_buf_escaped(const uint8_t *data, size_t len, FILE *out) {
+  print_buf_bytes(data, len, BUF_ASCII, out);
+}
+
 static void put_buf(const Type *t, const uint8_t *p, BufStyle style,
                     FILE *out) {
   uint64_t len;
@@ -312,10 +302,8 @@ static void put_buf_conv(const Conv *cv, const FmtArg *arg,
 static const char *enum_text(const Type *t, uint64_t v, char *buf,
                              size_t len);
 
-/* An integer whose type prints it as text (strftime, strerror,
- * signal_name, an enum): that text in buf; NULL for plain numbers. */
-static const char *int_text(const Type *t, uint64_t v, char *buf,
-                            size_t len) {
+const char *print_int_text(const Type *t, uint64_t v, char *buf,
+                           size_t len) {
   if (t->time_fmt) {
     format_timestamp(t->time_fmt, v, buf, len);
     return buf;
@@ -365,7 +353,7 @@ static void put_conv(const Conv *cv, const FmtArg *arg, const uint8_t *payload,
     int size = arg->type.size;
     const char *text = (const char *)payload + arg->offset;
     size_t len = strnlen(text, size);
-    const char *trailer = str_trailer(&arg->type, size, len);
+    const char *trailer = print_str_trailer(&arg->type, size, len);
     char *s = malloc(len + strlen(trailer) + 1);
     if (s) {
       memcpy(s, text, len);
@@ -411,7 +399,7 @@ static void put_conv(const Conv *cv, const FmtArg *arg, const uint8_t *payload,
     }
     case 's': {   /* an integer printed as text: a time, a name, a stack */
       char text[512];
-      const char *s = int_text(&arg->type, v, text, sizeof text);
+      const char *s = print_int_text(&arg->type, v, text, sizeof text);
       size_t slen = s ? strlen(s) : 0;
       if (slen + 64 > need) {   /* a stack can be long */
         char *bigger = malloc(slen + need);
@@ -464,332 +452,12 @@ void print_printf(const PrintfDef *p, const void *payload, FILE *out) {
   }
 }
 
-/* ---- values as text and JSON -------------------------------------------- */
-
-void print_json_string(const char *s, size_t len, FILE *out) {
-  fputc('"', out);
-  for (size_t i = 0; i < len; i++) {
-    signed char c = (signed char)s[i];
-    switch (c) {
-    case '"': fputs("\\\"", out); break;
-    case '\\': fputs("\\\\", out); break;
-    case '\n': fputs("\\n", out); break;
-    case '\r': fputs("\\r", out); break;
-    case '\t': fputs("\\t", out); break;
-    default:
-      /* bpftrace tests the byte as a signed char: bytes of 0x80 and above
-       * come out as \uffffffNN, like control characters. */
-      if (c <= 0x1f)
-        fprintf(out, "\\u%04x", (unsigned)(int)c);
-      else
-        fputc(c, out);
-    }
-  }
-  fputc('"', out);
-}
-
-/* Text written to a memory stream, for values JSON quotes as strings. */
-typedef struct MemText {
-  FILE *f;
-  char *buf;
-  size_t len;
-} MemText;
-
-static FILE *memtext_open(MemText *t) {
-  t->buf = NULL;
-  t->len = 0;
-  t->f = open_memstream(&t->buf, &t->len);
-  return t->f;
-}
-
-/* Closes the stream and writes its text to out as a JSON string. */
-static void memtext_put_json(MemText *t, FILE *out) {
-  if (t->f) fclose(t->f);
-  print_json_string(t->buf ? t->buf : "", t->buf ? t->len : 0, out);
-  free(t->buf);
-}
-
-/* An integer stored widened to 8 bytes (or `size` bytes), shown as its
- * type says, divided by div as print(@m, top, div) asks. A value of an
- * enum type shows its enumerator's name in text (JSON keeps numbers). */
-static void put_int(const Type *t, const uint8_t *p, int stored,
-                    int64_t div, bool json, FILE *out) {
-  uint64_t v = read_int(p, stored, t->is_signed);
-  if (t->is_bool) {
-    fputs(v ? "true" : "false", out);
-    return;
-  }
-  if (t->is_pointer) {
-    fprintf(out, "0x%" PRIx64, v);
-    return;
-  }
-  v = narrow(v, t->size > 0 && t->size < 8 ? t->size * 8 : 64, t->is_signed);
-  if (t->enum_def && !json && div == 1)
-    fputs(enum_text(t, v, (char[24]){0}, 24), out);
-  else if (t->is_signed)
-    fprintf(out, "%" PRId64, (int64_t)v / div);
-  else
-    fprintf(out, "%" PRIu64, v / (uint64_t)div);
-}
-
-static void put_value(const Type *t, const uint8_t *p, int stored,
-                      int64_t div, bool json, FILE *out);
-
-/* A tuple: "(1, a)" in text, "[1,"a"]" in JSON. */
-static void put_tuple(const TupleType *tt, const uint8_t *p, int64_t div,
-                      bool json, FILE *out) {
-  /* a record: { .a = 1, .b = x } in text, {"a": 1, "b": "x"} in JSON */
-  bool rec = tt->names != NULL;
-  fputs(json ? (rec ? "{" : "[") : (rec ? "{ " : "("), out);
-  for (int i = 0; i < tt->n; i++) {
-    if (i) fputs(json && !rec ? "," : ", ", out);
-    if (rec && json) {
-      print_json_string(tt->names[i], strlen(tt->names[i]), out);
-      fputs(": ", out);
-    } else if (rec) {
-      fprintf(out, ".%s = ", tt->names[i]);
-    }
-    const Type *et = &tt->elems[i];
-    int end = i + 1 < tt->n ? tt->offs[i + 1] : tt->size;
-    put_value(et, p + tt->offs[i], end - tt->offs[i], div, json, out);
-  }
-  fputs(json ? (rec ? "}" : "]") : (rec ? " }" : ")"), out);
-}
-
-/* A stored value of type t taking `stored` bytes at p. */
-static void put_value(const Type *t, const uint8_t *p, int stored,
-                      int64_t div, bool json, FILE *out) {
-  switch (t->kind) {
-  case TY_STR: {
-    int max = t->size > 0 && t->size < stored ? t->size : stored;
-    size_t len = strnlen((const char *)p, max);
-    const char *trailer = str_trailer(t, max, len);
-    if (json && *trailer) {
-      char *s = malloc(len + strlen(trailer) + 1);
-      if (!s) break;
-      memcpy(s, p, len);
-      strcpy(s + len, trailer);
-      print_json_string(s, strlen(s), out);
-      free(s);
-    } else if (json) {
-      print_json_string((const char *)p, len, out);
-    } else {
-      fwrite(p, 1, len, out);
-      fputs(trailer, out);
-    }
-    break;
-  }
-  case TY_TUPLE:
-    if (t->tuple) put_tuple(t->tuple, p, div, json, out);
-    break;
-  case TY_CVAL:
-    print_cvalue(t->ctype, p, json, out);
-    break;
-  case TY_BUF:
-    if (t->named) {
-      char text[64];
-      named_buf_text(t, p, text, sizeof text);
-      if (json)
-        print_json_string(text, strlen(text), out);
-      else
-        fputs(text, out);
-    } else if (json) {
-      MemText mt;
-      if (memtext_open(&mt)) put_buf(t, p, BUF_ASCII, mt.f);
-      memtext_put_json(&mt, out);
-    } else {
-      put_buf(t, p, BUF_ASCII, out);
-    }
-    break;
-  default: {
-    /* enums stay numbers in JSON; times and names are strings */
-    char text[512];
-    const char *s = t->kind == TY_INT && (!json || !t->enum_def)
-                        ? int_text(t, (uint64_t)read_s64(p), text, sizeof text)
-                        : NULL;
-    if (s) {
-      if (json)
-        print_json_string(s, strlen(s), out);
-      else
-        fputs(s, out);
-      break;
-    }
-    /* JSON has no hex numbers: a pointer is its plain value there */
-    Type num = *t;
-    if (json) num.is_pointer = false;
-    put_int(&num, p, stored >= 8 ? 8 : stored, div, json, out);
-    break;
-  }
-  }
-}
-
-void print_value(const Type *t, const void *p, int stored, bool json,
-                 FILE *out) {
-  put_value(t, p, stored, 1, json, out);
-}
-
-/* bpftrace prints 8-byte integer keys as signed whatever their type, and
- * narrower ones by their signedness (keys are stored widened to 8 bytes);
- * in text, keys of an enum type by their enumerators' names. */
-static void put_key(const MapSym *m, int i, const uint8_t *key, bool json,
-                    FILE *out) {
-  const uint8_t *k = key + m->key_off[i];
-  const Type *t = &m->key_types[i];
-  int end = i + 1 < m->nkeys ? m->key_off[i + 1] : m->key_size;
-  if (t->kind == TY_TUPLE && t->tuple && !t->tuple->names && !json &&
-      m->nkeys == 1) {
-    /* @[$t] with a tuple $t is @[a, b]: shown as those keys would be */
-    const TupleType *tt = t->tuple;
-    for (int e = 0; e < tt->n; e++) {
-      if (e) fputs(", ", out);
-      int eend = e + 1 < tt->n ? tt->offs[e + 1] : tt->size;
-      put_value(&tt->elems[e], k + tt->offs[e], eend - tt->offs[e], 1,
-                false, out);
-    }
-  } else if (t->kind == TY_INT && t->enum_def && !json) {
-    fputs(enum_text(t, (uint64_t)read_s64(k), (char[24]){0}, 24), out);
-  } else if (t->named == NAMED_KSTACK || t->named == NAMED_USTACK) {
-    fputs(stack_text(t, (uint64_t)read_s64(k), 4), out);
-  } else if (t->kind == TY_INT && !t->is_bool && !t->is_pointer &&
-             !t->time_fmt && !t->named) {
-    /* unsigned keys print unsigned at every width: 0.17 showed a uint64
-     * key of 2^63 or more as negative, a value the script never stored */
-    if (t->is_signed)
-      fprintf(out, "%" PRId64, read_s64(k));
-    else
-      fprintf(out, "%" PRIu64, (uint64_t)read_s64(k));
-  } else {
-    put_value(t, k, end - m->key_off[i], 1, false, out);
-  }
-}
-
-/* The keys as text, separated by sep; for a JSON member name if json. */
-static void put_keys(const MapSym *m, const uint8_t *key, const char *sep,
-                     bool json, FILE *out) {
-  for (int i = 0; i < m->nkeys; i++) {
-    if (i) fputs(sep, out);
-    put_key(m, i, key, json, out);
-  }
-}
-
-/* ---- maps: printing ----------------------------------------------------- */
-
-/* A keyless count() prints 0 when empty (see AggOps.zero_when_empty),
- * as bpftrace's does, unless clear() emptied it: a per-CPU array always
- * has its slot. (With delete(@) in the script it is a hash, whose
- * entry, once deleted, is gone.) */
-static bool prints_zero_when_empty(const MapSym *m) {
-  return m->nkeys == 0 && agg_of(m) && agg_of(m)->zero_when_empty &&
-         m->bpf_type == BPF_MAP_TYPE_PERCPU_ARRAY && !m->cleared;
-}
-
-/* An entry's value as a number or text, in text or JSON. */
-static void put_entry_value(const MapSym *m, const Entry *e, int64_t div,
-                            bool json, FILE *out) {
-  const AggOps *a = agg_of(m);
-  if (a)
-    a->print_value(m, e->val, div, json, out);
-  else
-    put_value(&m->value_type, e->val, m->value_size, div, json, out);
-}
-
-/* A histogram's rows follow its "@name[k]:" line. */
-static bool is_multiline(const MapSym *m) {
-  return agg_of(m) && agg_of(m)->multiline;
-}
-
-/* bpftrace's text: "@name[k1, k2]: value" lines; a histogram's rows follow
- * its "@name[k]:" line, with an empty line after each histogram; stats()
- * and avg() maps end with an empty line. */
-static void text_map(const MapSym *m, const MapDump *d, int first,
-                     int64_t div, FILE *out) {
-  for (int i = first; i < d->n; i++) {
-    const Entry *e = &d->entries[i];
-    if (is_multiline(m) && i > first) fputc('\n', out);
-    fputs(m->name, out);
-    if (m->nkeys > 0) {
-      fputc('[', out);
-      put_keys(m, e->key, ", ", false, out);
-      fputc(']', out);
-    }
-    fputs(agg_of(m) && agg_of(m)->bare_colon ? ":" : ": ", out);
-    if (is_multiline(m)) fputc('\n', out);
-    put_entry_value(m, e, div, false, out);
-    if (!is_multiline(m)) fputc('\n', out);
-  }
-  bool none = first >= d->n;
-  if (none && prints_zero_when_empty(m)) fprintf(out, "%s: 0\n", m->name);
-  else if (none || is_multiline(m)) fputc('\n', out);
-  if (agg_of(m) && agg_of(m)->blank_line_after) fputc('\n', out);
-}
-
-/* bpftrace's JSON: one line {"type": "map"|"hist"|"stats", "data":
- * {"@name": value}} where a keyed map's value is an object with a member
- * per entry, named by the keys joined with ','. Empty maps print nothing. */
-static void json_map(const MapSym *m, const MapDump *d, int first,
-                     int64_t div, FILE *out) {
-  bool none = first >= d->n;
-  if (none && !prints_zero_when_empty(m)) return;
-  const char *type = agg_of(m) ? agg_of(m)->json_type : "map";
-  fprintf(out, "{\"type\": \"%s\", \"data\": {", type);
-  print_json_string(m->name, strlen(m->name), out);
-  fputs(": ", out);
-  if (none) fputc('0', out);
-  if (m->nkeys > 0) fputc('{', out);
-  for (int i = first; i < d->n; i++) {
-    const Entry *e = &d->entries[i];
-    if (i > first) fputs(", ", out);
-    if (m->nkeys > 0) {
-      MemText mt;
-      if (memtext_open(&mt)) put_keys(m, e->key, ",", true, mt.f);
-      memtext_put_json(&mt, out);
-      fputs(": ", out);
-    }
-    put_entry_value(m, e, div, true, out);
-  }
-  if (m->nkeys > 0) fputc('}', out);
-  fputs("}}\n", out);
-}
-
-int map_entries(const MapSym *m, MapEntryFn *fn, void *ctx) {
-  MapDump d;
-  int err = map_dump(m, &d);
-  if (!err) sort_entries(&d);
-  for (int i = 0; !err && i < d.n; i++)
-    fn(m, d.entries[i].key, d.entries[i].order, value_is_signed(m), i, d.n,
-       ctx);
-  map_dump_free(&d);
-  return err;
-}
+/* ---- maps ------------------------------------------------------------- */
 
 int print_map_as(const MapSym *m, int64_t top, int64_t div, OutFormat fmt,
                  FILE *out) {
-  if (fmt == OUT_FOLDED && map_has_stack_key(m))
-    return folded_map(m, top, div, NULL, out);
-  MapDump d;
-  int err = map_dump(m, &d);
-  if (err) {
-    map_dump_free(&d);
-    return err;
-  }
-  sort_entries(&d);
-  /* The top N are the last N in bpftrace's order; stats() ignores top. */
-  int first = 0;
-  if (top > 0 && top < d.n && !(agg_of(m) && agg_of(m)->ignores_top))
-    first = d.n - (int)top;
-  if (div <= 0) div = 1;
-  if (agg_of(m) && agg_of(m)->print_begin) {
-    const uint8_t **vals = malloc(sizeof *vals * (d.n + 1));
-    for (int i = first; vals && i < d.n; i++) vals[i - first] = d.entries[i].val;
-    if (vals) agg_of(m)->print_begin(m, vals, d.n - first);
-    free(vals);
-  }
-  if (fmt == OUT_JSON)
-    json_map(m, &d, first, div, out);
-  else
-    text_map(m, &d, first, div, out);
-  map_dump_free(&d);
-  return 0;
+  Output o = output_for(fmt, out);
+  return output_map(&o, m, top, div);
 }
 
 int print_map(const MapSym *m, FILE *out) {
@@ -812,13 +480,9 @@ static void print_maps_by_name(const Compiled *c, OutFormat fmt, FILE *out,
   for (int i = 0; i < c->nmaps; i++)
     if (!c->maps[i]->internal && c->maps[i]->fd >= 0) order[n++] = c->maps[i];
   if (n > 0) qsort(order, n, sizeof *order, compare_map_names);
-  if (fmt == OUT_FOLDED) {
-    folded_print_maps(order, n, out);
-    free(order);
-    return;
-  }
-  if (at_exit) fputs("\n\n", out);
-  for (int i = 0; i < n; i++) print_map_as(order[i], 0, 1, fmt, out);
+  Output o = output_for(fmt, out);
+  o.enc->maps_begin(&o, order, n, at_exit);
+  for (int i = 0; i < n; i++) output_map(&o, order[i], 0, 1);
   free(order);
 }
 

@@ -8,7 +8,7 @@
 #include "codegen/program.h"
 
 /* The output format (-f): bpftrace's text, its JSON records, one per
- * line, or folded stacks (folded.h) for flame graph tools. */
+ * line, or folded stacks (output/folded.h) for flame graph tools. */
 typedef enum OutFormat { OUT_TEXT, OUT_JSON, OUT_FOLDED } OutFormat;
 
 /* Strings of max_strlen bytes read by str() were cut there:
@@ -52,14 +52,6 @@ int printf_field_number(const char *s, int *i);
 int print_map_as(const MapSym *m, int64_t top, int64_t div, OutFormat fmt,
                  FILE *out);
 
-/* Calls fn for every entry of the map, in print()'s order, with its key
- * and the number it sorts by (a count or sum, an integer value, a
- * histogram's total count, an average), signed as `sign` says; `i` of `n`.
- * Returns 0 or a negative errno. */
-typedef void MapEntryFn(const MapSym *m, const uint8_t *key, uint64_t number,
-                        bool sign, int i, int n, void *ctx);
-int map_entries(const MapSym *m, MapEntryFn *fn, void *ctx);
-
 /* print_map_as(m, 0, 1, OUT_TEXT, out). */
 int print_map(const MapSym *m, FILE *out);
 
@@ -70,17 +62,19 @@ void print_all_maps_as(const Compiled *c, OutFormat fmt, FILE *out);
 void print_all_maps_now(const Compiled *c, OutFormat fmt, FILE *out);
 void print_all_maps(const Compiled *c, FILE *out);  /* in text */
 
-/* Prints a value of type t stored in `stored` bytes at p, as print(value)
- * and map values show it: text (strings bare, tuples "(1, a)", bools
- * true/false) or JSON. */
-void print_value(const Type *t, const void *p, int stored, bool json,
-                 FILE *out);
+/* The text of an integer whose type shows it as text (strftime, a stack
+ * indented by 8, ksym, usym, strerror, signal_name, an enum): in buf (or
+ * a buffer of its own, for a stack); NULL for plain numbers. */
+const char *print_int_text(const Type *t, uint64_t v, char *buf,
+                           size_t len);
 
-/* Prints a copy of a C struct, union or array of type ct at p
- * (print_cvalue.c). */
-struct CType;
-void print_cvalue(const struct CType *ct, const void *p, bool json,
-                  FILE *out);
+/* The trailer to print after a string of type t, len bytes held in a
+ * buffer of `size` (print_set_truncation). */
+const char *print_str_trailer(const Type *t, int size, size_t len);
+
+/* buf() bytes as %r and text show them: printable ASCII as is, other
+ * bytes as \xNN. */
+void print_buf_escaped(const uint8_t *data, size_t len, FILE *out);
 
 /* The text of a value whose Type.named says how it prints
  * (print_named.c): of an integer (strerror, signal_name), or of a TY_BUF
@@ -89,10 +83,6 @@ const char *named_int_text(const Type *t, uint64_t v, char *buf,
                            size_t len);
 const char *named_buf_text(const Type *t, const uint8_t *p, char *buf,
                            size_t len);
-
-/* Writes s (len bytes) as a quoted JSON string, escaped as bpftrace
- * escapes it (bytes >= 0x80 become \uffffffNN, as there). */
-void print_json_string(const char *s, size_t len, FILE *out);
 
 /* Empties a map (clear) or zeroes its values (zero). */
 int map_clear(const MapSym *m);

@@ -39,6 +39,7 @@
 
 #include "builtins/builtin.h"
 #include "codegen/codegen.h"
+#include "output/encoder.h"
 #include "runtime/print.h"
 #include "probes/iter.h"
 #include "probes/provider.h"
@@ -107,10 +108,10 @@ static void on_helper_error(const Compiled *c, FILE *out, int format,
                             : strerror((int)-ret);
   if (format == OUT_JSON) {
     fprintf(out, "{\"type\": \"helper_error\", \"msg\": ");
-    print_json_string(msg, strlen(msg), out);
+    json_put_string(msg, strlen(msg), out);
     fprintf(out, ", \"helper\": \"%s\", \"retcode\": %lld, "
             "\"filename\": ", name ? name : "?", (long long)ret);
-    print_json_string(site->file, strlen(site->file), out);
+    json_put_string(site->file, strlen(site->file), out);
     fprintf(out, ", \"line\": %d, \"col\": %d}\n", site->span.line,
             site->span.col);
     return;
@@ -137,7 +138,8 @@ int run_handle_record(Compiled *c, FILE *out, int format, int *exit_seen,
   /* The builtin that sent the record knows what it means. */
   const Builtin *b = builtin_for_event(h.kind);
   if (!b) return 0;
-  EventCtx e = {.c = c, .out = out, .format = format, .exit_seen = exit_seen};
+  Output o = output_for(format, out);
+  EventCtx e = {.c = c, .output = &o, .exit_seen = exit_seen};
   b->on_event(&e, h.index, (const uint8_t *)data + sizeof h,
               size - sizeof h);
   return 0;
@@ -453,7 +455,7 @@ static void run_benches(RunState *st, struct ring_buffer *rb) {
   if (st->format == OUT_JSON) {   /* a record per bench, as bpftrace */
     for (int i = 0; i < n; i++) {
       fprintf(st->out, "{\"type\": \"benchmark_result\", \"data\": {");
-      print_json_string(results[i].name, strlen(results[i].name), st->out);
+      json_put_string(results[i].name, strlen(results[i].name), st->out);
       fprintf(st->out, ": {\"average\": %lld, \"iters\": %ld}}}\n",
               results[i].ns_per_run, results[i].runs);
     }
@@ -524,7 +526,7 @@ static bool test_one(RunState *st, struct ring_buffer *rb, const BpfProg *p) {
   bool passed = ran && opts.retval == 0 && st->errors == 0 && exit_code == 0;
   if (st->format == OUT_JSON) {
     fprintf(out, "{\"type\": \"test_result\", \"data\": {");
-    print_json_string(name, strlen(name), out);
+    json_put_string(name, strlen(name), out);
     fprintf(out, ": {\"passed\": %s, \"retval\": %lld, \"errors\": %d",
             passed ? "true" : "false", ran ? (long long)(int32_t)opts.retval : 0LL,
             st->errors);

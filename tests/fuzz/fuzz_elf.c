@@ -11,7 +11,7 @@
 
 #include "fuzz_util.h"
 #include "lang/ctype.h"
-#include "runtime/print.h"
+#include "output/encoder.h"
 #include "sym/dwarf.h"
 #include "sym/elf.h"
 #include "sym/stapsdt.h"
@@ -39,8 +39,14 @@ static void print_values(const CType *t) {
   if (!v) abort();
   for (int fill = 0; fill <= 0xff; fill += 0xff) {
     memset(v, fill, (size_t)t->size);
-    print_cvalue(t, v, false, fuzz_devnull());
-    print_cvalue(t, v, true, fuzz_devnull());
+    ValueArena a = {0};
+    Value val;
+    decode_cvalue(&a, t, v, &val);
+    Output text = {.enc = &text_encoder, .out = fuzz_devnull()};
+    Output json = {.enc = &json_encoder, .out = fuzz_devnull()};
+    output_event(&text, "value", &val, true);
+    output_event(&json, "value", &val, true);
+    value_arena_free(&a);
   }
   free(v);
 }

@@ -1,13 +1,13 @@
 /* flamegraph: stack-keyed maps as an interactive SVG (see flamegraph.h). */
-#include "runtime/flamegraph.h"
+#include "output/flamegraph.h"
 
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "runtime/folded.h"
-#include "runtime/print.h"
+#include "output/encoder.h"
+#include "output/folded.h"
 #include "util/safe_file.h"
 
 #define FG_WIDTH 1200     /* of the frames; the image adds margins */
@@ -60,29 +60,49 @@ static FNode *fnode_child(FNode *n, const char *name) {
 }
 
 typedef struct Collect {
-  FNode *base;       /* where the map's stacks start */
+  FNode *root;
   int depth;         /* the deepest frame so far, the root being 0 */
-  int base_depth;
 } Collect;
 
-static void collect_entry(const MapSym *m, const uint8_t *key,
-                          uint64_t number, bool sign, int i, int n,
-                          void *ctx) {
-  (void)i;
-  (void)n;
-  Collect *cl = ctx;
-  if (number == 0 || (sign && (int64_t)number < 0)) return;
-  char **frames;
-  int k = folded_key_frames(m, key, &frames);
-  FNode *at = cl->base;
-  at->samples += number;
-  for (int j = 0; at && j < k; j++) {
-    at = fnode_child(at, frames[j]);
-    if (at) at->samples += number;
+/* A map's stacks, on a frame of its name when several maps are drawn.
+ * Entries whose number is 0 or negative are left out. */
+static void collect_map(Output *o, const DecodedMap *d) {
+  Collect *cl = o->state;
+  bool several = o->set_stack_maps > 1;
+  FNode *base = several ? fnode_child(cl->root, d->name) : cl->root;
+  if (!base) return;
+  uint64_t before = base->samples;
+  for (int i = 0; i < d->n; i++) {
+    uint64_t number = d->entries[i].weight;
+    if (number == 0 || (d->weight_signed && (int64_t)number < 0)) continue;
+    char **frames;
+    int k = folded_entry_frames(&d->entries[i], &frames);
+    FNode *at = base;
+    at->samples += number;
+    for (int j = 0; at && j < k; j++) {
+      at = fnode_child(at, frames[j]);
+      if (at) at->samples += number;
+    }
+    if (several + k > cl->depth) cl->depth = several + k;
+    folded_frames_free(frames, k);
   }
-  if (cl->base_depth + k > cl->depth) cl->depth = cl->base_depth + k;
-  folded_frames_free(frames, k);
+  if (several) cl->root->samples += base->samples - before;
 }
+
+static void collect_begin(Output *o, const MapSym *const *maps, int n,
+                          bool at_exit) {
+  o->in_map_set = true;
+  o->set_stack_maps = output_count_stack_maps(maps, n);
+}
+
+/* The flame graph as an encoder of maps: it gathers their stacks in a
+ * tree (Output.state), which flamegraph_write draws. */
+static const Encoder flamegraph_encoder = {
+    .name = "flamegraph",
+    .decode = {.frames = true},
+    .maps_begin = collect_begin,
+    .map = collect_map,
+};
 
 static int compare_fnodes(const void *pa, const void *pb) {
   const FNode *a = *(const FNode *const *)pa, *b = *(const FNode *const *)pb;
@@ -114,26 +134,20 @@ static int stack_maps(const Compiled *c, const MapSym **out) {
  * deepest frame. */
 static FNode *build_tree(const Compiled *c, int *depth) {
   const MapSym **maps = calloc((size_t)c->nmaps + 1, sizeof *maps);
-  FNode *root = fnode_new("all");
-  if (!maps || !root) {
+  Collect cl = {.root = fnode_new("all")};
+  if (!maps || !cl.root) {
     free(maps);
-    fnode_free(root);
+    fnode_free(cl.root);
     return NULL;
   }
   int n = stack_maps(c, maps);
-  Collect cl = {.depth = 0};
-  for (int i = 0; i < n; i++) {
-    cl.base = n > 1 ? fnode_child(root, maps[i]->name) : root;
-    cl.base_depth = n > 1 ? 1 : 0;
-    if (!cl.base || maps[i]->fd < 0) continue;
-    uint64_t before = cl.base->samples;
-    map_entries(maps[i], collect_entry, &cl);
-    if (n > 1) root->samples += cl.base->samples - before;
-  }
+  Output o = {.enc = &flamegraph_encoder, .state = &cl};
+  o.enc->maps_begin(&o, maps, n, true);
+  for (int i = 0; i < n; i++) output_map(&o, maps[i], 0, 1);
   free(maps);
-  fnode_sort(root);
+  fnode_sort(cl.root);
   *depth = cl.depth;
-  return root;
+  return cl.root;
 }
 
 /* ---- SVG ----------------------------------------------------------------- */
