@@ -1,14 +1,15 @@
 /* compile: the whole front end and code generator in one call — parse,
  * config block, attach-point parameters, macros, probe expansion, checks,
- * code generation. Shared by main and the fuzzing harness (tests/fuzz). */
+ * loupe's own maps (plan), code generation. Shared by main and the fuzzing
+ * harness (tests/fuzz). */
 #ifndef LOUPE_COMPILE_H
 #define LOUPE_COMPILE_H
 
 #include <stdbool.h>
 
-#include "codegen/program.h"
 #include "lang/ast.h"
 #include "lang/diag.h"
+#include "model/program.h"
 #include "settings.h"
 
 /* The front half: parse, config block, attach-point parameters, macros and

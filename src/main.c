@@ -469,6 +469,7 @@ static Settings settings;
 static Source source;
 static Script *script;
 static Compiled compiled;
+static Loaded loaded;   /* compiled as load_all loaded it */
 
 /* Reads all of f into a NUL-terminated buffer; NULL (errno set) on error. */
 static char *read_all(FILE *f) {
@@ -529,9 +530,7 @@ static int read_source(const Options *o, Source *src) {
 }
 
 /* Compiles the script with the run's settings. */
-static int compile(const Source *src, const Options *o, Settings *st,
-                   Compiled *c, Diag *d) {
-  c->no_warnings = o->no_warnings;
+static int compile(const Source *src, Settings *st, Compiled *c, Diag *d) {
   if (compile_script(src, st, &script, c, d) < 0) return -1;
   print_set_truncation(c->max_strlen, c->str_trailer);
   return 0;
@@ -676,31 +675,32 @@ static void notify_attached(FILE *out) {
  * before the other probes are attached, as bpftrace documents, so what it
  * sets up is there when the first event comes. Returns the exit status;
  * nothing stays attached when it returns. */
-static int attach_and_run(Compiled *c, const Options *o, const Settings *st,
-                          FILE *out, Diag *d) {
+static int attach_and_run(const Compiled *c, Loaded *l, const Options *o,
+                          const Settings *st, FILE *out, Diag *d) {
   LinkSet links = {0};
   /* With -f json, bpftrace's attached_probes record goes to the output,
    * before BEGIN's, as bpftrace announces its probes before attaching.
    * The count is in "data" for bpftrace 0.17's readers and at the top,
    * where current bpftrace puts it, for today's. */
   if (!o->quiet && o->format == OUT_JSON) {
-    int probes = attach_all(c, st, NULL, d);
+    int probes = attach_all(c, l, st, NULL, d);
     fprintf(out, "{\"type\": \"attached_probes\", \"count\": %d, "
             "\"data\": {\"probes\": %d}}\n", probes, probes);
   }
   RunOptions run_opts = {.out = out, .out_name = o->out_path,
                          .timeout_ms = 0, .format = o->format,
                          .child_pid = child.pid, .child_go_fd = child.go_fd,
-                         .target_pid = st->target_pid, .mode = st->mode};
+                         .target_pid = st->target_pid, .mode = st->mode,
+                         .no_warnings = o->no_warnings};
   child.go_fd = -1;   /* the run releases (and closes) it */
-  Run *run = run_begin(c, &run_opts);
+  Run *run = run_begin(c, l, &run_opts);
   if (!run) return 1;
   /* Stopped while loading or in BEGIN (exit()): attach nothing more, but
    * still run END and print the maps, as an early Ctrl-C would. The lines
    * that say what is attached come either way, for whoever waits on them. */
   int nattached = special_probe_count(c);
   if (!run_stopping(run)) {
-    nattached = attach_all(c, st, &links, d);
+    nattached = attach_all(c, l, st, &links, d);
     if (nattached < 0) {
       run_abandon(run);
       return 1;
@@ -813,8 +813,8 @@ static void child_finish(Child *ch) {
 }
 
 /* load → attach → run → detach → unload. Returns the exit status. */
-static int load_and_run(Compiled *c, const Options *o, const Settings *st,
-                        Diag *d) {
+static int load_and_run(const Compiled *c, Loaded *l, const Options *o,
+                        const Settings *st, Diag *d) {
   FILE *svg = NULL;
   if (o->flamegraph && !(svg = flamegraph_open(c, o->flamegraph)))
     return 1;
@@ -825,11 +825,11 @@ static int load_and_run(Compiled *c, const Options *o, const Settings *st,
   }
   stop_is_request = 1;
   int status = 1;
-  if (load_all(c, d) == 0) {
-    status = attach_and_run(c, o, st, out, d);
-    if (svg && flamegraph_write(c, svg, o->flamegraph) < 0) status = 1;
+  if (load_all(c, l, o->show_programs, d) == 0) {
+    status = attach_and_run(c, l, o, st, out, d);
+    if (svg && flamegraph_write(c, l, svg, o->flamegraph) < 0) status = 1;
     svg = NULL;
-    unload_all(c);
+    unload_all(l);
   }
   if (svg) {   /* nothing ran: no half-written flame graph stays */
     fclose(svg);
@@ -840,16 +840,15 @@ static int load_and_run(Compiled *c, const Options *o, const Settings *st,
 
 /* compile → (print) → load and run; the exit status. */
 static int run_main(const Options *o, Settings *st, Diag *d) {
-  if (compile(&source, o, st, &compiled, d) < 0) return 1;
+  if (compile(&source, st, &compiled, d) < 0) return 1;
   if (o->show_programs) print_programs(&compiled, &source, stdout);
-  compiled.verifier_stats = o->show_programs;
   if (o->dry_run) return 0;
   if (geteuid() != 0) {
     fputs("ERROR: loupe needs root to load BPF programs (run it with sudo)\n",
           stderr);
     return 1;
   }
-  return load_and_run(&compiled, o, st, d);
+  return load_and_run(&compiled, &loaded, o, st, d);
 }
 
 int main(int argc, char **argv) {
@@ -867,9 +866,6 @@ int main(int argc, char **argv) {
   Diag d;
   diag_init(&d, &source);
   d.no_warnings = o.no_warnings;
-  compiled.ringbuf_fd = compiled.wake_fd = compiled.skb_output_fd = -1;
-  compiled.scratch_fd = compiled.big_scratch_fd = -1;
-  compiled.counts_fd = -1;
   if (o.command && !o.dry_run && geteuid() == 0 &&
       child_spawn(o.command, &child) < 0)
     return 1;

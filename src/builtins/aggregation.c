@@ -1,5 +1,5 @@
 /* aggregation: count(), sum(), min(), max(), avg() and stats() — values
- * of per-CPU maps (layouts in codegen/program.h), updated in place on the
+ * of per-CPU maps (layouts in model/program.h), updated in place on the
  * CPU that fires and combined over CPUs when printed. */
 #include <inttypes.h>
 #include <string.h>

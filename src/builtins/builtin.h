@@ -21,22 +21,12 @@
 #include "codegen/gen.h"
 #include "lang/checker.h"
 #include "output/value.h"
+#include "runtime/state.h"
 
 typedef enum BuiltinForm {
   BI_WORD,   /* a bare identifier: pid, comm, args, arg0 */
   BI_CALL,   /* a function call: printf(...), count() */
 } BuiltinForm;
-
-struct Output;
-
-/* What an event handler works with (runtime/run.c fills it in). */
-typedef struct EventCtx {
-  const Compiled *c;
-  /* the format's encoder and its stream: what a record shows goes there
-   * as a Value (output_event, output_message, output_map) */
-  struct Output *output;
-  int *exit_seen;    /* set to stop handling records: 1 + exit()'s code */
-} EventCtx;
 
 struct AggOps;
 
@@ -60,11 +50,15 @@ typedef struct Builtin {
   bool (*emit_stmt)(Gen *g, Node *n);
   /* Aggregations (values of per-CPU maps): count(), hist(), ... */
   const struct AggOps *agg;
-  /* The EventKind (codegen/program.h) of the records it sends, and their
+  /* The EventKind (model/program.h) of the records it sends, and their
    * handler in user space (index: EventHeader.index). */
   uint32_t event;
   void (*on_event)(const EventCtx *e, uint32_t index, const uint8_t *payload,
                    size_t size);
+  /* The one-slot array of loupe's own (8 bytes) that its code reads
+   * (ELAPSED_MAP_NAME, EXITED_MAP_NAME), which lang/plan.c adds to the
+   * program of a script that uses the builtin; NULL if none. */
+  const char *own_map;
 } Builtin;
 
 /* What the decoding of each value of a map needs to know about all the
@@ -148,6 +142,8 @@ void emit_uprobe_args(Gen *g, Node *n, int dst, int cap);
 
 /* The record for name used as `form`, or NULL. */
 const Builtin *builtin_find(const char *name, BuiltinForm form);
+/* The i-th record of all, in the groups' order; NULL past the last. */
+const Builtin *builtin_at(int i);
 /* The record that handles records of EventKind `kind`, or NULL. */
 const Builtin *builtin_for_event(uint32_t kind);
 /* The aggregation of a map's values (NULL unless TY_AGG). */

@@ -1,5 +1,5 @@
 /* histogram: hist(v[, bits]) and lhist(v, min, max, step) — per-CPU
- * arrays of bucket counts (layouts in codegen/program.h), decoded as
+ * arrays of bucket counts (layouts in model/program.h), decoded as
  * buckets with their bounds (output/text.c draws bpftrace's histogram
  * art). */
 #include <inttypes.h>

@@ -252,7 +252,7 @@ static void on_print(const EventCtx *e, uint32_t index,
     memcpy(&top, payload, 8);
     memcpy(&div, payload + 8, 8);
   }
-  output_map(e->output, m, top, div);
+  output_map(e->output, m, &e->l->maps[index], top, div);
 }
 
 /* The value, on a line of its own. */
@@ -272,13 +272,13 @@ static void on_print_value(const EventCtx *e, uint32_t index,
 static void on_clear(const EventCtx *e, uint32_t index,
                      const uint8_t *payload, size_t size) {
   const MapSym *m = record_map(e, index);
-  if (m) map_clear(m);
+  if (m) map_clear(m, &e->l->maps[index]);
 }
 
 static void on_zero(const EventCtx *e, uint32_t index,
                     const uint8_t *payload, size_t size) {
   const MapSym *m = record_map(e, index);
-  if (m) map_zero(m);
+  if (m) map_zero(m, &e->l->maps[index]);
 }
 
 const Builtin builtins_maps[] = {

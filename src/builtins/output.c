@@ -568,7 +568,7 @@ static void on_errorf(const EventCtx *e, uint32_t index,
                       const uint8_t *payload, size_t size) {
   const PrintfDef *p = record_format(e->c, index, size);
   if (!p) return;
-  if (p->once && e->c->warn_repeats && e->c->warn_repeats[index]++ > 0)
+  if (p->once && e->l->warn_repeats && e->l->warn_repeats[index]++ > 0)
     return;
   size_t len;
   char *text = format_record(p, payload, &len);
@@ -598,7 +598,9 @@ const Builtin builtins_output[] = {
     OUTPUT("cat", 0, -1, check_printf, emit_cat, EV_CAT, on_cat),
     OUTPUT("time", 0, 1, check_time, emit_time, EV_TIME, on_time),
     OUTPUT("join", 1, 2, check_join, emit_join, EV_JOIN, on_join),
-    OUTPUT("exit", 0, 1, check_exit, emit_exit, EV_EXIT, on_exit_event),
+    {.name = "exit", .form = BI_CALL, .min_args = 0, .max_args = 1,
+     .check = check_exit, .emit_stmt = emit_exit, .event = EV_EXIT,
+     .on_event = on_exit_event, .own_map = EXITED_MAP_NAME},
     {.name = "strftime", .form = BI_CALL, .min_args = 2, .max_args = 2,
      .has_value = true, .check = check_strftime, .emit_int = emit_strftime},
     OUTPUT("errorf", 0, -1, check_errorf, emit_errorf, EV_ERRORF, on_errorf),

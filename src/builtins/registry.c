@@ -34,6 +34,13 @@ const Builtin *builtin_find(const char *name, BuiltinForm form) {
   return NULL;
 }
 
+const Builtin *builtin_at(int i) {
+  for (int g = 0; groups[g]; g++)
+    for (const Builtin *b = groups[g]; b->name; b++)
+      if (i-- == 0) return b;
+  return NULL;
+}
+
 const Builtin *builtin_for_event(uint32_t kind) {
   for (int g = 0; groups[g]; g++)
     for (const Builtin *b = groups[g]; b->name; b++)

@@ -14,11 +14,6 @@
 #define DEFAULT_STACK_FRAMES 127
 #define PT_REGS_IP 128   /* x86-64's struct pt_regs: ip */
 
-/* Whether some len() asks for a stack's depth: then every stack also
- * counts its frames (with bpf_get_stack), which costs a second walk. Set
- * by check, read by codegen; one script is compiled per run. */
-static bool stacks_counted;
-
 /* The kernel's limit on frames a stack-trace map entry may hold (read
  * once). */
 static int max_stack_frames(void) {
@@ -65,7 +60,6 @@ static void want_internal_map(Checker *c, Node *n, const char *name,
   m->value_size = value_size;
   m->bpf_type = type;
   m->max_entries = entries;
-  m->fd = -1;
   m->internal = true;
   c->out->maps = realloc(c->out->maps,
                          sizeof(MapSym *) * (c->out->nmaps + 1));
@@ -82,7 +76,6 @@ static void want_stack_map(Checker *c, Node *n, int limit) {
   stack_map_name(limit, name, sizeof name);
   want_internal_map(c, n, name, BPF_MAP_TYPE_STACK_TRACE, limit * 8,
            (uint32_t)c->map_keys);
-  stack_map_register(limit, map_find(c->out, name));
 }
 
 /* User addresses of a process loupe never saw alive are looked up in the
@@ -161,7 +154,7 @@ bool stack_check_len(Checker *c, Node *n) {
                "not %s", TYPE_NAME(a->type));
     return true;
   }
-  stacks_counted = true;
+  c->out->stacks_counted = true;
   n->type = ty_int(8, true);
   return true;
 }
@@ -280,7 +273,7 @@ static int emit_stack(Gen *g, Node *n) {
   emit(g, I_ALU64_IMM(BPF_ADD, r, 1));
   emit(g, I_ALU64_IMM(BPF_AND, r, STACK_ID_MASK));
   patch_here(g, none);
-  if (stacks_counted) {
+  if (g->c->stacks_counted) {
     int buf = scratch_alloc(g, limit * 8);
     emit_ctx(g, BPF_REG_1);
     emit_scratch(g, BPF_REG_2, buf);

@@ -1,7 +1,7 @@
 /* tseries: tseries(v, interval, n[, agg]) — a time series of the last n
  * intervals of `interval` ns, each holding the last value recorded in it
  * (or their avg, max, min or sum). Per-CPU rings of slots (layout in
- * codegen/program.h), combined over CPUs and decoded as the intervals
+ * model/program.h), combined over CPUs and decoded as the intervals
  * of a window (output/text.c draws bpftrace's time-series plot). */
 #include <inttypes.h>
 #include <stdlib.h>

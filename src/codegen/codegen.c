@@ -66,7 +66,6 @@ static BpfProg *new_prog(Compiled *c, Probe *probe, AttachPoint *ap,
   if (p->attach_btf_id && !p->attach_prog_id && t->category &&
       strcmp(t->category, "vmlinux"))
     p->attach_btf_module = t->category;
-  p->fd = -1;
   prog_name(p, ap, t);
   return p;
 }

@@ -2,7 +2,7 @@
 #ifndef LOUPE_CODEGEN_H
 #define LOUPE_CODEGEN_H
 
-#include "codegen/program.h"
+#include "model/program.h"
 
 /* Generates out->progs for every probe. Returns 0, or -1 after reporting. */
 int codegen_script(Script *s, Compiled *out, Diag *d);

@@ -619,7 +619,6 @@ MapSym *add_codegen_array(Gen *g, const char *name, int value_size,
   m->value_size = value_size;
   m->bpf_type = BPF_MAP_TYPE_ARRAY;
   m->max_entries = max_entries;
-  m->fd = -1;
   m->internal = true;
   m->init_values = calloc(max_entries ? max_entries : 1, (size_t)value_size);
   g->c->maps = realloc(g->c->maps, sizeof(MapSym *) * (g->c->nmaps + 1));

@@ -9,7 +9,7 @@
 #include <stdint.h>
 
 #include "codegen/insn.h"
-#include "codegen/program.h"
+#include "model/program.h"
 #include "probes/provider.h"
 
 /* 512 bytes of BPF stack, less the 8 a subprogram's frame takes */

@@ -44,7 +44,6 @@ MapSym *map_get(Checker *c, Node *n) {
   m->id = c->out->nmaps;
   m->first_use = n->span;
   m->nkeys = -1; /* not known until first used */
-  m->fd = -1;
   m->max_entries = (uint32_t)c->map_keys;
   c->out->maps = realloc(c->out->maps, sizeof(MapSym *) * (c->out->nmaps + 1));
   c->out->maps[c->out->nmaps++] = m;
@@ -522,57 +521,6 @@ static void map_layout(const Checker *c, MapSym *m) {
   }
 }
 
-/* A one-slot array map of loupe's own (never printed). */
-static void add_internal_array(Compiled *out, const char *name,
-                               int value_size) {
-  MapSym *m = calloc(1, sizeof(*m));
-  m->name = strdup(name);
-  m->id = out->nmaps;
-  m->nkeys = 0;
-  m->key_size = 4;
-  m->value_type = ty_int(8, false);
-  m->value_size = value_size;
-  m->bpf_type = BPF_MAP_TYPE_ARRAY;
-  m->max_entries = 1;
-  m->fd = -1;
-  m->internal = true;
-  out->maps = realloc(out->maps, sizeof(MapSym *) * (out->nmaps + 1));
-  out->maps[out->nmaps++] = m;
-}
-
-/* Histogram slots are too large to build on the stack: a new entry is
- * inserted from this never-written array slot of zeroes. */
-static void add_zero_map(Compiled *out, int strlen) {
-  int size = strlen > BIG_BUFFER ? ((strlen + 8) & ~7) + 8 : 0;
-  for (int i = 0; i < out->nmaps; i++) {
-    MapSym *m = out->maps[i];
-    if (m->value_type.kind == TY_AGG && m->value_size > size)
-      size = m->value_size;
-  }
-  add_internal_array(out, ZERO_MAP_NAME, size);
-}
-
-/* hist()'s table of floor(log2 i) for i below LOG2_TABLE_SIZE. */
-static void add_log2_map(Compiled *out) {
-  add_internal_array(out, LOG2_MAP_NAME, LOG2_TABLE_SIZE);
-  MapSym *m = out->maps[out->nmaps - 1];
-  m->init_values = calloc(1, LOG2_TABLE_SIZE);
-  for (int i = 2; i < LOG2_TABLE_SIZE; i++)
-    m->init_values[i] = (char)(m->init_values[i / 2] + 1);
-}
-
-static AstStep is_builtin_named(Node *n, void *name) {
-  bool named = (n->kind == N_BUILTIN || n->kind == N_CALL) &&
-               strcmp(n->name, name) == 0;
-  return named ? AST_STOP : AST_ENTER;
-}
-
-/* Whether any expression of n reads the builtin word or calls the
- * function `name`. */
-static bool uses_builtin(Node *n, const char *name) {
-  return ast_walk(n, is_builtin_named, (void *)name);
-}
-
 /* The settings lang/config.c read that check and the runtime act on. */
 static void read_settings(Checker *c) {
   const Settings *st = c->script->settings;
@@ -639,30 +587,5 @@ int check_script(Script *s, Compiled *out, Diag *d) {
   }
   if (d->errors == errors_before) apply_map_decls(s, out, d);
   if (d->errors == errors_before) add_map_full_counters(&c);
-  bool big_values = false;
-  for (int i = 0; i < out->nmaps; i++)
-    big_values |= out->maps[i]->value_type.kind == TY_AGG &&
-                  out->maps[i]->bpf_type != BPF_MAP_TYPE_PERCPU_ARRAY &&
-                  out->maps[i]->value_size > 16;
-  if (big_values || c.strlen > BIG_BUFFER) add_zero_map(out, c.strlen);
-  for (int i = 0; i < out->nmaps; i++)
-    if (out->maps[i]->value_type.agg == AGG_HIST) {
-      add_log2_map(out);
-      break;
-    }
-  /* `elapsed` counts from the time loupe started: user space writes that
-   * base into a one-slot array map before anything runs. */
-  for (Probe *p = s->probes; p; p = p->next)
-    if (uses_builtin(p->pred, "elapsed") || uses_builtin(p->body, "elapsed")) {
-      add_internal_array(out, ELAPSED_MAP_NAME, 8);
-      break;
-    }
-  /* exit() raises a flag every probe but END checks first: none runs on
-   * once it was called, while user space catches up and detaches. */
-  for (Probe *p = s->probes; p; p = p->next)
-    if (uses_builtin(p->body, "exit")) {
-      add_internal_array(out, EXITED_MAP_NAME, 8);
-      break;
-    }
   return d->errors > errors_before ? -1 : 0;
 }

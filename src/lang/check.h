@@ -2,7 +2,7 @@
 #ifndef LOUPE_CHECK_H
 #define LOUPE_CHECK_H
 
-#include "codegen/program.h"
+#include "model/program.h"
 
 /* Types every expression, creates the map symbols and printf definitions in
  * out. Returns 0, or -1 after reporting. */

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "codegen/program.h"
+#include "model/program.h"
 
 typedef struct Checker {
   Diag *d;

@@ -10,8 +10,8 @@
 #include <string.h>
 #include <strings.h>
 
-#include "codegen/program.h"
 #include "lang/ast.h"
+#include "model/program.h"
 
 typedef enum { K_INT, K_BOOL, K_WORD } KeyKind;
 

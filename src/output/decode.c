@@ -280,9 +280,9 @@ static void decode_key(ValueArena *a, const MapSym *m, int i,
  * as bpftrace's does, unless clear() emptied it: a per-CPU array always
  * has its slot. (With delete(@) in the script it is a hash, whose
  * entry, once deleted, is gone.) */
-static bool prints_zero_when_empty(const MapSym *m) {
+static bool prints_zero_when_empty(const MapSym *m, const MapState *st) {
   return m->nkeys == 0 && agg_of(m) && agg_of(m)->zero_when_empty &&
-         m->bpf_type == BPF_MAP_TYPE_PERCPU_ARRAY && !m->cleared;
+         m->bpf_type == BPF_MAP_TYPE_PERCPU_ARRAY && !st->cleared;
 }
 
 bool map_has_stack_key(const MapSym *m) {
@@ -291,20 +291,20 @@ bool map_has_stack_key(const MapSym *m) {
   return false;
 }
 
-int decode_map(const MapSym *m, int64_t top, int64_t div,
-               const DecodeOpts *o, DecodedMap *out) {
+int decode_map(const MapSym *m, const MapState *st, int64_t top,
+               int64_t div, const DecodeOpts *o, DecodedMap *out) {
   const AggOps *agg = agg_of(m);
   memset(out, 0, sizeof *out);
   out->name = m->name;
   out->nkeys = m->nkeys;
   out->agg = agg ? agg->value_kind : VAL_NONE;
-  out->zero_when_empty = prints_zero_when_empty(m);
+  out->zero_when_empty = prints_zero_when_empty(m, st);
   out->has_stack_key = map_has_stack_key(m);
   out->weight_signed = value_is_signed(m);
   out->top = top > 0 ? top : 0;
   out->div = div > 0 ? div : 1;
   MapDump d;
-  int err = map_dump(m, &d);
+  int err = map_dump(m, st, &d);
   if (err) {
     map_dump_free(&d);
     return err;

@@ -10,7 +10,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "codegen/program.h"
+#include "model/program.h"
+#include "runtime/state.h"
 #include "output/value.h"
 
 /* One entry: keys (VAL_TUPLE, one element per key) and value. */
@@ -42,10 +43,11 @@ typedef struct DecodeOpts {
   bool frames;           /* stacks with their frames' names too */
 } DecodeOpts;
 
-/* Decodes map m as print(@m, top, div) shows it. Returns 0 or a negative
- * errno. Free with decoded_map_free, whatever it returns. */
-int decode_map(const MapSym *m, int64_t top, int64_t div,
-               const DecodeOpts *o, DecodedMap *out);
+/* Decodes map m (in the kernel as st says) as print(@m, top, div) shows
+ * it. Returns 0 or a negative errno. Free with decoded_map_free, whatever
+ * it returns. */
+int decode_map(const MapSym *m, const MapState *st, int64_t top,
+               int64_t div, const DecodeOpts *o, DecodedMap *out);
 void decoded_map_free(DecodedMap *d);
 
 /* Whether one of the map's keys is a kstack or a ustack. */

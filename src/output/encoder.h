@@ -12,7 +12,7 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "codegen/program.h"
+#include "model/program.h"
 #include "output/decode.h"
 #include "output/value.h"
 
@@ -57,9 +57,10 @@ int output_format_named(const char *name);
 /* The names of the formats, quoted and joined by ", ". */
 void output_put_format_names(FILE *out);
 
-/* Decodes map m as print(@m, top, div) shows it and encodes it. Returns 0
- * or a negative errno. */
-int output_map(Output *o, const MapSym *m, int64_t top, int64_t div);
+/* Decodes map m (in the kernel as st says) as print(@m, top, div) shows it
+ * and encodes it. Returns 0 or a negative errno. */
+int output_map(Output *o, const MapSym *m, const MapState *st, int64_t top,
+               int64_t div);
 /* How many of the maps are keyed by a stack. */
 int output_count_stack_maps(const MapSym *const *maps, int n);
 /* Encodes an event's value. */

@@ -132,7 +132,7 @@ static int stack_maps(const Compiled *c, const MapSym **out) {
 
 /* The tree of every stack-keyed map under a root "all"; *depth: its
  * deepest frame. */
-static FNode *build_tree(const Compiled *c, int *depth) {
+static FNode *build_tree(const Compiled *c, const Loaded *l, int *depth) {
   const MapSym **maps = calloc((size_t)c->nmaps + 1, sizeof *maps);
   Collect cl = {.root = fnode_new("all")};
   if (!maps || !cl.root) {
@@ -143,7 +143,8 @@ static FNode *build_tree(const Compiled *c, int *depth) {
   int n = stack_maps(c, maps);
   Output o = {.enc = &flamegraph_encoder, .state = &cl};
   o.enc->maps_begin(&o, maps, n, true);
-  for (int i = 0; i < n; i++) output_map(&o, maps[i], 0, 1);
+  for (int i = 0; i < n; i++)
+    output_map(&o, maps[i], &l->maps[maps[i]->id], 0, 1);
   free(maps);
   fnode_sort(cl.root);
   *depth = cl.depth;
@@ -342,9 +343,10 @@ FILE *flamegraph_open(const Compiled *c, const char *path) {
   return f;
 }
 
-int flamegraph_write(const Compiled *c, FILE *f, const char *path) {
+int flamegraph_write(const Compiled *c, const Loaded *l, FILE *f,
+                     const char *path) {
   int depth = 0;
-  FNode *root = build_tree(c, &depth);
+  FNode *root = build_tree(c, l, &depth);
   if (root) put_svg(root, depth, "Flame Graph", f);
   fnode_free(root);
   if (!root || ferror(f) | (fclose(f) != 0)) {

@@ -15,7 +15,8 @@
 
 #include <stdio.h>
 
-#include "codegen/program.h"
+#include "model/program.h"
+#include "runtime/state.h"
 
 /* Opens path for writing before anything runs; NULL with a message on
  * stderr if it cannot be written or the script has no map keyed by a
@@ -24,6 +25,7 @@ FILE *flamegraph_open(const Compiled *c, const char *path);
 
 /* Writes the flame graph of the script's maps to f, then closes it.
  * Returns 0, or -1 with a message on stderr. */
-int flamegraph_write(const Compiled *c, FILE *f, const char *path);
+int flamegraph_write(const Compiled *c, const Loaded *l, FILE *f,
+                     const char *path);
 
 #endif

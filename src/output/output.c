@@ -34,9 +34,10 @@ void output_put_format_names(FILE *out) {
     fprintf(out, "%s'%s'", i ? ", " : "", formats[i]->name);
 }
 
-int output_map(Output *o, const MapSym *m, int64_t top, int64_t div) {
+int output_map(Output *o, const MapSym *m, const MapState *st, int64_t top,
+               int64_t div) {
   DecodedMap d;
-  int err = decode_map(m, top, div, &o->enc->decode, &d);
+  int err = decode_map(m, st, top, div, &o->enc->decode, &d);
   if (!err) o->enc->map(o, &d);
   decoded_map_free(&d);
   return err;

@@ -133,29 +133,29 @@ static bool sends_records(const Compiled *c) {
   return false;
 }
 
-static int create_internal_maps(Compiled *c, Diag *d) {
+static int create_internal_maps(const Compiled *c, Loaded *l, Diag *d) {
   if (sends_records(c)) {
-    c->ringbuf_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "loupe_events", 0,
+    l->ringbuf_fd = bpf_map_create(BPF_MAP_TYPE_RINGBUF, "loupe_events", 0,
                                    0, ringbuf_bytes(c->ringbuf_size), NULL);
-    if (c->ringbuf_fd < 0) {
+    if (l->ringbuf_fd < 0) {
       report_bpf_failure(d, no_span, errno, "the ring buffer",
                          "loupe_events");
       return -1;
     }
-    c->wake_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "loupe_wake",
+    l->wake_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "loupe_wake",
                                 sizeof(uint32_t), sizeof(uint64_t), 1, NULL);
-    if (c->wake_fd < 0) {
+    if (l->wake_fd < 0) {
       report_bpf_failure(d, no_span, errno, "the wakeup flag", "loupe_wake");
       return -1;
     }
   }
   if (c->nskb_outputs > 0) {   /* skboutput(): a slot per CPU */
     int ncpus = libbpf_num_possible_cpus();
-    c->skb_output_fd = bpf_map_create(BPF_MAP_TYPE_PERF_EVENT_ARRAY,
+    l->skb_output_fd = bpf_map_create(BPF_MAP_TYPE_PERF_EVENT_ARRAY,
                                       "loupe_skb", sizeof(uint32_t),
                                       sizeof(uint32_t),
                                       ncpus > 0 ? ncpus : 1, NULL);
-    if (c->skb_output_fd < 0) {
+    if (l->skb_output_fd < 0) {
       report_bpf_failure(d, no_span, errno, "the packet output",
                          "loupe_skb");
       return -1;
@@ -163,10 +163,10 @@ static int create_internal_maps(Compiled *c, Diag *d) {
   }
   if (c->big_scratch_size) {
     int ncpus = libbpf_num_possible_cpus();
-    c->big_scratch_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "loupe_scratch2",
+    l->big_scratch_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "loupe_scratch2",
                                        sizeof(uint32_t), c->big_scratch_size,
                                        ncpus > 0 ? ncpus : 1, NULL);
-    if (c->big_scratch_fd < 0) {
+    if (l->big_scratch_fd < 0) {
       report_bpf_failure(d, no_span, errno, "the scratch map",
                          "loupe_scratch2");
       return -1;
@@ -176,37 +176,37 @@ static int create_internal_maps(Compiled *c, Diag *d) {
    * and add to atomically, only on a failure path: no per-CPU copies for
    * user space to size, which a container's
    * /sys/devices/system/cpu/possible may misstate. */
-  if (c->ncounts < COUNT_SLOT_ONE + 1) c->ncounts = COUNT_SLOT_ONE + 1;
-  c->counts_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "loupe_counts",
+  int ncounts = count_slots(c);
+  l->counts_fd = bpf_map_create(BPF_MAP_TYPE_ARRAY, "loupe_counts",
                                 sizeof(uint32_t),
-                                (uint32_t)(c->ncounts * sizeof(uint64_t)), 1,
+                                (uint32_t)(ncounts * sizeof(uint64_t)), 1,
                                 NULL);
-  uint64_t counts[c->ncounts];
+  uint64_t counts[ncounts];
   memset(counts, 0, sizeof counts);
   counts[COUNT_SLOT_ONE] = 1;
   uint32_t zero = 0;
-  if (c->counts_fd < 0 ||
-      bpf_map_update_elem(c->counts_fd, &zero, counts, BPF_ANY) < 0) {
+  if (l->counts_fd < 0 ||
+      bpf_map_update_elem(l->counts_fd, &zero, counts, BPF_ANY) < 0) {
     report_bpf_failure(d, no_span, errno, "the failure counters",
                        "loupe_counts");
     return -1;
   }
   if (c->scratch_size == 0) return 0;
-  c->scratch_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "loupe_scratch",
+  l->scratch_fd = bpf_map_create(BPF_MAP_TYPE_PERCPU_ARRAY, "loupe_scratch",
                                  sizeof(uint32_t), c->scratch_size, 1, NULL);
-  if (c->scratch_fd < 0) {
+  if (l->scratch_fd < 0) {
     report_bpf_failure(d, no_span, errno, "the scratch map", "loupe_scratch");
     return -1;
   }
   return 0;
 }
 
-static int create_script_map(MapSym *m, Diag *d) {
+static int create_script_map(const MapSym *m, MapState *st, Diag *d) {
   char name[BPF_OBJ_NAME_LEN];
   object_name(m->name, name, sizeof name);
-  m->fd = bpf_map_create(m->bpf_type, name, m->key_size, m->value_size,
-                         m->max_entries, NULL);
-  if (m->fd < 0) {
+  st->fd = bpf_map_create(m->bpf_type, name, m->key_size, m->value_size,
+                          m->max_entries, NULL);
+  if (st->fd < 0) {
     report_bpf_failure(d, m->first_use, errno, "map", m->name);
     return -1;
   }
@@ -215,7 +215,7 @@ static int create_script_map(MapSym *m, Diag *d) {
     int nonzero = 0;
     for (int b = 0; b < m->value_size && !nonzero; b++) nonzero = value[b];
     if (!nonzero) continue;   /* arrays start zeroed */
-    if (bpf_map_update_elem(m->fd, &i, value, BPF_ANY) < 0) {
+    if (bpf_map_update_elem(st->fd, &i, value, BPF_ANY) < 0) {
       report_bpf_failure(d, m->first_use, errno, "map", m->name);
       return -1;
     }
@@ -226,7 +226,7 @@ static int create_script_map(MapSym *m, Diag *d) {
     clock_gettime(CLOCK_MONOTONIC, &now);
     uint64_t ns = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
     uint32_t zero = 0;
-    if (bpf_map_update_elem(m->fd, &zero, &ns, BPF_ANY) < 0) {
+    if (bpf_map_update_elem(st->fd, &zero, &ns, BPF_ANY) < 0) {
       report_bpf_failure(d, m->first_use, errno, "map", m->name);
       return -1;
     }
@@ -236,26 +236,26 @@ static int create_script_map(MapSym *m, Diag *d) {
 
 /* ---- programs ------------------------------------------------------- */
 
-static int map_fd_for_id(const Compiled *c, int id) {
-  if (id == MAP_ID_RINGBUF) return c->ringbuf_fd;
-  if (id == MAP_ID_SCRATCH) return c->scratch_fd;
-  if (id == MAP_ID_BIG_SCRATCH) return c->big_scratch_fd;
-  if (id == MAP_ID_COUNTS) return c->counts_fd;
-  if (id == MAP_ID_WAKE) return c->wake_fd;
-  if (id == MAP_ID_SKB_OUTPUT) return c->skb_output_fd;
-  if (id >= 0 && id < c->nmaps) return c->maps[id]->fd;
+static int map_fd_for_id(const Loaded *l, int id) {
+  if (id == MAP_ID_RINGBUF) return l->ringbuf_fd;
+  if (id == MAP_ID_SCRATCH) return l->scratch_fd;
+  if (id == MAP_ID_BIG_SCRATCH) return l->big_scratch_fd;
+  if (id == MAP_ID_COUNTS) return l->counts_fd;
+  if (id == MAP_ID_WAKE) return l->wake_fd;
+  if (id == MAP_ID_SKB_OUTPUT) return l->skb_output_fd;
+  if (id >= 0 && id < l->nmaps) return l->maps[id].fd;
   return -1;
 }
 
 /* A copy of p's instructions with map ids replaced by fds; NULL (after
  * reporting) if an id names no map. */
-static struct bpf_insn *patched_insns(const Compiled *c, const BpfProg *p,
+static struct bpf_insn *patched_insns(const Loaded *l, const BpfProg *p,
                                       Diag *d) {
   struct bpf_insn *insns = malloc(p->ninsns * sizeof *insns);
   memcpy(insns, p->insns, p->ninsns * sizeof *insns);
   for (int i = 0; i < p->ninsns; i++) {
     if (!is_map_load(&insns[i])) continue;
-    int fd = map_fd_for_id(c, insns[i].imm);
+    int fd = map_fd_for_id(l, insns[i].imm);
     if (fd < 0) {
       diag_error(d, no_span, "internal error: program %s loads map id %d, "
                  "which was not created", p->name, insns[i].imm);
@@ -452,16 +452,17 @@ static int load_with_log(const BpfProg *p, const char *name,
 }
 
 /* The first try, with no log (or only -v's statistics). */
-static int load_quietly(Compiled *c, BpfProg *p, const char *name,
-                        const char *license, const struct bpf_insn *insns,
-                        const ScriptBtf *sb, int idx, int btf_obj_fd) {
+static int load_quietly(const BpfProg *p, bool verifier_stats,
+                        const char *name, const char *license,
+                        const struct bpf_insn *insns, const ScriptBtf *sb,
+                        int idx, int btf_obj_fd) {
   /* -v: the kernel's statistics (BPF_LOG_STATS); the log of a refusal
    * comes from load_with_log. The kernel writes a few lines but wants
    * room in proportion to the program once it has global subprograms
    * (a 64 KiB buffer was refused, ENOSPC, for 23,000 instructions); the
    * pages it does not write are never touched. */
   enum { STATS_LOG_SIZE = 16 << 20 };
-  char *stats = c->verifier_stats ? malloc(STATS_LOG_SIZE) : NULL;
+  char *stats = verifier_stats ? malloc(STATS_LOG_SIZE) : NULL;
   LIBBPF_OPTS(bpf_prog_load_opts, opts,
               .expected_attach_type = p->expected_attach_type,
               .attach_btf_id = p->attach_btf_id,
@@ -481,9 +482,11 @@ static int load_quietly(Compiled *c, BpfProg *p, const char *name,
   return fd;
 }
 
-static int load_prog(Compiled *c, int idx, const ScriptBtf *sb, Diag *d) {
-  BpfProg *p = &c->progs[idx];
-  struct bpf_insn *insns = patched_insns(c, p, d);
+static int load_prog(const Compiled *c, Loaded *l, int idx,
+                     const ScriptBtf *sb, bool verifier_stats, Diag *d) {
+  const BpfProg *p = &c->progs[idx];
+  int *fd = &l->prog_fds[idx];
+  struct bpf_insn *insns = patched_insns(l, p, d);
   if (!insns) return -1;
   char name[BPF_OBJ_NAME_LEN];
   prog_identifier(p, name, sizeof name);
@@ -503,11 +506,12 @@ static int load_prog(Compiled *c, int idx, const ScriptBtf *sb, Diag *d) {
       return -1;
     }
   }
-  p->fd = load_quietly(c, p, name, license, insns, sb, idx, btf_obj_fd);
+  *fd = load_quietly(p, verifier_stats, name, license, insns, sb, idx,
+                     btf_obj_fd);
   int err = errno;
   const Provider *prov = p->ap ? p->ap->prov : NULL;
   char *log = NULL;
-  if (p->fd >= 0) {
+  if (*fd >= 0) {
     /* loaded */
   } else if (prov && prov->load_refused &&
              prov->load_refused(p->ap, p->target, err, d)) {
@@ -515,9 +519,9 @@ static int load_prog(Compiled *c, int idx, const ScriptBtf *sb, Diag *d) {
   } else if (err == EPERM || err == ENOSYS) {
     report_bpf_failure(d, no_span, err, "program", name);
   } else {
-    p->fd = load_with_log(p, name, license, insns, sb, idx, btf_obj_fd, &log);
+    *fd = load_with_log(p, name, license, insns, sb, idx, btf_obj_fd, &log);
     int log_err = errno;
-    if (p->fd >= 0) {
+    if (*fd >= 0) {
       /* loaded */
     } else if (log && *log && log_has_reason(log)) {
       report_rejection(p, log, d);
@@ -532,21 +536,25 @@ static int load_prog(Compiled *c, int idx, const ScriptBtf *sb, Diag *d) {
   free(log);
   free(insns);
   if (btf_obj_fd >= 0) close(btf_obj_fd);
-  return p->fd >= 0 ? 0 : -1;
+  return *fd >= 0 ? 0 : -1;
 }
 
 /* ---- the public face ------------------------------------------------ */
 
-/* Marks everything as not yet created, so unload_all closes only what
- * this run opened. */
-static void reset_fds(Compiled *c) {
-  c->ringbuf_fd = c->scratch_fd = c->big_scratch_fd = c->counts_fd = -1;
-  c->wake_fd = c->skb_output_fd = -1;
-  for (int i = 0; i < c->nmaps; i++) c->maps[i]->fd = -1;
-  for (int i = 0; i < c->nprogs; i++) c->progs[i].fd = -1;
+/* A state for each of c's maps and programs, nothing created yet, so that
+ * unload_all closes only what this run opened. */
+static void loaded_init(Loaded *l, const Compiled *c) {
+  *l = (Loaded){.nmaps = c->nmaps, .nprogs = c->nprogs};
+  l->ringbuf_fd = l->scratch_fd = l->big_scratch_fd = l->counts_fd = -1;
+  l->wake_fd = l->skb_output_fd = -1;
+  l->maps = calloc((size_t)c->nmaps + 1, sizeof *l->maps);
+  l->prog_fds = calloc((size_t)c->nprogs + 1, sizeof *l->prog_fds);
+  if (!l->maps || !l->prog_fds) abort();
+  for (int i = 0; i < c->nmaps; i++) l->maps[i].fd = -1;
+  for (int i = 0; i < c->nprogs; i++) l->prog_fds[i] = -1;
 }
 
-int load_all(Compiled *c, Diag *d) {
+int load_all(const Compiled *c, Loaded *l, bool verifier_stats, Diag *d) {
   /* Kernels before 5.11 charge BPF memory to RLIMIT_MEMLOCK; newer ones
    * ignore it, and a container may refuse the change: either is fine. */
   struct rlimit unlimited = {RLIM_INFINITY, RLIM_INFINITY};
@@ -560,10 +568,10 @@ int load_all(Compiled *c, Diag *d) {
   }
 
   ScriptBtf sb = {0};
-  reset_fds(c);
-  if (create_internal_maps(c, d) < 0) goto fail;
+  loaded_init(l, c);
+  if (create_internal_maps(c, l, d) < 0) goto fail;
   for (int i = 0; i < c->nmaps; i++)
-    if (create_script_map(c->maps[i], d) < 0) goto fail;
+    if (create_script_map(c->maps[i], &l->maps[i], d) < 0) goto fail;
   /* Without the BTF, programs of one function still load (without their
    * script lines); the others cannot. */
   if (script_btf_build(&sb, c, d->src) < 0) {
@@ -577,23 +585,23 @@ int load_all(Compiled *c, Diag *d) {
     }
   }
   for (int i = 0; i < c->nprogs; i++)
-    if (load_prog(c, i, &sb, d) < 0) goto fail;
+    if (load_prog(c, l, i, &sb, verifier_stats, d) < 0) goto fail;
   script_btf_free(&sb, c->nprogs);
   return 0;
 fail:
   script_btf_free(&sb, c->nprogs);
-  unload_all(c);
+  unload_all(l);
   return -1;
 }
 
 /* A raw tracepoint program serving many syscall tracepoints of its probe:
  * one link, counted as the tracepoints it stands for, as bpftrace counts
  * them. */
-static int attach_syscall_group(const BpfProg *p, AttachPoint *ap,
+static int attach_syscall_group(const BpfProg *p, int fd, AttachPoint *ap,
                                 LinkSet *links, Diag *d) {
   int count = syscall_group_count(p->probe, p->syscall_group);
   char err[256] = "";
-  if (links && syscall_group_attach(p->syscall_group, p->fd, links, err,
+  if (links && syscall_group_attach(p->syscall_group, fd, links, err,
                                     sizeof err) < 0) {
     diag_error(d, ap->span, "Unable to attach probe: %s: %s", ap->text, err);
     return -1;
@@ -612,15 +620,16 @@ static bool prog_of(const Provider *prov, const BpfProg *p) {
 /* Attaches p to every target of ap. Returns how many, or -1 after
  * reporting. Providers without attach (BEGIN, END) count as attached:
  * bpftrace's "Attaching N probes" counts them too. */
-static int attach_ap(const BpfProg *p, AttachPoint *ap, const Target *only,
-                     const Settings *st, LinkSet *links, Diag *d) {
+static int attach_ap(const BpfProg *p, int fd, AttachPoint *ap,
+                     const Target *only, const Settings *st, LinkSet *links,
+                     Diag *d) {
   const Provider *prov = ap->prov;
-  if (p->syscall_group) return attach_syscall_group(p, ap, links, d);
+  if (p->syscall_group) return attach_syscall_group(p, fd, ap, links, d);
   if (!prov || !prog_of(prov, p)) return 0;
   if (!only && links && prov->attach_group && p->expected_attach_type) {
     char err[256] = "";
-    int n = prov->attach_group(ap, st, p->expected_attach_type, p->fd,
-                               links, d, err, sizeof err);
+    int n = prov->attach_group(ap, st, p->expected_attach_type, fd, links,
+                               d, err, sizeof err);
     if (n < 0) {
       diag_error(d, ap->span, "Unable to attach probe: %s: %s", ap->text, err);
       return -1;
@@ -633,7 +642,7 @@ static int attach_ap(const BpfProg *p, AttachPoint *ap, const Target *only,
     if (syscall_raw_serves(ap, t)) continue;   /* its raw program's */
     if (prov->attach && links) {
       char err[256] = "";
-      if (prov->attach(t, st, p->fd, links, err, sizeof err) < 0) {
+      if (prov->attach(t, st, fd, links, err, sizeof err) < 0) {
         diag_error(d, ap->span, "Unable to attach probe: %s: %s", t->name, err);
         return -1;
       }
@@ -643,12 +652,12 @@ static int attach_ap(const BpfProg *p, AttachPoint *ap, const Target *only,
   return count;
 }
 
-static int attach_prog(const BpfProg *p, const Settings *st, LinkSet *links,
-                       Diag *d) {
-  if (p->ap) return attach_ap(p, p->ap, p->target, st, links, d);
+static int attach_prog(const BpfProg *p, int fd, const Settings *st,
+                       LinkSet *links, Diag *d) {
+  if (p->ap) return attach_ap(p, fd, p->ap, p->target, st, links, d);
   int count = 0;
   for (AttachPoint *ap = p->probe ? p->probe->aps : NULL; ap; ap = ap->next) {
-    int n = attach_ap(p, ap, p->target, st, links, d);
+    int n = attach_ap(p, fd, ap, p->target, st, links, d);
     if (n < 0) return -1;
     count += n;
   }
@@ -666,13 +675,15 @@ static bool newest_first(const BpfProg *p) {
 /* Programs attach in script order, so that probes of one event run in
  * that order, except those the kernel runs newest first, which attach
  * last to first for the same effect. */
-int attach_all(Compiled *c, const Settings *st, LinkSet *links, Diag *d) {
+int attach_all(const Compiled *c, const Loaded *l, const Settings *st,
+               LinkSet *links, Diag *d) {
   int count = 0;
   for (int k = 0; k < 2 * c->nprogs; k++) {
     bool second = k >= c->nprogs;
-    const BpfProg *p = &c->progs[second ? 2 * c->nprogs - 1 - k : k];
+    int i = second ? 2 * c->nprogs - 1 - k : k;
+    const BpfProg *p = &c->progs[i];
     if (newest_first(p) != second) continue;
-    int n = attach_prog(p, st, links, d);
+    int n = attach_prog(p, l ? l->prog_fds[i] : -1, st, links, d);
     if (n < 0) {
       links_close_all(links);
       return -1;
@@ -696,13 +707,13 @@ static void close_fd(int *fd) {
   *fd = -1;
 }
 
-void unload_all(Compiled *c) {
-  for (int i = 0; i < c->nprogs; i++) close_fd(&c->progs[i].fd);
-  for (int i = 0; i < c->nmaps; i++) close_fd(&c->maps[i]->fd);
-  close_fd(&c->ringbuf_fd);
-  close_fd(&c->wake_fd);
-  close_fd(&c->skb_output_fd);
-  close_fd(&c->counts_fd);
-  close_fd(&c->scratch_fd);
-  close_fd(&c->big_scratch_fd);
+void unload_all(Loaded *l) {
+  for (int i = 0; i < l->nprogs; i++) close_fd(&l->prog_fds[i]);
+  for (int i = 0; i < l->nmaps; i++) close_fd(&l->maps[i].fd);
+  close_fd(&l->ringbuf_fd);
+  close_fd(&l->wake_fd);
+  close_fd(&l->skb_output_fd);
+  close_fd(&l->counts_fd);
+  close_fd(&l->scratch_fd);
+  close_fd(&l->big_scratch_fd);
 }

@@ -2,20 +2,25 @@
 #ifndef LOUPE_LOAD_H
 #define LOUPE_LOAD_H
 
-#include "codegen/program.h"
+#include "model/program.h"
 #include "probes/provider.h"
+#include "runtime/state.h"
 
-/* Creates every map and loads every program. On a verifier rejection the
- * message names the probe and the script line of the failing instruction
- * and shows the verifier's last lines. Returns 0, or -1 after reporting (and
- * after closing whatever it created). */
-int load_all(Compiled *c, Diag *d);
+/* Creates every map of c and loads every program, their fds in l (c
+ * itself is not changed). With verifier_stats (-v) the verifier's
+ * statistics of each program print as it loads. On a verifier rejection
+ * the message names the probe and the script line of the failing
+ * instruction and shows the verifier's last lines. Returns 0, or -1 after
+ * reporting (and after closing whatever it created). */
+int load_all(const Compiled *c, Loaded *l, bool verifier_stats, Diag *d);
 
-/* Attaches every program but BEGIN/END to its targets, as the settings st
- * say (-p, -c: the providers' attach hooks). Returns the number of probes
- * attached, or -1 after reporting (with links already closed). With links
- * NULL it attaches nothing and returns how many it would. */
-int attach_all(Compiled *c, const Settings *st, LinkSet *links, Diag *d);
+/* Attaches every program but BEGIN/END, as loaded in l, to its targets,
+ * as the settings st say (-p, -c: the providers' attach hooks). Returns
+ * the number of probes attached, or -1 after reporting (with links
+ * already closed). With links NULL it attaches nothing and returns how
+ * many it would. */
+int attach_all(const Compiled *c, const Loaded *l, const Settings *st,
+               LinkSet *links, Diag *d);
 
 /* The BEGIN and END probes, which loupe runs itself (nothing to attach). */
 int special_probe_count(const Compiled *c);
@@ -25,7 +30,7 @@ int special_probe_count(const Compiled *c);
  * tell). */
 bool kernel_pads_comm(void);
 
-/* Closes every program and map fd. */
-void unload_all(Compiled *c);
+/* Closes every program and map fd of l. */
+void unload_all(Loaded *l);
 
 #endif

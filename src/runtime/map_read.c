@@ -108,8 +108,9 @@ static int map_dump_grow(MapDump *d, int *cap) {
 /* A keyless aggregation in a per-CPU array (lang/check.c, keyless_array)
  * always has its slot: all zero, on every CPU, it holds no value yet
  * (bpftrace 0.17 then prints nothing), unless zero() made it so. */
-static bool empty_array_slot(const MapSym *m, const uint8_t *value) {
-  if (m->bpf_type != BPF_MAP_TYPE_PERCPU_ARRAY || m->zeroed) return false;
+static bool empty_array_slot(const MapSym *m, const MapState *st,
+                             const uint8_t *value) {
+  if (m->bpf_type != BPF_MAP_TYPE_PERCPU_ARRAY || st->zeroed) return false;
   size_t n = value_buf_size(m);
   for (size_t i = 0; i < n; i++)
     if (value[i]) return false;
@@ -117,7 +118,7 @@ static bool empty_array_slot(const MapSym *m, const uint8_t *value) {
 }
 
 /* Reads every entry of the map. Returns 0 or a negative errno. */
-int map_dump(const MapSym *m, MapDump *d) {
+int map_dump(const MapSym *m, const MapState *st, MapDump *d) {
   memset(d, 0, sizeof *d);
   d->map = m;
   /* Room for a NUL after a string value; 8-aligned for the buckets. */
@@ -127,12 +128,12 @@ int map_dump(const MapSym *m, MapDump *d) {
   uint8_t *prev = calloc(1, m->key_size);
   bool first = true;
   if (!value || !key || !prev) err = -ENOMEM;
-  while (!err && bpf_map_get_next_key(m->fd, first ? NULL : prev, key) == 0) {
+  while (!err && bpf_map_get_next_key(st->fd, first ? NULL : prev, key) == 0) {
     first = false;
     memcpy(prev, key, m->key_size);
     /* A key deleted since get_next_key is simply skipped. */
-    if (bpf_map_lookup_elem(m->fd, key, value) != 0) continue;
-    if (empty_array_slot(m, value)) continue;
+    if (bpf_map_lookup_elem(st->fd, key, value) != 0) continue;
+    if (empty_array_slot(m, st, value)) continue;
     if (m->direct && !read_s64(value + 8)) continue;   /* never set */
     if ((err = map_dump_grow(d, &cap))) break;
     memcpy(d->keys + (size_t)d->n * m->key_size, key, m->key_size);
@@ -216,12 +217,12 @@ void sort_entries(MapDump *d) {
 /* Every key of the map, read before any is changed (deleting while walking
  * with get_next_key would restart the walk). Returns the count, or a
  * negative errno. */
-static int map_keys(const MapSym *m, uint8_t **keys_out) {
+static int map_keys(const MapSym *m, int fd, uint8_t **keys_out) {
   int n = 0, cap = 0;
   uint8_t *keys = NULL, *prev = NULL;
   uint8_t *key = malloc(m->key_size);
   if (!key) return -ENOMEM;
-  while (bpf_map_get_next_key(m->fd, prev, key) == 0) {
+  while (bpf_map_get_next_key(fd, prev, key) == 0) {
     if (n == cap) {
       cap = cap ? cap * 2 : 64;
       uint8_t *nk = realloc(keys, (size_t)cap * m->key_size);
@@ -241,44 +242,43 @@ static int map_keys(const MapSym *m, uint8_t **keys_out) {
   return n;
 }
 
-/* The run-time flags of MapSym.zeroed and .cleared: the map's
- * compile-time record is const everywhere else. */
-static void set_zeroed(const MapSym *m, bool zeroed) {
-  ((MapSym *)m)->zeroed = zeroed;
-  ((MapSym *)m)->cleared = !zeroed;
+/* MapState.zeroed and .cleared: which of zero() and clear() came last. */
+static void set_zeroed(MapState *st, bool zeroed) {
+  st->zeroed = zeroed;
+  st->cleared = !zeroed;
 }
 
-int map_clear(const MapSym *m) {
+int map_clear(const MapSym *m, MapState *st) {
   if (m->direct) {   /* value and set flag 0: as if never set */
     uint32_t key = 0;
     uint64_t none[2] = {0, 0};
-    return bpf_map_update_elem(m->fd, &key, none, BPF_ANY) ? -errno : 0;
+    return bpf_map_update_elem(st->fd, &key, none, BPF_ANY) ? -errno : 0;
   }
   if (m->bpf_type == BPF_MAP_TYPE_PERCPU_ARRAY) {
     /* an array's slot cannot go: zeroed, it holds no value again */
-    int err = map_zero(m);
-    set_zeroed(m, false);
+    int err = map_zero(m, st);
+    set_zeroed(st, false);
     return err;
   }
   uint8_t *keys = NULL;
-  int n = map_keys(m, &keys);
+  int n = map_keys(m, st->fd, &keys);
   if (n < 0) return n;
   for (int i = 0; i < n; i++)
-    bpf_map_delete_elem(m->fd, keys + (size_t)i * m->key_size);
+    bpf_map_delete_elem(st->fd, keys + (size_t)i * m->key_size);
   free(keys);
   return 0;
 }
 
-int map_zero(const MapSym *m) {
+int map_zero(const MapSym *m, MapState *st) {
   if (m->direct) {   /* 0, if it was set */
     uint32_t key = 0;
     uint64_t slot[2];
-    if (bpf_map_lookup_elem(m->fd, &key, slot) || !slot[1]) return 0;
+    if (bpf_map_lookup_elem(st->fd, &key, slot) || !slot[1]) return 0;
     slot[0] = 0;
-    return bpf_map_update_elem(m->fd, &key, slot, BPF_ANY) ? -errno : 0;
+    return bpf_map_update_elem(st->fd, &key, slot, BPF_ANY) ? -errno : 0;
   }
   uint8_t *keys = NULL;
-  int n = map_keys(m, &keys);
+  int n = map_keys(m, st->fd, &keys);
   if (n < 0) return n;
   uint8_t *zero = calloc(1, value_buf_size(m));
   if (!zero) {
@@ -288,12 +288,12 @@ int map_zero(const MapSym *m) {
   int err = 0;
   for (int i = 0; i < n; i++) {
     /* BPF_EXIST: a key deleted meanwhile stays deleted. */
-    if (bpf_map_update_elem(m->fd, keys + (size_t)i * m->key_size, zero,
+    if (bpf_map_update_elem(st->fd, keys + (size_t)i * m->key_size, zero,
                             BPF_EXIST) != 0 && errno != ENOENT)
       err = -errno;
   }
   free(zero);
   free(keys);
-  set_zeroed(m, true);
+  set_zeroed(st, true);
   return err;
 }

@@ -9,7 +9,8 @@
 #include <stdint.h>
 
 #include "builtins/builtin.h"
-#include "codegen/program.h"
+#include "model/program.h"
+#include "runtime/state.h"
 
 /* One map entry, its value reduced over CPUs. */
 typedef struct Entry {
@@ -33,8 +34,9 @@ int64_t read_s64(const uint8_t *p);
 uint64_t read_int(const uint8_t *p, int size, bool sign);
 /* Whether the numbers the map prints and sorts by are signed. */
 bool value_is_signed(const MapSym *m);
-/* Reads every entry of m into d, values reduced; 0 or a negative errno. */
-int map_dump(const MapSym *m, MapDump *d);
+/* Reads every entry of m (in the kernel as st says) into d, values
+ * reduced; 0 or a negative errno. */
+int map_dump(const MapSym *m, const MapState *st, MapDump *d);
 void map_dump_free(MapDump *d);
 /* Sorts d's entries as bpftrace prints them. */
 void sort_entries(MapDump *d);

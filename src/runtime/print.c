@@ -454,14 +454,14 @@ void print_printf(const PrintfDef *p, const void *payload, FILE *out) {
 
 /* ---- maps ------------------------------------------------------------- */
 
-int print_map_as(const MapSym *m, int64_t top, int64_t div, OutFormat fmt,
-                 FILE *out) {
+int print_map_as(const MapSym *m, const MapState *st, int64_t top,
+                 int64_t div, OutFormat fmt, FILE *out) {
   Output o = output_for(fmt, out);
-  return output_map(&o, m, top, div);
+  return output_map(&o, m, st, top, div);
 }
 
-int print_map(const MapSym *m, FILE *out) {
-  return print_map_as(m, 0, 1, OUT_TEXT, out);
+int print_map(const MapSym *m, const MapState *st, FILE *out) {
+  return print_map_as(m, st, 0, 1, OUT_TEXT, out);
 }
 
 static int compare_map_names(const void *pa, const void *pb) {
@@ -472,28 +472,31 @@ static int compare_map_names(const void *pa, const void *pb) {
 
 /* Every map of the script, by name; exit's two empty lines first if
  * at_exit (bpftrace writes them in JSON mode too; not on SIGUSR1). */
-static void print_maps_by_name(const Compiled *c, OutFormat fmt, FILE *out,
-                               bool at_exit) {
+static void print_maps_by_name(const Compiled *c, const Loaded *l,
+                               OutFormat fmt, FILE *out, bool at_exit) {
   const MapSym **order = malloc(sizeof(MapSym *) * (c->nmaps + 1));
   if (!order) return;
   int n = 0;
   for (int i = 0; i < c->nmaps; i++)
-    if (!c->maps[i]->internal && c->maps[i]->fd >= 0) order[n++] = c->maps[i];
+    if (!c->maps[i]->internal && l->maps[i].fd >= 0) order[n++] = c->maps[i];
   if (n > 0) qsort(order, n, sizeof *order, compare_map_names);
   Output o = output_for(fmt, out);
   o.enc->maps_begin(&o, order, n, at_exit);
-  for (int i = 0; i < n; i++) output_map(&o, order[i], 0, 1);
+  for (int i = 0; i < n; i++)
+    output_map(&o, order[i], &l->maps[order[i]->id], 0, 1);
   free(order);
 }
 
-void print_all_maps_as(const Compiled *c, OutFormat fmt, FILE *out) {
-  print_maps_by_name(c, fmt, out, true);
+void print_all_maps_as(const Compiled *c, const Loaded *l, OutFormat fmt,
+                       FILE *out) {
+  print_maps_by_name(c, l, fmt, out, true);
 }
 
-void print_all_maps_now(const Compiled *c, OutFormat fmt, FILE *out) {
-  print_maps_by_name(c, fmt, out, false);
+void print_all_maps_now(const Compiled *c, const Loaded *l, OutFormat fmt,
+                        FILE *out) {
+  print_maps_by_name(c, l, fmt, out, false);
 }
 
-void print_all_maps(const Compiled *c, FILE *out) {
-  print_all_maps_as(c, OUT_TEXT, out);
+void print_all_maps(const Compiled *c, const Loaded *l, FILE *out) {
+  print_all_maps_as(c, l, OUT_TEXT, out);
 }

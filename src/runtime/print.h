@@ -5,7 +5,8 @@
 #include <stdint.h>
 #include <stdio.h>
 
-#include "codegen/program.h"
+#include "model/program.h"
+#include "runtime/state.h"
 
 /* The output format (-f): bpftrace's text, its JSON records, one per
  * line, or folded stacks (output/folded.h) for flame graph tools. */
@@ -42,25 +43,28 @@ int printf_parse_bytes(const char *fmt, size_t len, char *conv_out, int max,
  * PRINTF_MAX_FIELD_WIDTH + 1 when it is larger than that. */
 int printf_field_number(const char *s, int *i);
 
-/* Prints one map as print(@m, top, div) does: sorted as bpftrace sorts
+/* Prints one map (in the kernel as st says) as print(@m, top, div) does:
+ * sorted as bpftrace sorts
  * (by value for integers and aggregations — hist/lhist by total count,
  * avg/stats by average —, by key otherwise), only the last `top` entries
  * of that order when top > 0 (not for stats), numbers divided by div when
  * div > 1 (not lhist or stats counts; a histogram's bars stay). In text an
  * empty map prints an empty line, avg() and stats() maps are followed by
  * one; in JSON an empty map prints nothing. Returns 0 or a negative errno. */
-int print_map_as(const MapSym *m, int64_t top, int64_t div, OutFormat fmt,
-                 FILE *out);
+int print_map_as(const MapSym *m, const MapState *st, int64_t top,
+                 int64_t div, OutFormat fmt, FILE *out);
 
-/* print_map_as(m, 0, 1, OUT_TEXT, out). */
-int print_map(const MapSym *m, FILE *out);
+/* print_map_as(m, st, 0, 1, OUT_TEXT, out). */
+int print_map(const MapSym *m, const MapState *st, FILE *out);
 
 /* What bpftrace prints at exit: two empty lines (in JSON too), then every
- * map but internal ones, in name order. */
-void print_all_maps_as(const Compiled *c, OutFormat fmt, FILE *out);
+ * map but internal ones that l created, in name order. */
+void print_all_maps_as(const Compiled *c, const Loaded *l, OutFormat fmt,
+                       FILE *out);
 /* The same while the run goes on (SIGUSR1): no empty lines first. */
-void print_all_maps_now(const Compiled *c, OutFormat fmt, FILE *out);
-void print_all_maps(const Compiled *c, FILE *out);  /* in text */
+void print_all_maps_now(const Compiled *c, const Loaded *l, OutFormat fmt,
+                        FILE *out);
+void print_all_maps(const Compiled *c, const Loaded *l, FILE *out);  /* text */
 
 /* The text of an integer whose type shows it as text (strftime, a stack
  * indented by 8, ksym, usym, strerror, signal_name, an enum): in buf (or
@@ -85,7 +89,7 @@ const char *named_buf_text(const Type *t, const uint8_t *p, char *buf,
                            size_t len);
 
 /* Empties a map (clear) or zeroes its values (zero). */
-int map_clear(const MapSym *m);
-int map_zero(const MapSym *m);
+int map_clear(const MapSym *m, MapState *st);
+int map_zero(const MapSym *m, MapState *st);
 
 #endif

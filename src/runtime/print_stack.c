@@ -17,25 +17,33 @@
 
 static struct {
   int limit;
-  const MapSym *map;
+  int fd;
 } stack_maps[MAX_STACK_MAPS];
 static int nstack_maps;
 
-void stack_map_register(int limit, const MapSym *m) {
+static void stack_map_register(int limit, int fd) {
   for (int i = 0; i < nstack_maps; i++)
     if (stack_maps[i].limit == limit) {
-      stack_maps[i].map = m;
+      stack_maps[i].fd = fd;
       return;
     }
   if (nstack_maps < MAX_STACK_MAPS) {
     stack_maps[nstack_maps].limit = limit;
-    stack_maps[nstack_maps++].map = m;
+    stack_maps[nstack_maps++].fd = fd;
   }
+}
+
+/* A stack-trace map holds stacks of value_size / 8 frames at most
+ * (builtins/stack.c makes one per limit). */
+void stack_maps_use(const Compiled *c, const Loaded *l) {
+  for (int i = 0; i < c->nmaps; i++)
+    if (c->maps[i]->bpf_type == BPF_MAP_TYPE_STACK_TRACE)
+      stack_map_register(c->maps[i]->value_size / 8, l->maps[i].fd);
 }
 
 static int stack_map_fd(int limit) {
   for (int i = 0; i < nstack_maps; i++)
-    if (stack_maps[i].limit == limit) return stack_maps[i].map->fd;
+    if (stack_maps[i].limit == limit) return stack_maps[i].fd;
   return -1;
 }
 

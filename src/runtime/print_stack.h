@@ -15,16 +15,17 @@
 
 #include <stdint.h>
 
-#include "codegen/program.h"
+#include "model/program.h"
+#include "runtime/state.h"
 
 #define STACK_ID_MASK 0xffffffu
 #define STACK_FRAMES_SHIFT 24
 #define USYM_ADDR_BITS 47
 #define USYM_PID_MAX ((1u << (64 - USYM_ADDR_BITS)) - 1)
 
-/* The stack-trace map that holds the stacks of `limit` frames (check
- * registers it; its fd is read when a stack prints). */
-void stack_map_register(int limit, const MapSym *m);
+/* The stack-trace maps of c, as l loaded them, are where the stacks that
+ * print are read from (the run sets this up before any record). */
+void stack_maps_use(const Compiled *c, const Loaded *l);
 
 /* A stack value of type t as text: "" for no stack, else a newline and
  * one line per frame, each after `indent` spaces in bpftrace mode (8;

@@ -6,8 +6,8 @@
 #include <bpf/btf.h>
 #include <stdbool.h>
 
-#include "codegen/program.h"
 #include "lang/diag.h"
+#include "model/program.h"
 
 typedef struct ProgBtf {
   struct bpf_func_info *funcs;   /* where each function starts */

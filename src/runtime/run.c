@@ -40,9 +40,10 @@
 #include "builtins/builtin.h"
 #include "codegen/codegen.h"
 #include "output/encoder.h"
-#include "runtime/print.h"
 #include "probes/iter.h"
 #include "probes/provider.h"
+#include "runtime/print.h"
+#include "runtime/print_stack.h"
 
 /* main.c defines the flag; this weak definition only stands in when run.o
  * is linked without main (unit tests). */
@@ -60,7 +61,9 @@ __attribute__((weak)) volatile sig_atomic_t loupe_output_closed;
 #define RAW_TP_MAX_ARGS 12
 
 typedef struct RunState {
-  Compiled *c;
+  const Compiled *c;
+  Loaded *l;         /* its fds, and what changes as it runs */
+  bool no_warnings;  /* --no-warnings */
   FILE *out;
   const char *out_name;   /* for messages: the -o file, or "stdout" */
   int write_error;   /* the errno of a failed write to out, once said */
@@ -88,14 +91,14 @@ typedef struct RunState {
 /* Handles one ring buffer record: an EventHeader and its payload. Drops
  * records once *exit_seen is set. Not static so tests/unit/test_print.c
  * can feed it records; not part of run.h. */
-int run_handle_record(Compiled *c, FILE *out, int format, int *exit_seen,
-                      const void *data, size_t size);
+int run_handle_record(const EventCtx *e, const void *data, size_t size);
 
 /* -k: a helper failed where site says (as bpftrace reports it: a warning
  * on stderr with the place in the script, or a helper_error record). */
-static void on_helper_error(const Compiled *c, FILE *out, int format,
-                            uint32_t index, const uint8_t *payload,
-                            size_t size) {
+static void on_helper_error(const EventCtx *e, uint32_t index,
+                            const uint8_t *payload, size_t size) {
+  const Compiled *c = e->c;
+  FILE *out = e->output->out;
   int64_t ret;
   if (index >= (uint32_t)c->nhelper_sites || size < sizeof ret) return;
   memcpy(&ret, payload, sizeof ret);
@@ -106,7 +109,7 @@ static void on_helper_error(const Compiled *c, FILE *out, int format,
   const char *msg = missing ? "Can't lookup map element because it does "
                               "not exist."
                             : strerror((int)-ret);
-  if (format == OUT_JSON) {
+  if (e->output->enc == &json_encoder) {
     fprintf(out, "{\"type\": \"helper_error\", \"msg\": ");
     json_put_string(msg, strlen(msg), out);
     fprintf(out, ", \"helper\": \"%s\", \"retcode\": %lld, "
@@ -116,7 +119,7 @@ static void on_helper_error(const Compiled *c, FILE *out, int format,
             site->span.col);
     return;
   }
-  if (c->no_warnings) return;
+  if (e->no_warnings) return;
   fflush(out);
   if (missing)
     fprintf(stderr, "%s%s\n%s", site->prefix, msg, site->context);
@@ -125,23 +128,19 @@ static void on_helper_error(const Compiled *c, FILE *out, int format,
             name ? name : "?", msg, (long long)ret, site->context);
 }
 
-int run_handle_record(Compiled *c, FILE *out, int format, int *exit_seen,
-                      const void *data, size_t size) {
+int run_handle_record(const EventCtx *e, const void *data, size_t size) {
   EventHeader h;
-  if (size < sizeof h || *exit_seen) return 0;
+  if (size < sizeof h || *e->exit_seen) return 0;
   memcpy(&h, data, sizeof h);
   if (h.kind == EV_HELPER_ERROR) {
-    on_helper_error(c, out, format, h.index,
-                    (const uint8_t *)data + sizeof h, size - sizeof h);
+    on_helper_error(e, h.index, (const uint8_t *)data + sizeof h,
+                    size - sizeof h);
     return 0;
   }
   /* The builtin that sent the record knows what it means. */
   const Builtin *b = builtin_for_event(h.kind);
   if (!b) return 0;
-  Output o = output_for(format, out);
-  EventCtx e = {.c = c, .output = &o, .exit_seen = exit_seen};
-  b->on_event(&e, h.index, (const uint8_t *)data + sizeof h,
-              size - sizeof h);
+  b->on_event(e, h.index, (const uint8_t *)data + sizeof h, size - sizeof h);
   return 0;
 }
 
@@ -212,7 +211,10 @@ static int on_record(void *ctx, void *data, size_t size) {
     return --st->budget > 0 ? 0 : -EAGAIN;
   }
   st->handled++;
-  run_handle_record(st->c, st->out, st->format, &st->exit_seen, data, size);
+  Output o = output_for(st->format, st->out);
+  EventCtx e = {.c = st->c, .l = st->l, .output = &o,
+                .no_warnings = st->no_warnings, .exit_seen = &st->exit_seen};
+  run_handle_record(&e, data, size);
   if (!output_ok(st) && !st->ending) return -EPIPE;
   /* A negative return makes libbpf stop consuming and return it; libbpf
    * has moved past this record by then, so it is handled first. A stop
@@ -246,10 +248,10 @@ static void drain(RunState *st, struct ring_buffer *rb) {
  * full map refused, as a warning. */
 static void report_counts(RunState *st) {
   const Compiled *c = st->c;
-  uint64_t now[c->ncounts > 0 ? c->ncounts : 1];
+  uint64_t now[count_slots(c)];
   uint32_t key = 0;
-  if (c->counts_fd < 0 || !st->seen ||
-      bpf_map_lookup_elem(c->counts_fd, &key, now) < 0)
+  if (st->l->counts_fd < 0 || !st->seen ||
+      bpf_map_lookup_elem(st->l->counts_fd, &key, now) < 0)
     return;
   uint64_t n = now[COUNT_SLOT_LOST] - st->seen[COUNT_SLOT_LOST];
   if (n) {
@@ -266,19 +268,19 @@ static void report_counts(RunState *st) {
     /* the slot sums -E2BIG, once for each refused update */
     n = (uint64_t)-(int64_t)(now[m->full_slot] - st->seen[m->full_slot]) /
         E2BIG;
-    if (!n || c->no_warnings) continue;
+    if (!n || st->no_warnings) continue;
     fflush(st->out);
     fprintf(stderr, "WARNING: Map full; can't update element: %s refused "
             "%llu update%s (max_entries %u)\n", m->name,
             (unsigned long long)n, n == 1 ? "" : "s", m->max_entries);
   }
-  memcpy(st->seen, now, (size_t)c->ncounts * sizeof *now);
+  memcpy(st->seen, now, sizeof now);
 }
 
 /* How often each warning said only once came again (PrintfDef.once). */
-static void report_warn_repeats(const Compiled *c) {
-  for (int i = 0; c->warn_repeats && i < c->nprintfs; i++) {
-    unsigned long long more = c->warn_repeats[i];
+static void report_warn_repeats(const Compiled *c, const Loaded *l) {
+  for (int i = 0; l->warn_repeats && i < c->nprintfs; i++) {
+    unsigned long long more = l->warn_repeats[i];
     if (more-- < 2) continue;
     const PrintfDef *p = &c->printfs[i];
     size_t len = strcspn(p->fmt, "\n");
@@ -363,12 +365,12 @@ static bool only_begin_end(const Compiled *c) {
   return true;
 }
 
-static void run_prog_once(const BpfProg *p, const char *provider) {
+static void run_prog_once(int fd, const char *provider) {
   uint64_t args[RAW_TP_MAX_ARGS] = {0};
   LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = args,
               .ctx_size_in = sizeof args);
-  if (p->fd < 0) return;
-  if (bpf_prog_test_run_opts(p->fd, &opts) != 0)
+  if (fd < 0) return;
+  if (bpf_prog_test_run_opts(fd, &opts) != 0)
     fprintf(stderr, "loupe: could not run the %s probe: %s\n", provider,
             strerror(errno));
 }
@@ -379,7 +381,7 @@ static void run_special(RunState *st, struct ring_buffer *rb,
                         ProbeRun run) {
   for (int i = 0; i < st->c->nprogs; i++) {
     const Provider *prov = prog_runs(&st->c->progs[i], run);
-    if (prov) run_prog_once(&st->c->progs[i], prov->name);
+    if (prov) run_prog_once(st->l->prog_fds[i], prov->name);
   }
   drain(st, rb);
   flush_output(st);
@@ -419,7 +421,7 @@ static const char *mode_probe_name(const BpfProg *p, ProbeRun run) {
 /* Runs one bench program again and again, handling what it sends as it
  * goes (so the ring buffer never fills). */
 static BenchResult bench_one(RunState *st, struct ring_buffer *rb,
-                             const BpfProg *p) {
+                             const BpfProg *p, int fd) {
   uint64_t args[RAW_TP_MAX_ARGS] = {0};
   LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = args,
               .ctx_size_in = sizeof args);
@@ -427,7 +429,7 @@ static BenchResult bench_one(RunState *st, struct ring_buffer *rb,
   long long start = now_ns(), spent = 0;
   while (r.runs < BENCH_MAX_RUNS && spent < BENCH_NS && !st->exit_seen &&
          !loupe_stop_requested) {
-    if (bpf_prog_test_run_opts(p->fd, &opts) != 0) {
+    if (bpf_prog_test_run_opts(fd, &opts) != 0) {
       fprintf(stderr, "loupe: could not run bench:%s: %s\n", r.name,
               strerror(errno));
       break;
@@ -450,8 +452,8 @@ static void run_benches(RunState *st, struct ring_buffer *rb) {
   BenchResult *results = calloc(st->c->nprogs + 1, sizeof *results);
   int n = 0;
   for (int i = 0; results && i < st->c->nprogs && !st->exit_seen; i++)
-    if (prog_runs(&st->c->progs[i], RUN_AS_BENCH) && st->c->progs[i].fd >= 0)
-      results[n++] = bench_one(st, rb, &st->c->progs[i]);
+    if (prog_runs(&st->c->progs[i], RUN_AS_BENCH) && st->l->prog_fds[i] >= 0)
+      results[n++] = bench_one(st, rb, &st->c->progs[i], st->l->prog_fds[i]);
   if (st->format == OUT_JSON) {   /* a record per bench, as bpftrace */
     for (int i = 0; i < n; i++) {
       fprintf(st->out, "{\"type\": \"benchmark_result\", \"data\": {");
@@ -477,13 +479,13 @@ static void run_benches(RunState *st, struct ring_buffer *rb) {
 
 /* After a test called exit(): the other probes, and the next test, run
  * again (the programs check the script's exit flag first). */
-static void clear_exit_flag(const Compiled *c) {
+static void clear_exit_flag(const Compiled *c, const Loaded *l) {
   for (int i = 0; i < c->nmaps; i++) {
     const MapSym *m = c->maps[i];
-    if (m && m->fd >= 0 && !strcmp(m->name, EXITED_MAP_NAME)) {
+    if (m && l->maps[i].fd >= 0 && !strcmp(m->name, EXITED_MAP_NAME)) {
       uint32_t key = 0;
       uint64_t zero = 0;
-      bpf_map_update_elem(m->fd, &key, &zero, BPF_ANY);
+      bpf_map_update_elem(l->maps[i].fd, &key, &zero, BPF_ANY);
     }
   }
 }
@@ -493,7 +495,8 @@ static void clear_exit_flag(const Compiled *c) {
  * 0, reported no error (errorf(), a failed assert()) and did not call
  * exit() with a code other than 0. A failed test's output follows its
  * FAIL line; a passing test's is dropped. */
-static bool test_one(RunState *st, struct ring_buffer *rb, const BpfProg *p) {
+static bool test_one(RunState *st, struct ring_buffer *rb, const BpfProg *p,
+                     int fd) {
   const char *name = mode_probe_name(p, RUN_AS_TEST);
   FILE *held = tmpfile(), *out = st->out;
   int saved_err = -1;
@@ -508,13 +511,13 @@ static bool test_one(RunState *st, struct ring_buffer *rb, const BpfProg *p) {
   LIBBPF_OPTS(bpf_test_run_opts, opts, .ctx_in = args,
               .ctx_size_in = sizeof args);
   st->errors = 0;
-  bool ran = bpf_prog_test_run_opts(p->fd, &opts) == 0;
+  bool ran = bpf_prog_test_run_opts(fd, &opts) == 0;
   int err = errno;
   drain(st, rb);
   int exit_code = st->exit_seen ? st->exit_seen - 1 : 0;
   bool exited = st->exit_seen != 0;
   st->exit_seen = 0;
-  if (exited) clear_exit_flag(st->c);
+  if (exited) clear_exit_flag(st->c, st->l);
   if (held) {
     fflush(held);
     if (saved_err >= 0) {
@@ -569,8 +572,9 @@ static void run_tests(RunState *st, struct ring_buffer *rb) {
   if (st->exit_seen) return;   /* BEGIN called exit() */
   for (int i = 0; i < st->c->nprogs && !loupe_stop_requested; i++) {
     const BpfProg *p = &st->c->progs[i];
-    if (!prog_runs(p, RUN_AS_TEST) || p->fd < 0) continue;
-    if (test_one(st, rb, p))
+    int fd = st->l->prog_fds[i];
+    if (!prog_runs(p, RUN_AS_TEST) || fd < 0) continue;
+    if (test_one(st, rb, p, fd))
       passed++;
     else
       failed++;
@@ -589,8 +593,9 @@ static void run_tests(RunState *st, struct ring_buffer *rb) {
  * one, so what is left over waits for the next. */
 #define ITER_READ 4096
 
-static void run_iter(RunState *st, struct ring_buffer *rb, const BpfProg *p) {
-  int fd = iter_open(p->fd);
+static void run_iter(RunState *st, struct ring_buffer *rb, const BpfProg *p,
+                     int prog_fd) {
+  int fd = iter_open(prog_fd);
   if (fd < 0) {
     fprintf(stderr, "loupe: cannot read the iterator of %s: %s\n",
             prog_probe_name(p), strerror(errno));
@@ -645,7 +650,7 @@ static void run_iter(RunState *st, struct ring_buffer *rb, const BpfProg *p) {
 static void run_iters(RunState *st, struct ring_buffer *rb) {
   for (int i = 0; i < st->c->nprogs && !st->exit_seen; i++)
     if (prog_runs(&st->c->progs[i], RUN_AS_ITERATOR))
-      run_iter(st, rb, &st->c->progs[i]);
+      run_iter(st, rb, &st->c->progs[i], st->l->prog_fds[i]);
 }
 
 static bool has_iter(const Compiled *c) {
@@ -687,7 +692,7 @@ static bool should_stop(const RunState *st, long long deadline) {
 static void set_wakeups(const RunState *st, bool on) {
   uint32_t key = 0;
   uint64_t flags = on ? 0 : BPF_RB_NO_WAKEUP;
-  bpf_map_update_elem(st->c->wake_fd, &key, &flags, BPF_ANY);
+  bpf_map_update_elem(st->l->wake_fd, &key, &flags, BPF_ANY);
 }
 
 /* Takes the records in the ring, waiting for them a slice at most; <= 0
@@ -754,7 +759,7 @@ static void event_loop(RunState *st, struct ring_buffer *rb, int timeout_ms) {
       if (st->has_self) {
         run_special(st, rb, RUN_ON_SIGNAL);
       } else {
-        print_all_maps_now(st->c, st->format, st->out);
+        print_all_maps_now(st->c, st->l, st->format, st->out);
         st->handled++;
       }
     }
@@ -777,17 +782,19 @@ struct Run {
   size_t begin_len;
 };
 
-Run *run_begin(Compiled *c, const RunOptions *opts) {
+Run *run_begin(const Compiled *c, Loaded *l, const RunOptions *opts) {
   Run *r = calloc(1, sizeof *r);
   if (!r) return NULL;
-  r->st = (RunState){.c = c, .out = opts->out ? opts->out : stdout,
+  r->st = (RunState){.c = c, .l = l, .no_warnings = opts->no_warnings,
+                     .out = opts->out ? opts->out : stdout,
                      .out_name = opts->out_name ? opts->out_name : "stdout",
                      .format = opts->format, .child_pid = opts->child_pid,
                      .target_pid = opts->target_pid, .target_fd = -1,
                      .mode = opts->mode};
-  r->st.seen = calloc(c->ncounts > 0 ? (size_t)c->ncounts : 1, sizeof(uint64_t));
+  r->st.seen = calloc((size_t)count_slots(c), sizeof(uint64_t));
   if (c->nprintfs > 0)
-    c->warn_repeats = calloc((size_t)c->nprintfs, sizeof *c->warn_repeats);
+    l->warn_repeats = calloc((size_t)c->nprintfs, sizeof *l->warn_repeats);
+  stack_maps_use(c, l);
 #ifdef SYS_pidfd_open
   if (opts->target_pid > 0)
     r->st.target_fd = (int)syscall(SYS_pidfd_open, opts->target_pid, 0);
@@ -798,12 +805,13 @@ Run *run_begin(Compiled *c, const RunOptions *opts) {
   for (int i = 0; i < c->nprogs; i++)
     if (prog_runs(&c->progs[i], RUN_ON_SIGNAL)) r->st.has_self = true;
   catch_signals(&r->saved);
-  if (c->nskb_outputs > 0 && !(r->st.skb = skb_writer_open(c))) {
+  if (c->nskb_outputs > 0 &&
+      !(r->st.skb = skb_writer_open(c, l->skb_output_fd))) {
     run_abandon(r);
     return NULL;
   }
-  if (c->ringbuf_fd >= 0) {
-    r->rb = ring_buffer__new(c->ringbuf_fd, on_record, &r->st, NULL);
+  if (l->ringbuf_fd >= 0) {
+    r->rb = ring_buffer__new(l->ringbuf_fd, on_record, &r->st, NULL);
     if (!r->rb)
       fprintf(stderr, "loupe: cannot read the event ring buffer: %s\n",
               strerror(errno));
@@ -874,9 +882,10 @@ int run_finish(Run *r) {
   run_special(st, r->rb, RUN_AT_END);
   report_counts(st);
   fflush(st->out);
-  report_warn_repeats(st->c);
+  report_warn_repeats(st->c, st->l);
 
-  if (!st->c->no_exit_print) print_all_maps_as(st->c, st->format, st->out);
+  if (!st->c->no_exit_print)
+    print_all_maps_as(st->c, st->l, st->format, st->out);
   flush_output(st);
   if (st->write_error || st->tests_failed) status = 1;
   run_abandon(r);
@@ -895,8 +904,8 @@ void run_abandon(Run *r) {
   free(r);
 }
 
-int run_script(Compiled *c, const RunOptions *opts) {
-  Run *r = run_begin(c, opts);
+int run_script(const Compiled *c, Loaded *l, const RunOptions *opts) {
+  Run *r = run_begin(c, l, opts);
   if (!r) return 1;
   run_wait(r);
   return run_finish(r);

@@ -5,9 +5,10 @@
 #include <signal.h>
 #include <stdbool.h>
 
-#include "runtime/print.h"
-#include "codegen/program.h"
+#include "model/program.h"
 #include "probes/provider.h"
+#include "runtime/print.h"
+#include "runtime/state.h"
 
 typedef struct RunOptions {
   FILE *out;            /* stdout or -o FILE */
@@ -19,10 +20,11 @@ typedef struct RunOptions {
   int target_pid;       /* -p: stop when this process exits; 0: none */
   RunMode mode;         /* --mode bench: run the bench probes, not the
                            event loop, and print their times */
+  bool no_warnings;     /* --no-warnings: run-time warnings too */
 } RunOptions;
 
-/* A run in parts, so that BEGIN runs before the other probes are
- * attached, as bpftrace documents:
+/* A run in parts of the program c, loaded as l says, so that BEGIN runs
+ * before the other probes are attached, as bpftrace documents:
  * run_begin sets up the event buffer and the signal handling, runs the
  * BEGIN programs and prints what they sent (NULL when out of memory);
  * run_stopping tells whether BEGIN called exit() or a stop was asked for,
@@ -36,14 +38,14 @@ typedef struct RunOptions {
  * non-empty map, frees the run and returns the process exit status;
  * run_abandon frees a run that will not finish (attach failed). */
 typedef struct Run Run;
-Run *run_begin(Compiled *c, const RunOptions *opts);
+Run *run_begin(const Compiled *c, Loaded *l, const RunOptions *opts);
 bool run_stopping(const Run *r);
 void run_wait(Run *r);
 int run_finish(Run *r);
 void run_abandon(Run *r);
 
 /* run_begin, run_wait and run_finish, with nothing attached. */
-int run_script(Compiled *c, const RunOptions *opts);
+int run_script(const Compiled *c, Loaded *l, const RunOptions *opts);
 
 /* Set to 1 by main's SIGINT/SIGTERM handler, installed before loading, when
  * a stop is asked for before run_script starts (e.g. during attach).

@@ -78,8 +78,8 @@ static void on_lost(void *ctx, int cpu, __u64 n) {
   ((SkbWriter *)ctx)->lost += n;
 }
 
-SkbWriter *skb_writer_open(const Compiled *c) {
-  if (c->nskb_outputs == 0 || c->skb_output_fd < 0) return NULL;
+SkbWriter *skb_writer_open(const Compiled *c, int fd) {
+  if (c->nskb_outputs == 0 || fd < 0) return NULL;
   SkbWriter *w = calloc(1, sizeof *w);
   if (!w) return NULL;
   w->c = c;
@@ -108,7 +108,7 @@ SkbWriter *skb_writer_open(const Compiled *c) {
   int ncpus = libbpf_num_possible_cpus();
   size_t pages = 1;
   while (pages * 2 * (size_t)(ncpus > 0 ? ncpus : 1) <= total) pages *= 2;
-  w->pb = perf_buffer__new(c->skb_output_fd, pages, on_packet, on_lost, w,
+  w->pb = perf_buffer__new(fd, pages, on_packet, on_lost, w,
                            NULL);
   if (!w->pb) {
     fprintf(stderr, "ERROR: skboutput(): cannot open the packet buffers: "

@@ -42,7 +42,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
    * a fresh process would, with no script types. */
   Script none = {0};
   ctype_define_script_structs(&none, &d);
-  Compiled c = {.ringbuf_fd = -1, .scratch_fd = -1};
+  Compiled c = {0};
   Script *script = NULL;
   compile_script(&src, &st, &script, &c, &d);
   /* The AST points into text: both are left to the process's end. */

@@ -20,13 +20,15 @@
 #include <bpf/bpf.h>
 #include <bpf/libbpf.h>
 
-#include "codegen/program.h"
 #include "fuzz_util.h"
 #include "lang/ctype.h"
+#include "model/program.h"
+#include "output/encoder.h"
 #include "runtime/print.h"
+#include "runtime/print_stack.h"
+#include "runtime/state.h"
 
-int run_handle_record(Compiled *c, FILE *out, int format, int *exit_seen,
-                      const void *data, size_t size);
+int run_handle_record(const EventCtx *e, const void *data, size_t size);
 
 static const char script_text[] =
     "BEGIN { printf(\"%d %u %x %X %o %c %s %5.2s %-8d %lld %llu %p %%\\n\", "
@@ -53,8 +55,13 @@ static const char script_text[] =
     "@c = tseries(1, 1s, 5); print(@c); }\n"
     "BEGIN { @x = *(uint64 *)0; exit(3); }\n";
 
+/* The script's maps as the fuzzer made them (make_maps). */
+static Loaded loaded = {.ringbuf_fd = -1, .wake_fd = -1, .scratch_fd = -1,
+                        .big_scratch_fd = -1, .counts_fd = -1,
+                        .skb_output_fd = -1};
+
 static Compiled *compiled(void) {
-  static Compiled c = {.ringbuf_fd = -1, .scratch_fd = -1};
+  static Compiled c;
   static bool done;
   if (done) return &c;
   done = true;
@@ -79,14 +86,18 @@ static Compiled *compiled(void) {
 
 static bool maps_tried, maps_made;   /* made: as root, with BPF */
 
-static void make_maps(Compiled *c) {
+static void make_maps(const Compiled *c) {
   maps_tried = maps_made = true;
+  loaded.nmaps = c->nmaps;
+  loaded.maps = calloc((size_t)c->nmaps + 1, sizeof *loaded.maps);
+  if (!loaded.maps) abort();
   for (int i = 0; i < c->nmaps; i++) {
-    MapSym *m = c->maps[i];
-    m->fd = bpf_map_create(m->bpf_type, NULL, m->key_size, m->value_size,
-                           m->max_entries, NULL);
-    if (m->fd < 0) maps_made = false;
+    const MapSym *m = c->maps[i];
+    loaded.maps[i].fd = bpf_map_create(m->bpf_type, NULL, m->key_size,
+                                       m->value_size, m->max_entries, NULL);
+    if (loaded.maps[i].fd < 0) maps_made = false;
   }
+  stack_maps_use(c, &loaded);
 }
 
 static int map_ncpus(const MapSym *m) {
@@ -103,11 +114,12 @@ static void empty_maps(const Compiled *c) {
         m->bpf_type == BPF_MAP_TYPE_PERCPU_ARRAY) {
       size_t vsize = (size_t)(m->value_size + 7) / 8 * 8 * map_ncpus(m);
       for (uint32_t k = 0; k < m->max_entries && k < 64; k++)
-        if (vsize <= sizeof zero) bpf_map_update_elem(m->fd, &k, zero, 0);
+        if (vsize <= sizeof zero)
+          bpf_map_update_elem(loaded.maps[i].fd, &k, zero, 0);
       continue;
     }
-    while (bpf_map_get_next_key(m->fd, NULL, next) == 0 &&
-           bpf_map_delete_elem(m->fd, next) == 0) {}
+    while (bpf_map_get_next_key(loaded.maps[i].fd, NULL, next) == 0 &&
+           bpf_map_delete_elem(loaded.maps[i].fd, next) == 0) {}
   }
 }
 
@@ -117,7 +129,7 @@ static void put_entry(const Compiled *c, uint32_t index, const uint8_t *p,
   const MapSym *m = c->maps[index];
   size_t vsize = (size_t)(m->value_size + 7) / 8 * 8 * map_ncpus(m);
   if (size < (size_t)m->key_size + vsize) return;
-  bpf_map_update_elem(m->fd, p, p + m->key_size, 0);
+  bpf_map_update_elem(loaded.maps[index].fd, p, p + m->key_size, 0);
 }
 
 static void put_record(FILE *f, uint32_t kind, uint32_t index, int size) {
@@ -172,6 +184,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (maps_made) empty_maps(c);
   int format = data[0] & 1 ? OUT_JSON : OUT_TEXT;
   int exit_seen = 0;
+  Output o = output_for(format, fuzz_devnull());
+  EventCtx e = {.c = c, .l = &loaded, .output = &o, .exit_seen = &exit_seen};
   for (size_t at = 1; at + 2 <= size;) {
     uint16_t len;
     memcpy(&len, data + at, sizeof len);
@@ -187,7 +201,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (h.kind == PUT_ENTRY && len >= sizeof h && maps_made)
       put_entry(c, h.index, rec + sizeof h, len - sizeof h);
     else if (h.kind != EV_SYSTEM && h.kind != EV_CAT)
-      run_handle_record(c, fuzz_devnull(), format, &exit_seen, rec, len);
+      run_handle_record(&e, rec, len);
     free(rec);
   }
   return 0;

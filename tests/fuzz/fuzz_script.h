@@ -21,7 +21,7 @@ static inline void fuzz_compile_script(const char *text, Settings *st) {
    * before the checker defines the script's structs. */
   Script none = {0};
   ctype_define_script_structs(&none, &d);
-  Compiled c = {.ringbuf_fd = -1, .scratch_fd = -1};
+  Compiled c = {0};
   Script *script = NULL;
   compile_script(src, st, &script, &c, &d);
 }

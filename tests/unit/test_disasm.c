@@ -34,7 +34,6 @@ static BpfProg make_prog(Builder *b, const char *name, uint32_t type,
   p.insn_span = b->spans;
   p.ninsns = b->n;
   p.cap = 64;
-  p.fd = -1;
   snprintf(p.name, sizeof(p.name), "%s", name);
   return p;
 }

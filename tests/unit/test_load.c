@@ -80,7 +80,6 @@ static MapSym *make_counter_map(void) {
   m->value_size = 8;
   m->bpf_type = BPF_MAP_TYPE_ARRAY;
   m->max_entries = 1;
-  m->fd = -1;
   return m;
 }
 
@@ -107,7 +106,6 @@ static BpfProg make_prog(Probe *probe, const char *name) {
   BpfProg p = {0};
   p.probe = probe;
   p.prog_type = probe->aps->prov->prog_type;
-  p.fd = -1;
   snprintf(p.name, sizeof p.name, "%s", name);
   return p;
 }
@@ -153,10 +151,10 @@ static int kernel_progs_named_settled(const char *prefix) {
   return n;
 }
 
-static uint64_t counter_value(const MapSym *m) {
+static uint64_t counter_value(int fd) {
   uint32_t key = 0;
   uint64_t value = 0;
-  bpf_map_lookup_elem(m->fd, &key, &value);
+  bpf_map_lookup_elem(fd, &key, &value);
   return value;
 }
 
@@ -175,29 +173,30 @@ static void test_tracepoint_counts_events(void) {
   emit(&progs[1], I_MOV64_IMM(BPF_REG_0, 0), (Span){0});
   emit(&progs[1], I_EXIT(), (Span){0});
   Compiled c = {.maps = maps, .nmaps = 1, .progs = progs, .nprogs = 2};
+  Loaded l;
   Capture cap;
   capture_start(&cap);
 
-  CHECK(load_all(&c, &cap.d) == 0);
+  CHECK(load_all(&c, &l, false, &cap.d) == 0);
   /* nothing sends records: no ring buffer */
-  CHECK(c.ringbuf_fd == -1 && c.scratch_fd == -1 && m->fd >= 0);
-  CHECK(progs[0].fd >= 0 && progs[1].fd >= 0);
+  CHECK(l.ringbuf_fd == -1 && l.scratch_fd == -1 && l.maps[0].fd >= 0);
+  CHECK(l.prog_fds[0] >= 0 && l.prog_fds[1] >= 0);
   /* The program as generated keeps the map id, not the fd. */
   CHECK(progs[0].insns[3].imm == 0);
   CHECK(kernel_progs_named("ltest_tracepoin") == 1);   /* 15 bytes */
 
   LinkSet links = {0};
-  CHECK(attach_all(&c, &no_settings, &links, &cap.d) == 2);
+  CHECK(attach_all(&c, &l, &no_settings, &links, &cap.d) == 2);
   CHECK(links.n >= 1);
   for (int i = 0; i < 100; i++) getppid();
-  CHECK(counter_value(m) >= 100);
+  CHECK(counter_value(l.maps[0].fd) >= 100);
 
   links_close_all(&links);
-  uint64_t after_detach = counter_value(m);
+  uint64_t after_detach = counter_value(l.maps[0].fd);
   for (int i = 0; i < 100; i++) getppid();
-  CHECK(counter_value(m) == after_detach);
-  unload_all(&c);
-  CHECK(m->fd == -1 && progs[0].fd == -1 && c.ringbuf_fd == -1);
+  CHECK(counter_value(l.maps[0].fd) == after_detach);
+  unload_all(&l);
+  CHECK(l.maps[0].fd == -1 && l.prog_fds[0] == -1 && l.ringbuf_fd == -1);
   CHECK(kernel_progs_named_settled("ltest_") == 0);
   fclose(cap.d.out);
   CHECK(cap.len == 0);
@@ -213,12 +212,13 @@ static void test_interval_fires(void) {
   emit_count(&prog, 0);
   Compiled c = {.maps = maps, .nmaps = 1, .progs = &prog, .nprogs = 1,
                 .scratch_size = 64};
+  Loaded l;
   Capture cap;
   capture_start(&cap);
-  CHECK(load_all(&c, &cap.d) == 0);
-  CHECK(c.scratch_fd >= 0);
+  CHECK(load_all(&c, &l, false, &cap.d) == 0);
+  CHECK(l.scratch_fd >= 0);
   LinkSet links = {0};
-  CHECK(attach_all(&c, &no_settings, &links, &cap.d) == 1);
+  CHECK(attach_all(&c, &l, &no_settings, &links, &cap.d) == 1);
   /* cpu-clock counts CPU time on CPU 0, so keep CPU 0 busy for a while. */
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
@@ -232,9 +232,9 @@ static void test_interval_fires(void) {
   while ((now.tv_sec - start.tv_sec) * 1000000000L +
              (now.tv_nsec - start.tv_nsec) < 60000000L);
   sched_setaffinity(0, sizeof saved, &saved);
-  CHECK(counter_value(m) >= 3);
+  CHECK(counter_value(l.maps[0].fd) >= 3);
   links_close_all(&links);
-  unload_all(&c);
+  unload_all(&l);
   fclose(cap.d.out);
   free(cap.text);
   CHECK(kernel_progs_named_settled("ltest_") == 0);
@@ -253,11 +253,12 @@ static void test_profile_and_software_fire(void) {
   emit_count(&progs[0], 0);
   emit_count(&progs[1], 1);
   Compiled c = {.maps = maps, .nmaps = 2, .progs = progs, .nprogs = 2};
+  Loaded l;
   Capture cap;
   capture_start(&cap);
-  CHECK(load_all(&c, &cap.d) == 0);
+  CHECK(load_all(&c, &l, false, &cap.d) == 0);
   LinkSet links = {0};
-  CHECK(attach_all(&c, &no_settings, &links, &cap.d) == 2);
+  CHECK(attach_all(&c, &l, &no_settings, &links, &cap.d) == 2);
   long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
   CHECK(links.n >= 2 * ncpus);
   /* Touch fresh pages (faults) and burn CPU time (profile). */
@@ -271,10 +272,10 @@ static void test_profile_and_software_fire(void) {
   do clock_gettime(CLOCK_MONOTONIC, &now);
   while ((now.tv_sec - start.tv_sec) * 1000000000L +
              (now.tv_nsec - start.tv_nsec) < 30000000L);
-  CHECK(counter_value(m1) >= 5);
-  CHECK(counter_value(m2) >= 10);
+  CHECK(counter_value(l.maps[0].fd) >= 5);
+  CHECK(counter_value(l.maps[1].fd) >= 10);
   links_close_all(&links);
-  unload_all(&c);
+  unload_all(&l);
   fclose(cap.d.out);
   free(cap.text);
   CHECK(kernel_progs_named_settled("ltest_") == 0);
@@ -317,15 +318,16 @@ static void test_begin_ringbuf_output(void) {
   emit(&p, I_MOV64_IMM(BPF_REG_0, 0), none);
   emit(&p, I_EXIT(), none);
   Compiled c = {.progs = &p, .nprogs = 1, .ringbuf_size = 5000};
+  Loaded l;
   Capture cap;
   capture_start(&cap);
-  CHECK(load_all(&c, &cap.d) == 0);
+  CHECK(load_all(&c, &l, false, &cap.d) == 0);
   LinkSet links = {0};
-  CHECK(attach_all(&c, &no_settings, &links, &cap.d) == 1);
+  CHECK(attach_all(&c, &l, &no_settings, &links, &cap.d) == 1);
   CHECK(links.n == 0);
   LIBBPF_OPTS(bpf_test_run_opts, opts);
-  CHECK(bpf_prog_test_run_opts(p.fd, &opts) == 0);
-  struct ring_buffer *rb = ring_buffer__new(c.ringbuf_fd, on_record, NULL,
+  CHECK(bpf_prog_test_run_opts(l.prog_fds[0], &opts) == 0);
+  struct ring_buffer *rb = ring_buffer__new(l.ringbuf_fd, on_record, NULL,
                                             NULL);
   CHECK(rb != NULL);
   got_pid = 0;
@@ -334,7 +336,7 @@ static void test_begin_ringbuf_output(void) {
     ring_buffer__free(rb);
   }
   CHECK(got_pid == getpid());
-  unload_all(&c);
+  unload_all(&l);
   fclose(cap.d.out);
   free(cap.text);
 }
@@ -352,9 +354,10 @@ static void test_verifier_rejection_is_located(void) {
   MapSym *m = make_counter_map();
   MapSym *maps[] = {m};
   Compiled c = {.maps = maps, .nmaps = 1, .progs = &p, .nprogs = 1};
+  Loaded l;
   Capture cap;
   capture_start(&cap);
-  CHECK(load_all(&c, &cap.d) == -1);
+  CHECK(load_all(&c, &l, false, &cap.d) == -1);
   fclose(cap.d.out);
   CHECK(strstr(cap.text, "stdin:2:5-16: ERROR: the kernel's verifier "
                          "rejected the program for probe "
@@ -362,7 +365,7 @@ static void test_verifier_rejection_is_located(void) {
   CHECK(strstr(cap.text, "    @ = count();\n    ^^^^^^^^^^^\n"));
   CHECK(strstr(cap.text, "1: (bf) r0 = r2"));
   /* Everything created before the failure is closed again. */
-  CHECK(m->fd == -1 && c.ringbuf_fd == -1 && p.fd == -1);
+  CHECK(l.maps[0].fd == -1 && l.ringbuf_fd == -1 && l.prog_fds[0] == -1);
   if (failed || getenv("LOUPE_TEST_VERBOSE")) fputs(cap.text, stderr);
   free(cap.text);
 }
@@ -382,13 +385,14 @@ static void test_attach_failure_closes_links(void) {
   BpfProg p = make_prog(&probe, "ltest_fail");
   emit_count(&p, 0);
   Compiled c = {.maps = maps, .nmaps = 1, .progs = &p, .nprogs = 1};
+  Loaded l;
   Capture cap;
   capture_start(&cap);
-  CHECK(load_all(&c, &cap.d) == 0);
+  CHECK(load_all(&c, &l, false, &cap.d) == 0);
   LinkSet links = {0};
-  CHECK(attach_all(&c, &no_settings, &links, &cap.d) == -1);
+  CHECK(attach_all(&c, &l, &no_settings, &links, &cap.d) == -1);
   CHECK(links.n == 0 && links.fds == NULL);
-  unload_all(&c);
+  unload_all(&l);
   fclose(cap.d.out);
   CHECK(strstr(cap.text, "Unable to attach probe: "
                          "tracepoint:raw_syscalls:sys_exit"));

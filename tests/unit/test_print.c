@@ -17,13 +17,14 @@
 #include <bpf/libbpf.h>
 
 #include "codegen/insn.h"
+#include "output/encoder.h"
 #include "runtime/print.h"
 #include "probes/provider.h"
 #include "runtime/run.h"
+#include "runtime/state.h"
 
 /* run.c's record dispatcher, not in run.h: only this test calls it. */
-int run_handle_record(Compiled *c, FILE *out, int format, int *exit_seen,
-                      const void *data, size_t size);
+int run_handle_record(const EventCtx *e, const void *data, size_t size);
 
 static int passed, failed;
 
@@ -120,11 +121,63 @@ static MapSym *map_new(const char *name, int nkeys, const Type *keys,
   return map_new_sized(name, nkeys, keys, value, size);
 }
 
-/* The kernel map m describes, into m->fd; exits if there can be none. */
+/* The state (fd, zeroed, cleared) of each map the test made. */
+#define MAX_TEST_MAPS 64
+static struct {
+  const MapSym *map;
+  MapState state;
+} made[MAX_TEST_MAPS];
+
+static MapState *state_of(const MapSym *m) {
+  for (int i = 0; i < MAX_TEST_MAPS; i++)
+    if (made[i].map == m) return &made[i].state;
+  for (int i = 0; i < MAX_TEST_MAPS; i++)
+    if (!made[i].map) {
+      made[i].map = m;
+      made[i].state = (MapState){.fd = -1};
+      return &made[i].state;
+    }
+  fprintf(stderr, "test_print: more than %d maps\n", MAX_TEST_MAPS);
+  exit(2);
+}
+
+/* The maps of c as the runtime holds them: ids are their places in
+ * c->maps, each state the test's own (copied back by loaded_done). */
+static Loaded loaded_of(Compiled *c) {
+  Loaded l = {.nmaps = c->nmaps, .ringbuf_fd = -1, .wake_fd = -1,
+              .scratch_fd = -1, .big_scratch_fd = -1, .counts_fd = -1,
+              .skb_output_fd = -1};
+  l.maps = calloc((size_t)c->nmaps + 1, sizeof *l.maps);
+  for (int i = 0; i < c->nmaps; i++) {
+    c->maps[i]->id = i;
+    l.maps[i] = *state_of(c->maps[i]);
+  }
+  return l;
+}
+
+static void loaded_done(Loaded *l, const Compiled *c) {
+  for (int i = 0; i < c->nmaps; i++) *state_of(c->maps[i]) = l->maps[i];
+  free(l->maps);
+  free(l->warn_repeats);
+}
+
+/* Hands one record to the dispatcher, as the run does. */
+static void handle_record(Compiled *c, FILE *out, int format, int *exit_seen,
+                          const void *data, size_t size) {
+  Loaded l = loaded_of(c);
+  Output o = output_for(format, out);
+  EventCtx e = {.c = c, .l = &l, .output = &o, .exit_seen = exit_seen};
+  run_handle_record(&e, data, size);
+  loaded_done(&l, c);
+}
+
+/* The kernel map m describes, into its state's fd; exits if there can be
+ * none. */
 static void create_map(MapSym *m) {
-  m->fd = bpf_map_create(m->bpf_type, "test_print", m->key_size,
+  MapState *st = state_of(m);
+  st->fd = bpf_map_create(m->bpf_type, "test_print", m->key_size,
                          m->value_size, m->max_entries, NULL);
-  if (m->fd < 0) {
+  if (st->fd < 0) {
     fprintf(stderr, "bpf_map_create: %s (are you root?)\n", strerror(errno));
     exit(2);
   }
@@ -156,7 +209,7 @@ static MapSym *map_new_sized(const char *name, int nkeys, const Type *keys,
  * one out unless delete() or has_key() may find it missing. */
 static MapSym *keyless_array_new(const char *name, Type value) {
   MapSym *m = map_new(name, 0, NULL, value);
-  close(m->fd);
+  close(state_of(m)->fd);
   m->bpf_type = BPF_MAP_TYPE_PERCPU_ARRAY;
   m->key_size = 4;
   m->max_entries = 1;
@@ -165,7 +218,10 @@ static MapSym *keyless_array_new(const char *name, Type value) {
 }
 
 static void map_free(MapSym *m) {
-  close(m->fd);
+  MapState *st = state_of(m);
+  close(st->fd);
+  for (int i = 0; i < MAX_TEST_MAPS; i++)
+    if (made[i].map == m) made[i].map = NULL;
   free(m->name);
   free(m);
 }
@@ -185,13 +241,13 @@ static void key_str(const MapSym *m, Key *k, int i, const char *s) {
 
 /* Sets a plain (not per-CPU) value: an integer or a string. */
 static void put_int(const MapSym *m, const Key *k, int64_t v) {
-  CHECK(bpf_map_update_elem(m->fd, k->bytes, &v, BPF_ANY) == 0);
+  CHECK(bpf_map_update_elem(state_of(m)->fd, k->bytes, &v, BPF_ANY) == 0);
 }
 
 static void put_str(const MapSym *m, const Key *k, const char *s) {
   char buf[256] = {0};
   strncpy(buf, s, sizeof buf - 1);
-  CHECK(bpf_map_update_elem(m->fd, k->bytes, buf, BPF_ANY) == 0);
+  CHECK(bpf_map_update_elem(state_of(m)->fd, k->bytes, buf, BPF_ANY) == 0);
 }
 
 /* Sets a per-CPU value: slot i of `slots` (each 1 or 2 int64 words) goes to
@@ -202,7 +258,7 @@ static void put_percpu(const MapSym *m, const Key *k, const int64_t *slots,
   int64_t *buf = calloc(ncpus, m->value_size);
   for (int c = 0; c < nslots && c < ncpus; c++)
     memcpy(buf + c * words, slots + c * words, m->value_size);
-  CHECK(bpf_map_update_elem(m->fd, k->bytes, buf, BPF_ANY) == 0);
+  CHECK(bpf_map_update_elem(state_of(m)->fd, k->bytes, buf, BPF_ANY) == 0);
   free(buf);
 }
 
@@ -221,7 +277,7 @@ static void put_agg2(const MapSym *m, const Key *k, int64_t a0, int64_t b0,
 static char *printed(const MapSym *m) {
   Capture c;
   capture_open(&c);
-  CHECK(print_map(m, c.f) == 0);
+  CHECK(print_map(m, state_of(m), c.f) == 0);
   capture_text(&c);
   return c.buf;
 }
@@ -536,7 +592,7 @@ static void test_empty_maps(void) {
 
   MapSym *z = keyless_array_new("@z", ty_agg(AGG_COUNT));
   EXPECT_MAP(z, "@z: 0\n");
-  z->cleared = true;
+  state_of(z)->cleared = true;
   EXPECT_MAP(z, "\n");
   map_free(z);
   MapSym *zh = map_new("@zh", 0, NULL, ty_agg(AGG_COUNT));
@@ -570,22 +626,22 @@ static void test_zero_and_clear(void) {
   put_agg1(a, &k, 1);
   key_int(a, &k, 0, 2);
   put_agg1(a, &k, 1);
-  CHECK(map_zero(a) == 0);
+  CHECK(map_zero(a, state_of(a)) == 0);
   EXPECT_MAP(a, "@a[1]: 0\n@a[2]: 0\n");
-  CHECK(map_clear(a) == 0);
+  CHECK(map_clear(a, state_of(a)) == 0);
   EXPECT_MAP(a, "\n");
   map_free(a);
 
   MapSym *n = map_new("@n", 0, NULL, ty_agg(AGG_MIN));
   k = nokey();
   put_agg2(n, &k, -4, 1, 0, 0);
-  CHECK(map_zero(n) == 0);
+  CHECK(map_zero(n, state_of(n)) == 0);
   EXPECT_MAP(n, "@n: 0\n");
   map_free(n);
 
   MapSym *v = map_new("@v", 0, NULL, ty_agg(AGG_AVG));
   put_agg2(v, &k, 3, 1, 0, 0);
-  CHECK(map_zero(v) == 0);
+  CHECK(map_zero(v, state_of(v)) == 0);
   EXPECT_MAP(v, "@v: 0\n\n");
   map_free(v);
 
@@ -595,7 +651,7 @@ static void test_zero_and_clear(void) {
     key_int(big, &k, 0, i);
     put_int(big, &k, i);
   }
-  CHECK(map_clear(big) == 0);
+  CHECK(map_clear(big, state_of(big)) == 0);
   EXPECT_MAP(big, "\n");
   map_free(big);
 }
@@ -640,17 +696,21 @@ static void test_print_all_maps(void) {
   put_int(maps[5], &k, 12345);
 
   Compiled c = {.maps = maps, .nmaps = 6};
+  Loaded l = loaded_of(&c);
   Capture cap;
   capture_open(&cap);
-  print_all_maps(&c, cap.f);
+  print_all_maps(&c, &l, cap.f);
   EXPECT_TEXT(capture_text(&cap),
               "\n\n@[bpftrace, 2]: 1\n@av: 5\n\n@s[a]: b\n@x[1]: 1\n@y: 5\n");
   capture_free(&cap);
 
   /* bpftrace -e 'BEGIN { exit(); }' prints just the two empty lines. */
+  loaded_done(&l, &c);
   Compiled none = {.nmaps = 0};
+  Loaded nothing = loaded_of(&none);
   capture_open(&cap);
-  print_all_maps(&none, cap.f);
+  print_all_maps(&none, &nothing, cap.f);
+  loaded_done(&nothing, &none);
   EXPECT_TEXT(capture_text(&cap), "\n\n");
   capture_free(&cap);
   for (int i = 0; i < 6; i++) map_free(maps[i]);
@@ -720,7 +780,7 @@ static char *printed_as(const MapSym *m, int64_t top, int64_t div,
                         OutFormat fmt) {
   Capture c;
   capture_open(&c);
-  CHECK(print_map_as(m, top, div, fmt, c.f) == 0);
+  CHECK(print_map_as(m, state_of(m), top, div, fmt, c.f) == 0);
   capture_text(&c);
   return c.buf;
 }
@@ -1028,7 +1088,7 @@ static void tuple_free(Type t) {
 }
 
 static void put_bytes(const MapSym *m, const Key *k, const void *bytes) {
-  CHECK(bpf_map_update_elem(m->fd, k->bytes, bytes, BPF_ANY) == 0);
+  CHECK(bpf_map_update_elem(state_of(m)->fd, k->bytes, bytes, BPF_ANY) == 0);
 }
 
 /* Tuple values sort by key.
@@ -1570,28 +1630,28 @@ static void test_dispatch(void) {
   int exit_seen = 0;
   Rec r;
   size_t n = rec_make(&r, EV_PRINTF, 0, 42);
-  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
+  handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
   n = rec_make(&r, EV_PRINT_MAP, 0, 0);
-  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
+  handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
   n = rec_make(&r, EV_ZERO_MAP, 0, 0);
-  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
+  handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
   n = rec_make(&r, EV_PRINT_MAP, 0, 0);
-  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
+  handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
   n = rec_make(&r, EV_CLEAR_MAP, 0, 0);
-  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
+  handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
   n = rec_make(&r, EV_PRINT_MAP, 0, 0);
-  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
+  handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
   /* Bad ids and short records are ignored. */
   n = rec_make(&r, EV_PRINTF, 5, 1);
-  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
-  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, sizeof r.h + 4);
-  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, 3);
+  handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
+  handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, sizeof r.h + 4);
+  handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, 3);
   n = rec_make(&r, EV_EXIT, 0, 0);
-  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
+  handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
   CHECK(exit_seen == 1);
   /* After exit() records are dropped. */
   n = rec_make(&r, EV_PRINTF, 0, 43);
-  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
+  handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
   EXPECT_TEXT(capture_text(&cap), "v=42\n@m[1]: 7\n@m[1]: 0\n\n");
   capture_free(&cap);
   map_free(m);
@@ -1615,12 +1675,12 @@ static void test_dispatch_mismatched_kinds(void) {
   static const uint32_t formatted[] = {EV_PRINTF, EV_ERRORF, EV_WARNF};
   for (size_t i = 0; i < sizeof formatted / sizeof formatted[0]; i++) {
     size_t n = rec_make(&r, formatted[i], 0, 1);
-    run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n + 8);
+    handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n + 8);
   }
   size_t n = rec_make(&r, EV_PRINT_VALUE, 1, 2);
-  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n + 8);
+  handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n + 8);
   n = rec_make(&r, EV_PRINT_VALUE, 0, 3);
-  run_handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
+  handle_record(&c, cap.f, OUT_TEXT, &exit_seen, &r, n);
   EXPECT_TEXT(capture_text(&cap), "3\n");
   capture_free(&cap);
 }
@@ -1644,7 +1704,7 @@ static char *dispatched(Compiled *c, int format, const BigRec *r,
   Capture cap;
   capture_open(&cap);
   int exit_seen = 0;
-  run_handle_record(c, cap.f, format, &exit_seen, r, size);
+  handle_record(c, cap.f, format, &exit_seen, r, size);
   capture_text(&cap);
   return cap.buf;
 }
@@ -1819,28 +1879,32 @@ static void test_run_script_begin_end(void) {
   AttachPoint end_ap = {.provider = "END"};
   Probe begin_probe = {.aps = &begin_ap};
   Probe end_probe = {.aps = &end_ap, .index = 1};
-  BpfProg progs[2] = {
-      {.probe = &end_probe, .fd = load_emitter(rb, m->fd, 2, false)},
-      {.probe = &begin_probe, .fd = load_emitter(rb, m->fd, 1, true)},
-  };
-  CHECK(progs[0].fd >= 0 && progs[1].fd >= 0);
+  BpfProg progs[2] = {{.probe = &end_probe}, {.probe = &begin_probe}};
+  int map_fd = state_of(m)->fd;
+  int fds[2] = {load_emitter(rb, map_fd, 2, false),
+                load_emitter(rb, map_fd, 1, true)};
+  CHECK(fds[0] >= 0 && fds[1] >= 0);
   Compiled c = {.maps = maps, .nmaps = 1, .printfs = &pf, .nprintfs = 1,
-                .progs = progs, .nprogs = 2, .ringbuf_fd = rb};
+                .progs = progs, .nprogs = 2};
+  Loaded l = loaded_of(&c);
+  l.ringbuf_fd = rb;
+  l.prog_fds = fds;
+  l.nprogs = 2;
 
   Capture cap;
   capture_open(&cap);
   RunOptions opts = {.out = cap.f, .timeout_ms = 5000};
-  CHECK(run_script(&c, &opts) == 0);
+  CHECK(run_script(&c, &l, &opts) == 0);
   EXPECT_TEXT(capture_text(&cap), "v=1\nv=2\n\n\n@m: 2\n");
   capture_free(&cap);
 
   /* Without exit(): the timeout (or a signal) ends the loop. */
   loupe_stop_requested = 0;
-  close(progs[1].fd);
-  progs[1].fd = load_emitter(rb, m->fd, 1, false);
+  close(fds[1]);
+  fds[1] = load_emitter(rb, map_fd, 1, false);
   opts.out = capture_open(&cap);
   opts.timeout_ms = 200;
-  CHECK(run_script(&c, &opts) == 0);
+  CHECK(run_script(&c, &l, &opts) == 0);
   EXPECT_TEXT(capture_text(&cap), "v=1\nv=2\n\n\n@m: 2\n");
   capture_free(&cap);
 
@@ -1848,14 +1912,15 @@ static void test_run_script_begin_end(void) {
   loupe_stop_requested = 1;
   opts.out = capture_open(&cap);
   opts.timeout_ms = 0;
-  CHECK(run_script(&c, &opts) == 0);
+  CHECK(run_script(&c, &l, &opts) == 0);
   EXPECT_TEXT(capture_text(&cap), "v=1\nv=2\n\n\n@m: 2\n");
   capture_free(&cap);
   loupe_stop_requested = 0;
 
-  close(progs[0].fd);
-  close(progs[1].fd);
+  close(fds[0]);
+  close(fds[1]);
   close(rb);
+  loaded_done(&l, &c);
   map_free(m);
 }
 

@@ -1,6 +1,8 @@
-/* program: what check and codegen produce and what load, attach, run and
- * print consume — maps, printf formats, and one BPF program per attach unit.
- */
+/* program: what check, plan and codegen produce and what load, attach,
+ * run and print consume — maps (their layouts: model/map.h), printf
+ * formats, and one BPF program per attach unit. Nothing changes it once
+ * codegen is done: what the runtime opens and counts while the program
+ * runs is kept apart (runtime/state.h). */
 #ifndef LOUPE_PROGRAM_H
 #define LOUPE_PROGRAM_H
 
@@ -9,8 +11,8 @@
 #include <stdio.h>
 
 #include "lang/ast.h"
+#include "model/map.h"
 
-#define MAX_MAP_KEYS 8
 #define MAX_PRINTF_ARGS 16
 #define DEFAULT_STRLEN 64      /* BPFTRACE_STRLEN default */
 /* Strings live in the scratch area, which programs address within 64 KiB:
@@ -18,97 +20,9 @@
  * do not fit is refused where it is generated. */
 #define MAX_STRLEN_LIMIT (1 << 20)
 #define COMM_SIZE 16
-#define DEFAULT_MAP_KEYS 4096  /* BPFTRACE_MAP_KEYS_MAX default */
 /* Buffers larger than this are zeroed (from the zero map) and copied by
  * helper calls, not word by word. */
 #define BIG_BUFFER 256
-
-/* A map as the script names it ("@x", or "@" for the unnamed one), with the
- * layout the kernel stores it in.
- *
- * Keys are packed in order, each at key_off[i]: an integer key takes 8
- * bytes (sign- or zero-extended), a string key its buffer size. A map used
- * without keys has one 8-byte key, always 0; a keyless aggregation but
- * sum() is a one-slot per-CPU array (lang/check.c, keyless_array), whose
- * key is 4 bytes.
- *
- * Values: TY_INT is an 8-byte integer, TY_STR a buffer of value_size bytes.
- * Aggregations live in per-CPU maps; each CPU's slot is:
- *   AGG_COUNT, AGG_SUM: one 8-byte integer (u64 / s64), summed over CPUs;
- *   AGG_MIN, AGG_MAX:   { int64 value; uint64 seen } (seen != 0 once the CPU
- *                       stored a value), combined over CPUs that have seen;
- *   AGG_AVG:            { int64 total; uint64 count }, summed over CPUs, and
- *                       printed as total / count.
- *   AGG_STATS:          { int64 total; uint64 count }, like avg, printed as
- *                       "count C, average A, total T".
- *   AGG_HIST:           uint64 buckets[hist_buckets(hist_bits)], summed:
- *                       [0] counts values < 0, [1] the value 0, and for
- *                       v >= 1 with e = floor(log2 v):
- *                       [2 + (e << bits) + ((v >> (e - bits)) & mask)]
- *                       (for e < bits the low bits are shifted left
- *                       instead), mask = (1 << bits) - 1; bits is 0 by
- *                       default, so [2 + e] counts [2^e, 2^(e+1)).
- *   AGG_LHIST:          uint64 buckets[(max - min) / step + 2], summed:
- *                       [0] counts v < min, [1 + (v - min) / step] the
- *                       values in [min, max), the last one v >= max.
- *   AGG_TSERIES:        tseries_intervals slots of { uint64 epoch; int64
- *                       value; uint64 count }, epoch = time / interval, in
- *                       slot epoch % tseries_intervals; count 0: empty.
- */
-typedef struct MapSym {
-  char *name;
-  int id;                          /* index in Compiled.maps */
-  Span first_use;
-  int nkeys;                       /* 0 for a keyless map */
-  Type key_types[MAX_MAP_KEYS];
-  int key_off[MAX_MAP_KEYS];
-  int key_size;
-  Type value_type;
-  int value_size;                  /* per CPU for per-CPU maps */
-  uint32_t bpf_type;               /* BPF_MAP_TYPE_HASH, _PERCPU_HASH,
-                                      _PERCPU_ARRAY, _ARRAY (direct) */
-  uint32_t max_entries;
-  int fd;                          /* -1 until loaded */
-  bool internal;                   /* loupe's own (e.g. the elapsed base):
-                                      never printed */
-  bool may_miss;                   /* the script calls delete() or
-                                      has_key() on it: its entries can be
-                                      missing, so it stays a hash */
-  bool direct;                     /* a keyless map of integers in a
-                                      one-slot array, addressed directly
-                                      (no lookup): the value, then 1 once
-                                      it is set (lang/check.c) */
-  bool zeroed;                     /* run time, a keyless per-CPU array:
-                                      zero() ran since the last clear(),
-                                      so its all-zero slot still prints */
-  bool cleared;                    /* run time, a keyless per-CPU array:
-                                      clear() ran since the last zero(),
-                                      so an all-zero count() prints
-                                      nothing (else it prints 0) */
-  char *init_values;               /* an internal array's contents
-                                      (value_size bytes per entry),
-                                      written after creation; or NULL */
-  bool agg_params_set;             /* hist_bits / lhist_* are known */
-  int hist_bits;                   /* AGG_HIST */
-  int64_t lhist_min, lhist_max, lhist_step;  /* AGG_LHIST */
-  int64_t tseries_interval;        /* AGG_TSERIES: ns per interval, */
-  int tseries_intervals;           /* how many are kept, */
-  int tseries_agg;                 /* how values in one combine */
-  int full_slot;                   /* the counter of updates a full map
-                                      refused (loupe_counts); 0: none */
-} MapSym;
-
-/* Whether each CPU has its own copy of m's values. */
-static inline bool map_is_percpu(const MapSym *m) {
-  return m->bpf_type == BPF_MAP_TYPE_PERCPU_HASH ||
-         m->bpf_type == BPF_MAP_TYPE_PERCPU_ARRAY ||
-         m->bpf_type == BPF_MAP_TYPE_LRU_PERCPU_HASH;
-}
-
-static inline int hist_buckets(int bits) { return 2 + (64 << bits); }
-static inline int lhist_buckets(const MapSym *m) {
-  return (int)((m->lhist_max - m->lhist_min) / m->lhist_step) + 2;
-}
 
 /* The internal map holding the time `elapsed` counts from (u64 ns of
  * CLOCK_MONOTONIC, i.e. bpf_ktime_get_ns), written by main after load. */
@@ -212,7 +126,8 @@ typedef struct PrintfDef {
   bool once;        /* a warning said the first time only (a discarded
                        delete() that found no entry: runqlat-style tools
                        do it for most events); how often it came is
-                       counted (Compiled.warn_repeats) and said at exit */
+                       counted (Loaded.warn_repeats, runtime/state.h) and
+                       said at exit */
 } PrintfDef;
 
 /* -k: a place in the script where a helper's failure is reported (a read
@@ -250,7 +165,6 @@ typedef struct BpfProg {
   int *global_args;        /* how many arguments each takes (1 or 2) */
   int nglobals;
   int cap;
-  int fd;                  /* -1 until loaded */
   char name[16];           /* kernel-visible name, e.g. "tp_sys_enter_ope" */
   int syscall_group;       /* SYSCALL_ENTER or SYSCALL_EXIT: a raw
                               tracepoint program serving that group of ap's
@@ -272,38 +186,31 @@ typedef struct Compiled {
   int nprintfs;
   BpfProg *progs;
   int nprogs;
-  int ringbuf_fd;          /* internal maps, created by load */
-  int wake_fd;             /* loupe_wake: the flags records are sent with
-                              (MAP_ID_WAKE), with the ring buffer */
-  int scratch_fd;
-  int counts_fd;           /* loupe_counts: the events the ring refused
-                              (slot 0), the updates each full map refused
-                              (the map's full_slot) */
-  int ncounts;             /* slots of loupe_counts */
+  int ncounts;             /* slots of loupe_counts (MAP_ID_COUNTS):
+                              the events the ring refused (slot 0), the
+                              updates each full map refused (the map's
+                              full_slot) */
   uint32_t scratch_size;   /* bytes per CPU of the scratch area */
-  int big_scratch_fd;      /* an array with one slot per CPU, for programs
-                              whose buffers outgrow a per-CPU slot */
-  uint32_t big_scratch_size;
+  uint32_t big_scratch_size;  /* an array with one slot per CPU, for
+                                 programs whose buffers outgrow a per-CPU
+                                 slot (MAP_ID_BIG_SCRATCH); 0: none */
   uint32_t ringbuf_size;   /* 0: the default */
   const char *license;     /* NULL: GPL */
   bool no_exit_print;      /* print_maps_on_exit = false */
-  bool verifier_stats;     /* -v: print the verifier's statistics of each
-                              program as it loads */
   int max_cat_bytes;       /* cat() prints at most this; 0: the default */
+  bool stacks_counted;     /* some len() asks for a stack's depth: every
+                              kstack and ustack then counts its frames
+                              too (bpf_get_stack), a second walk of the
+                              stack (builtins/stack.c) */
   int max_strlen;          /* a string of max_strlen bytes was cut   */
   const char *str_trailer; /* printed after such a string */
-  bool no_warnings;        /* --no-warnings: run-time warnings too */
-  unsigned long long *warn_repeats;  /* run time: how often each once-only
-                                        warning came, by printf id */
   HelperSite *helper_sites;
   int nhelper_sites;
   struct SkbOutput {       /* skboutput() calls: the pcap file each writes */
     const char *path;
     int offset;            /* bytes of the packet left out at its front */
   } *skb_outputs;
-  int nskb_outputs;
-  int skb_output_fd;       /* the perf event array they send through
-                              (MAP_ID_SKB_OUTPUT), created by load */
+  int nskb_outputs;        /* they send through MAP_ID_SKB_OUTPUT */
   int perf_rb_pages;       /* its pages, all CPUs' together; 0: the
                               default */
 } Compiled;
@@ -331,6 +238,11 @@ typedef struct SkbMeta {
  * never by a program. An 8-byte value of 1 for map updates (a count's
  * first event on a CPU) is addressed there rather than stored first. */
 #define COUNT_SLOT_ONE 1
+/* The slots of loupe_counts: those check counted, and never fewer than
+ * the two above. */
+static inline int count_slots(const Compiled *c) {
+  return c->ncounts > COUNT_SLOT_ONE ? c->ncounts : COUNT_SLOT_ONE + 1;
+}
 
 /* The scratch area: a per-CPU array slot holds up to SCRATCH_SLOT bytes;
  * beyond, a program takes its CPU's slot of a plain array, addressed from
