@@ -182,11 +182,11 @@ static void usage_hint(void) {
 
 /* ---- options -------------------------------------------------------- */
 
+/* What the command line says that only main acts on; the rest goes to the
+ * run's Settings (settings.h). */
 typedef struct Options {
   const char *program;     /* -e */
   const char *script_path; /* FILE, or "-" for stdin */
-  char **script_args;      /* $1, $2, ...: the argv tail after the program */
-  int nscript_args;
   const char *out_path;    /* -o */
   int buffering;           /* _IOLBF, _IOFBF or _IONBF */
   bool list;               /* -l */
@@ -197,12 +197,7 @@ typedef struct Options {
   bool dry_run;            /* -d, --dry-run: compile only, load nothing */
   bool show_programs;      /* -d, -v: print the programs as assembly */
   bool no_warnings;        /* --no-warnings */
-  const char *probe_filter;  /* --probe-filter REGEX */
-  RunMode mode;            /* --mode */
-  bool unsafe;             /* --unsafe: allow system() and signal() */
   const char *command;     /* -c: run this, trace until it exits */
-  int pid;                 /* -p: trace only this process; 0: none */
-  bool helper_errors;      /* -k: report helpers failing at run time */
 } Options;
 
 /* -c COMMAND: the command runs in a child that loupe starts before
@@ -301,8 +296,8 @@ static bool is_debug_stage(const char *arg) {
   return *arg != '\0';
 }
 
-/* Fills o from argv. Exits for --help, --version and bad usage. */
-static void parse_options(int argc, char **argv, Options *o) {
+/* Fills o and st from argv. Exits for --help, --version and bad usage. */
+static void parse_options(int argc, char **argv, Options *o, Settings *st) {
   static const struct option long_opts[] = {
       {"help", no_argument, NULL, 'h'},
       {"list", no_argument, NULL, 'l'},
@@ -326,6 +321,7 @@ static void parse_options(int argc, char **argv, Options *o) {
       {NULL, 0, NULL, 0},
   };
   memset(o, 0, sizeof(*o));
+  memset(st, 0, sizeof(*st));
   o->buffering = _IOLBF;
   opterr = 0;
   /* Options may follow the script, as with bpftrace; script arguments
@@ -338,7 +334,7 @@ static void parse_options(int argc, char **argv, Options *o) {
     case 'e': o->program = optarg; break;
     case 'o': o->out_path = optarg; break;
     case 'c': o->command = optarg; break;
-    case 'p': o->pid = parse_pid(optarg); break;
+    case 'p': st->target_pid = parse_pid(optarg); break;
     case 'B':
       if (parse_buffering(optarg, &o->buffering) < 0) {
         fprintf(stderr,
@@ -370,10 +366,10 @@ static void parse_options(int argc, char **argv, Options *o) {
         optind++;
       break;
     case 'v': o->show_programs = true; break;
-    case 'k': o->helper_errors = true; break;
+    case 'k': st->helper_errors = true; break;
     case OPT_DRY_RUN: o->dry_run = true; break;
     case OPT_NO_WARNINGS: o->no_warnings = true; break;
-    case OPT_PROBE_FILTER: o->probe_filter = optarg; break;
+    case OPT_PROBE_FILTER: st->probe_filter = optarg; break;
     case OPT_FLAMEGRAPH: o->flamegraph = optarg; break;
     case OPT_TRACEABLE_FUNCTIONS:
       if (access(optarg, R_OK) != 0) {
@@ -381,28 +377,30 @@ static void parse_options(int argc, char **argv, Options *o) {
                 optarg, strerror(errno));
         exit(1);
       }
-      probe_traceable_functions = optarg;
+      st->traceable_functions = optarg;
       break;
     /* bpftrace hands it to clang as #include <FILE>: a system header,
      * which loupe does not need (types come from BTF), as it ignores
      * #include <...> lines; a file of the user's own is read as
      * #include "FILE" would read it */
     case OPT_INCLUDE:   /* found here or in a -I DIR, else ignored */
-      lex_pre_includes = realloc(lex_pre_includes,
-                                 sizeof(char *) * (size_t)(lex_npre_includes + 1));
-      if (!lex_pre_includes) abort();
-      lex_pre_includes[lex_npre_includes++] = optarg;
+      st->pre_includes = realloc(st->pre_includes,
+                                 sizeof(char *) *
+                                 (size_t)(st->npre_includes + 1));
+      if (!st->pre_includes) abort();
+      st->pre_includes[st->npre_includes++] = optarg;
       break;
     case 'I': {   /* where #include and --include look for headers */
-      struct stat st;
-      if (stat(optarg, &st) != 0 || !S_ISDIR(st.st_mode)) {
+      struct stat dir;
+      if (stat(optarg, &dir) != 0 || !S_ISDIR(dir.st_mode)) {
         fprintf(stderr, "ERROR: -I: %s is not a directory\n", optarg);
         exit(1);
       }
-      lex_include_dirs = realloc(lex_include_dirs,
-                                 sizeof(char *) * (size_t)(lex_ninclude_dirs + 1));
-      if (!lex_include_dirs) abort();
-      lex_include_dirs[lex_ninclude_dirs++] = optarg;
+      st->include_dirs = realloc(st->include_dirs,
+                                 sizeof(char *) *
+                                 (size_t)(st->ninclude_dirs + 1));
+      if (!st->include_dirs) abort();
+      st->include_dirs[st->ninclude_dirs++] = optarg;
       break;
     }
     case OPT_MODE:
@@ -412,17 +410,17 @@ static void parse_options(int argc, char **argv, Options *o) {
                 "not '%s'\n", optarg);
         exit(1);
       }
-      o->mode = !strcmp(optarg, "bench")  ? MODE_BENCH
-                : !strcmp(optarg, "test") ? MODE_TEST
-                                          : MODE_RUN;
+      st->mode = !strcmp(optarg, "bench")  ? MODE_BENCH
+                 : !strcmp(optarg, "test") ? MODE_TEST
+                                           : MODE_RUN;
       break;
     /* the reference's spellings */
-    case OPT_BENCH: o->mode = MODE_BENCH; break;
-    case OPT_TEST: o->mode = MODE_TEST; break;
+    case OPT_BENCH: st->mode = MODE_BENCH; break;
+    case OPT_TEST: st->mode = MODE_TEST; break;
     /* the kernel raises usdt semaphores in every process (uprobe reference
      * counters), which is what this asks bpftrace to do by hand */
     case OPT_USDT_FILE_ACTIVATION: break;
-    case 'U': o->unsafe = true; break;
+    case 'U': st->unsafe = true; break;
     case 'h': fputs(usage_text, stdout); exit(0);
     case 'V': printf("loupe v%s\n", LOUPE_VERSION); exit(0);
     case OPT_INFO: exit(print_info(stdout, LOUPE_VERSION));
@@ -431,7 +429,8 @@ static void parse_options(int argc, char **argv, Options *o) {
   }
   char **rest = argv + optind;
   int nrest = argc - optind;
-  if (o->command && o->pid) {
+  st->has_command = o->command != NULL;
+  if (o->command && st->target_pid) {
     fputs("ERROR: -p and -c cannot be used together\n", stderr);
     usage_hint();
     exit(1);
@@ -456,15 +455,17 @@ static void parse_options(int argc, char **argv, Options *o) {
     rest++;
     nrest--;
   }
-  o->script_args = rest;
-  o->nscript_args = nrest;
+  st->params = rest;
+  st->nparams = nrest;
 }
 
 /* ---- the script ----------------------------------------------------- */
 
-/* What this run compiles. It lives until the process exits and nothing in
- * it is freed piece by piece; holding it here (not in main's frame) also
- * keeps it reachable for leak checkers such as ASan's. */
+/* What this run compiles, and with which settings. It lives until the
+ * process exits and nothing in it is freed piece by piece; holding it here
+ * (not in main's frame) also keeps it reachable for leak checkers such as
+ * ASan's. */
+static Settings settings;
 static Source source;
 static Script *script;
 static Compiled compiled;
@@ -528,26 +529,9 @@ static int read_source(const Options *o, Source *src) {
   return 0;
 }
 
-/* Compiles the script with what the command line says about this run. */
-/* What the command line tells the compiler. */
-static CompileSettings settings_of(const Options *o) {
-  return (CompileSettings){
-      .params = o->script_args,
-      .nparams = o->nscript_args,
-      .unsafe = o->unsafe,
-      .has_command = o->command != NULL,
-      .cpid = child.pid > 0 ? child.pid : 0,
-      .target_pid = o->pid,
-      .probe_filter = o->probe_filter,
-      .helper_errors = o->helper_errors,
-      .comm_padded = geteuid() == 0 ? kernel_pads_comm : NULL,
-  };
-}
-
-static int compile(const Source *src, const Options *o, Compiled *c,
-                   Diag *d) {
-  CompileSettings cs = settings_of(o);
-  if (compile_script(src, &cs, &script, c, d) < 0) return -1;
+/* Compiles the script with the run's settings. */
+static int compile(const Source *src, Settings *st, Compiled *c, Diag *d) {
+  if (compile_script(src, st, &script, c, d) < 0) return -1;
   print_set_truncation(c->max_strlen, c->str_trailer);
   return 0;
 }
@@ -557,14 +541,13 @@ static int compile(const Source *src, const Options *o, Compiled *c,
 /* Lists the probes of the script (-e, or the FILE given to -l) as they
  * expand: parse → macros → expand, and every target's name (with -v its
  * arguments). Returns the exit status. */
-static int list_script(const Options *o) {
+static int list_script(const Options *o, Settings *st) {
   if (read_source(o, &source) < 0) return 1;
   Diag d;
   diag_init(&d, &source);
   d.no_warnings = o->no_warnings;
-  CompileSettings cs = settings_of(o);
-  if (compile_front(&source, &cs, &script, &d) < 0) return 1;
-  if (o->probe_filter && expand_filter(script, o->probe_filter) < 0)
+  if (compile_front(&source, st, &script, &d) < 0) return 1;
+  if (st->probe_filter && expand_filter(script, st->probe_filter) < 0)
     return 1;
   for (Probe *p = script->probes; p; p = p->next)
     for (AttachPoint *ap = p->aps; ap; ap = ap->next)
@@ -576,28 +559,28 @@ static int list_script(const Options *o) {
         bool counted = (t->period || t->freq) && colon;
         printf("%.*s\n", counted ? (int)(colon + 1 - t->name)
                                   : (int)strlen(t->name), t->name);
-        if (probe_list_verbose) list_fields(t->format, stdout);
+        if (st->list_verbose) list_fields(t->format, stdout);
       }
   return 0;
 }
 
 /* -l: a script's probes (-e, or a PATTERN naming a file), else the probes
  * matching PATTERN. */
-static int run_list(Options *o) {
+static int run_list(Options *o, Settings *st) {
   const char *pattern = o->list_pattern;
   if (!o->program && pattern && access(pattern, F_OK) == 0 &&
       !has_wildcard(pattern)) {
     o->script_path = pattern;
-    return list_script(o);
+    return list_script(o, st);
   }
-  if (o->program) return list_script(o);
+  if (o->program) return list_script(o, st);
   size_t len = pattern ? strlen(pattern) : 0;
   if (!o->no_warnings && len > 3 && !strcmp(pattern + len - 3, ".bt") &&
       !strchr(pattern, ':'))
     fprintf(stderr, "WARNING: It appears that '%s' is a filename but the "
             "file does not exist. Treating '%s' as a search pattern.\n",
             pattern, pattern);
-  return list_probes(pattern, stdout);
+  return list_probes(pattern, st, stdout);
 }
 
 static void print_programs(const Compiled *c, const Source *src, FILE *out) {
@@ -693,21 +676,21 @@ static void notify_attached(FILE *out) {
  * sets up is there when the first event comes. Returns the exit status;
  * nothing stays attached when it returns. */
 static int attach_and_run(const Compiled *c, Loaded *l, const Options *o,
-                          FILE *out, Diag *d) {
+                          const Settings *st, FILE *out, Diag *d) {
   LinkSet links = {0};
   /* With -f json, bpftrace's attached_probes record goes to the output,
    * before BEGIN's, as bpftrace announces its probes before attaching.
    * The count is in "data" for bpftrace 0.17's readers and at the top,
    * where current bpftrace puts it, for today's. */
   if (!o->quiet && o->format == OUT_JSON) {
-    int probes = attach_all(c, l, NULL, d);
+    int probes = attach_all(c, l, st, NULL, d);
     fprintf(out, "{\"type\": \"attached_probes\", \"count\": %d, "
             "\"data\": {\"probes\": %d}}\n", probes, probes);
   }
   RunOptions run_opts = {.out = out, .out_name = o->out_path,
                          .timeout_ms = 0, .format = o->format,
                          .child_pid = child.pid, .child_go_fd = child.go_fd,
-                         .target_pid = o->pid, .mode = o->mode,
+                         .target_pid = st->target_pid, .mode = st->mode,
                          .no_warnings = o->no_warnings};
   child.go_fd = -1;   /* the run releases (and closes) it */
   Run *run = run_begin(c, l, &run_opts);
@@ -717,7 +700,7 @@ static int attach_and_run(const Compiled *c, Loaded *l, const Options *o,
    * that say what is attached come either way, for whoever waits on them. */
   int nattached = special_probe_count(c);
   if (!run_stopping(run)) {
-    nattached = attach_all(c, l, &links, d);
+    nattached = attach_all(c, l, st, &links, d);
     if (nattached < 0) {
       run_abandon(run);
       return 1;
@@ -831,7 +814,7 @@ static void child_finish(Child *ch) {
 
 /* load → attach → run → detach → unload. Returns the exit status. */
 static int load_and_run(const Compiled *c, Loaded *l, const Options *o,
-                        Diag *d) {
+                        const Settings *st, Diag *d) {
   FILE *svg = NULL;
   if (o->flamegraph && !(svg = flamegraph_open(c, o->flamegraph)))
     return 1;
@@ -843,7 +826,7 @@ static int load_and_run(const Compiled *c, Loaded *l, const Options *o,
   stop_is_request = 1;
   int status = 1;
   if (load_all(c, l, o->show_programs, d) == 0) {
-    status = attach_and_run(c, l, o, out, d);
+    status = attach_and_run(c, l, o, st, out, d);
     if (svg && flamegraph_write(c, l, svg, o->flamegraph) < 0) status = 1;
     svg = NULL;
     unload_all(l);
@@ -856,8 +839,8 @@ static int load_and_run(const Compiled *c, Loaded *l, const Options *o,
 }
 
 /* compile → (print) → load and run; the exit status. */
-static int run_main(const Options *o, Diag *d) {
-  if (compile(&source, o, &compiled, d) < 0) return 1;
+static int run_main(const Options *o, Settings *st, Diag *d) {
+  if (compile(&source, st, &compiled, d) < 0) return 1;
   if (o->show_programs) print_programs(&compiled, &source, stdout);
   if (o->dry_run) return 0;
   if (geteuid() != 0) {
@@ -865,19 +848,18 @@ static int run_main(const Options *o, Diag *d) {
           stderr);
     return 1;
   }
-  return load_and_run(&compiled, &loaded, o, d);
+  return load_and_run(&compiled, &loaded, o, st, d);
 }
 
 int main(int argc, char **argv) {
   Options o;
-  parse_options(argc, argv, &o);
-  probe_target_pid = o.pid;
-  probe_unsafe = o.unsafe;
-  probe_mode = o.mode;
+  parse_options(argc, argv, &o, &settings);
+  settings.comm_padded = geteuid() == 0 ? kernel_pads_comm : NULL;
   /* -l -p PID: the process's probes, its uprobes */
-  if (o.list && o.pid && !o.list_pattern) o.list_pattern = "uprobe:*:*,usdt:*";
-  probe_list_verbose = o.list && o.show_programs;   /* -lv */
-  if (o.list) return run_list(&o);
+  if (o.list && settings.target_pid && !o.list_pattern)
+    o.list_pattern = "uprobe:*:*,usdt:*";
+  settings.list_verbose = o.list && o.show_programs;   /* -lv */
+  if (o.list) return run_list(&o, &settings);
 
   catch_stop_signals();
   if (read_source(&o, &source) < 0) return 1;
@@ -887,8 +869,8 @@ int main(int argc, char **argv) {
   if (o.command && !o.dry_run && geteuid() == 0 &&
       child_spawn(o.command, &child) < 0)
     return 1;
-  probe_child_pid = child.pid > 0 ? child.pid : 0;
-  int status = run_main(&o, &d);
+  settings.cpid = child.pid > 0 ? child.pid : 0;
+  int status = run_main(&o, &settings, &d);
   child_finish(&child);
   if (loupe_output_closed) {
     signal(SIGPIPE, SIG_DFL);

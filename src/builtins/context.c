@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "builtins/builtin.h"
+#include "lang/config.h"
 #include "lang/ctype.h"
 #include "probes/provider.h"
 #include "probes/syscalls.h"
@@ -23,12 +24,12 @@ static void check_u32(Checker *c, Node *n) { n->type = ty_int(4, false); }
 static void check_u64(Checker *c, Node *n) { n->type = ty_int(8, false); }
 
 static void check_cpid(Checker *c, Node *n) {
-  if (!c->script->has_command) {
+  if (!c->script->settings->has_command) {
     error_at(c, n->span, "cpid cannot be used without child command");
     return;
   }
   n->kind = N_INT;   /* the child exists before the script is compiled */
-  n->ival = c->script->cpid;
+  n->ival = c->script->settings->cpid;
   n->type = ty_int(4, false);
 }
 
@@ -213,7 +214,7 @@ static void check_default_str_length(Checker *c, Node *n) {
 /* has_cpid: whether cpid has a value (a -c command runs): a constant. */
 static void check_has_cpid(Checker *c, Node *n) {
   n->kind = N_INT;
-  n->ival = c->script->has_command;
+  n->ival = c->script->settings->has_command;
   n->type = ty_bool();
 }
 
@@ -794,7 +795,7 @@ static int emit_register(Gen *g, Node *n) {
  * garbage. Where the kernel was found to pad (kernel_pads_comm), only what
  * lies beyond the helper's 16 bytes is zeroed. */
 static void emit_comm(Gen *g, Node *n, int dst, int cap) {
-  if (g->c->comm_padded && g->c->comm_padded()) {
+  if (g->st->comm_padded && g->st->comm_padded()) {
     if (cap > COMM_SIZE) emit_zero(g, dst + COMM_SIZE, cap - COMM_SIZE);
   } else {
     emit_zero_padding(g, n, dst, COMM_SIZE, cap);

@@ -183,9 +183,9 @@ static void emit_delete_call(Gen *g, Node *n) {
  * -k the helper's failure is reported instead). */
 static bool emit_delete(Gen *g, Node *n) {
   emit_delete_call(g, n);
-  if (!n->ival && !g->c->helper_errors) return false;
+  if (!n->ival && !g->st->helper_errors) return false;
   int deleted = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
-  if (g->c->helper_errors)
+  if (g->st->helper_errors)
     emit_helper_error(g, BPF_FUNC_map_delete_elem);
   else
     emit_event(g, EV_WARNF, (uint32_t)n->printf_id);

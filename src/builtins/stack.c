@@ -89,7 +89,7 @@ static void note_probe_binaries(Probe *p) {
 /* kstack, ustack, kstack([mode][, limit]), ustack([mode][, limit]) */
 static void check_stack(Checker *c, Node *n) {
   bool user = n->name[0] == 'u';
-  int mode = c->script->settings.stack_mode, max = max_stack_frames();
+  int mode = c->script->settings->stack_mode, max = max_stack_frames();
   if (c->frame != 0) {   /* the loop body's frame has no context pointer */
     error_at(c, n->span, "%s can not be used in the body of a for loop "
              "over a map; take it before the loop", n->name);
@@ -125,9 +125,9 @@ static void check_stack(Checker *c, Node *n) {
     }
     mode = STACK_BPFTRACE;   /* a config default meant for ustack */
   }
-  if (user && mode == STACK_BPFTRACE && c->script->settings.show_debug_info)
+  if (user && mode == STACK_BPFTRACE && c->script->settings->show_debug_info)
     mode = STACK_BPFTRACE_LINES;
-  if (user && mode == STACK_PERF && c->script->settings.show_debug_info)
+  if (user && mode == STACK_PERF && c->script->settings->show_debug_info)
     mode = STACK_PERF_INLINED;
   want_stack_map(c, n, (int)limit);
   if (c->probe) c->probe->uses_ctx = true;   /* bpf_get_stackid reads it */

@@ -42,7 +42,7 @@ static void check_clock_map(Checker *c, Node *n) {
  * the number of intervals are integer literals (durations such as 100ms
  * included), the aggregation a string literal. */
 static void check_tseries(Checker *c, Node *n) {
-  if (c->script->settings.forbid_tseries) {
+  if (c->script->settings->forbid_tseries) {
     error_at(c, n->span, "tseries() is an unstable feature, which the "
              "config forbids (unstable_tseries = error)");
     n->type.kind = TY_NONE;   /* one error is enough */

@@ -302,13 +302,13 @@ static int check_program_count(Script *s, Diag *d) {
   Probe *crossing = NULL;   /* the probe that goes past the limit */
   for (Probe *probe = s->probes; probe; probe = probe->next) {
     total += probe_programs(probe);
-    if (total > s->settings.max_bpf_progs && !crossing) crossing = probe;
+    if (total > s->settings->max_bpf_progs && !crossing) crossing = probe;
   }
   if (!crossing) return 0;
   diag_error(d, crossing->aps ? crossing->aps->span : crossing->span,
              "Your program is trying to generate %d BPF programs, which "
              "exceeds the current limit of %d", total,
-             s->settings.max_bpf_progs);
+             s->settings->max_bpf_progs);
   diag_hint(d, "You can increase the limit through the "
             "BPFTRACE_MAX_BPF_PROGS environment variable (or max_bpf_progs "
             "in a config block).");
@@ -342,10 +342,10 @@ static int check_probe_count(Script *s, Diag *d) {
     for (AttachPoint *ap = probe->aps; ap; ap = ap->next) {
       if (!ap->prov || !ap->prov->attach) continue;   /* BEGIN, END */
       total += ap->ntargets;
-      if (total > s->settings.max_probes) {
+      if (total > s->settings->max_probes) {
         diag_error(d, ap->span, "Can't attach to %d probes because it "
                    "exceeds the current limit of %d probes", total,
-                   s->settings.max_probes);
+                   s->settings->max_probes);
         diag_hint(d, "You can increase the limit through the "
                   "BPFTRACE_MAX_PROBES environment variable (or max_probes "
                   "in a config block), but many probes can slow the system "
@@ -359,7 +359,8 @@ static int check_probe_count(Script *s, Diag *d) {
 int codegen_script(Script *s, Compiled *c, Diag *d) {
   if (check_probe_count(s, d) < 0 || check_program_count(s, d) < 0)
     return -1;
-  Gen g = {.d = d, .c = c, .name_stride = target_name_stride(s)};
+  Gen g = {.d = d, .c = c, .st = s->settings,
+           .name_stride = target_name_stride(s)};
   g.nmap_slots = c->nmaps + CODEGEN_MAPS;
   g.nsubs = SUB_FULL + 3 * g.nmap_slots;
   g.subcalls = calloc((size_t)g.nsubs, sizeof *g.subcalls);
@@ -371,25 +372,26 @@ int codegen_script(Script *s, Compiled *c, Diag *d) {
   g.read_global = calloc(n, sizeof *g.read_global);
   g.write_sites = calloc(n, sizeof *g.write_sites);
   g.write_global = calloc(n, sizeof *g.write_global);
+  int pid = s->settings->target_pid;   /* -p */
   for (Probe *probe = s->probes; probe; probe = probe->next) {
     /* many syscall tracepoints: one raw tracepoint program per group */
     unsigned raw = syscall_raw_plan(probe);
     FOR_EACH_SYSCALL_GROUP(group)
       if (raw & (unsigned)group &&
           gen_prog(&g, probe, syscall_raw_first_ap(probe, group),
-                   syscall_raw_target(probe, group), s->target_pid, group))
+                   syscall_raw_target(probe, group), pid, group))
         goto out;
     for (AttachPoint *ap = probe->aps; ap; ap = ap->next) {
       if (targets_left(ap) == 0) continue;
       if (!program_per_target(probe, ap)) {
         if (gen_prog(&g, probe, ap, ap->ntargets == 1 ? ap->targets : NULL,
-                     s->target_pid, 0))
+                     pid, 0))
           goto out;
         continue;
       }
       for (Target *t = ap->targets; t; t = t->next)
         if (!syscall_raw_serves(ap, t) &&
-            gen_prog(&g, probe, ap, t, s->target_pid, 0))
+            gen_prog(&g, probe, ap, t, pid, 0))
           goto out;
     }
   }

@@ -163,7 +163,7 @@ void emit_helper_error(Gen *g, int helper) {
 
 void emit_call(Gen *g, int helper) {
   emit(g, I_CALL(helper));
-  if (!g->c->helper_errors || !checked_helper(helper)) return;
+  if (!g->st->helper_errors || !checked_helper(helper)) return;
   /* -k: a failed read (r0 < 0) is reported; r0 is kept */
   int ok = emit_jump(g, I_JMP_IMM(BPF_JSGE, BPF_REG_0, 0, 0));
   emit_helper_error(g, helper);

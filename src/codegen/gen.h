@@ -35,6 +35,7 @@ enum { CODEGEN_MAPS = 3 };
 typedef struct Gen {
   Diag *d;
   Compiled *c;
+  const Settings *st;  /* the run's (-k, the comm padding probe) */
   BpfProg *p;
   Probe *probe;
   Target *target;      /* the one target, for per-target programs */
@@ -147,7 +148,7 @@ static inline bool map_is_int_to_int(const Gen *g, const MapSym *m) {
   return m->bpf_type == BPF_MAP_TYPE_HASH && m->nkeys == 1 &&
          m->key_types[0].kind == TY_INT && m->key_size == 8 &&
          m->value_type.kind == TY_INT && m->value_size == 8 &&
-         !g->c->helper_errors;
+         !g->st->helper_errors;
 }
 
 /* ---- emit.c ---- */

@@ -246,7 +246,7 @@ int gen_map_int(Gen *g, Node *n) {
     emit(g, I_LDX(BPF_DW, r, BPF_REG_0, 0));
     return r;
   }
-  if (g->c->helper_errors) {
+  if (g->st->helper_errors) {
     /* -k: reading an entry that does not exist is reported (code 0) */
     int found = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 0));
     emit_helper_error(g, BPF_FUNC_map_lookup_elem);

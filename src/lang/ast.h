@@ -6,8 +6,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "lang/config.h"
 #include "lang/diag.h"
+#include "settings.h"
 
 /* ---- types (filled in by check) ------------------------------------- */
 
@@ -385,8 +385,10 @@ typedef struct Script {
                           matched): checked in the quiet first pass only,
                           so that maps only they use keep their types */
   ConfigItem *config;  /* NULL without a config block */
-  Settings settings;   /* from config and the environment (lang/config.c) */
-  char **params;       /* positional parameters $1.. (from the command line) */
+  Settings *settings;  /* the command line's, then the config block's
+                          (lang/config.c): what the user says about the run */
+  char **params;       /* positional parameters $1..: settings->params
+                          without the options, once split (options_split) */
   int nparams;
   struct ProgramOption *options;  /* --name[=value] words after "--", for
                                      getopt(); split from params by check */
@@ -400,11 +402,6 @@ typedef struct Script {
   MapDecl *map_decls; /* let @m = hash(N); declarations, in script order */
   MacroDef *macros;    /* macro definitions, in script order; expanded
                           away by lang/macro.c before check */
-  bool unsafe;         /* --unsafe: system() and signal() allowed */
-  bool has_command;    /* -c COMMAND was given */
-  int cpid;            /* its pid (0 in a dry run) */
-  int target_pid;      /* -p PID: probes other than BEGIN and END act only
-                          in this process; 0: every process */
   struct SysHeaders *sysheaders;  /* the constants of the #include <headers>
                                      (lang/sysheader.h); NULL if none */
 } Script;

@@ -450,7 +450,7 @@ bool want_const(Checker *c, Node *arg, const char *fn, const char *what,
 }
 
 bool want_unsafe(Checker *c, Node *n) {
-  if (c->script->unsafe) return true;
+  if (c->script->settings->unsafe) return true;
   error_at(c, n->span, "%s() is an unsafe function; run loupe with --unsafe "
            "to allow it", n->name);
   return false;
@@ -527,7 +527,7 @@ static bool keyless_array(const MapSym *m) {
  * entries (-k). A flag after the value says whether it was ever set. */
 static bool keyless_direct(const Checker *c, const MapSym *m) {
   return m->nkeys == 0 && !m->may_miss && m->value_type.kind == TY_INT &&
-         !c->out->helper_errors;
+         !c->script->settings->helper_errors;
 }
 
 /* Key offsets and value sizes, once every use has been seen. */
@@ -564,7 +564,7 @@ static void map_layout(const Checker *c, MapSym *m) {
 
 /* The settings lang/config.c read that check and the runtime act on. */
 static void read_settings(Checker *c) {
-  const Settings *st = &c->script->settings;
+  const Settings *st = c->script->settings;
   c->strlen = st->max_strlen;
   c->map_keys = st->max_map_keys;
   c->out->license = st->license;

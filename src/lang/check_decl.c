@@ -30,7 +30,7 @@ static int kind_index(const char *name) {
 int check_map_decls(Script *s, Diag *d) {
   int errors = d->errors;
   for (MapDecl *m = s->map_decls; m; m = m->next) {
-    if (s->settings.forbid_map_decl)
+    if (s->settings->forbid_map_decl)
       diag_error(d, m->span, "map declarations are an unstable feature, "
                  "which the config forbids (unstable_map_decl = error)");
     if (kind_index(m->kind) < 0)

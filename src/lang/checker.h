@@ -175,8 +175,9 @@ typedef struct ProgramOption {
   bool used;         /* some getopt() asked for it */
 } ProgramOption;
 
-/* Moves the --name[=value] words out of the script's parameters (the
- * others stay positional parameters, numbered without them). */
+/* Splits the command line's words (settings->params) into the
+ * --name[=value] options and the script's positional parameters
+ * (Script.params), numbered without the options. */
 void options_split(Script *s);
 /* Records a name getopt() asks for, with its description (or NULL), for
  * the hint below. */

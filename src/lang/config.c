@@ -203,9 +203,9 @@ static void read_block(Script *s, Diag *d) {
     } else if (k->field == F_IGNORED) {
       diag_warning(d, it->span, "loupe ignores the config setting %s",
                    it->key);
-      apply(&s->settings, k, v, w);
+      apply(s->settings, k, v, w);
     } else {
-      apply(&s->settings, k, v, w);
+      apply(s->settings, k, v, w);
     }
   }
 }
@@ -234,7 +234,7 @@ static void read_env(Script *s, Diag *d) {
     }
     if (k->field == F_IGNORED)
       diag_warning(d, (Span){0}, "loupe ignores the setting %s", used);
-    apply(&s->settings, k, v, w);
+    apply(s->settings, k, v, w);
   }
 }
 
@@ -249,13 +249,12 @@ static long long default_value(const Key *k) {
 
 int config_read(Script *s, Diag *d) {
   int before = d->errors;
-  s->settings = (Settings){0};
   for (int i = 0; i < NKEYS; i++)   /* the table's defaults, once */
-    apply(&s->settings, &keys[i], default_value(&keys[i]),
+    apply(s->settings, &keys[i], default_value(&keys[i]),
           keys[i].dflt_word);
   /* unset, the ring buffer is loupe's 1 MB, not 256 pages of whatever
    * size pages have */
-  s->settings.perf_rb_pages = 0;
+  s->settings->perf_rb_pages = 0;
   read_block(s, d);
   read_env(s, d);
   return d->errors - before;
@@ -271,14 +270,14 @@ Node *config_record(const Script *s, Span at) {
     Node *v;
     if (k->kind == K_WORD) {
       v = node_new(N_STR, at);
-      v->sval = (char *)s->settings.word[i];
+      v->sval = (char *)s->settings->word[i];
       v->slen = (int)strlen(v->sval);
     } else if (k->kind == K_BOOL) {
       v = node_new(N_BUILTIN, at);   /* true or false, typed bool */
-      v->name = s->settings.value[i] ? "true" : "false";
+      v->name = s->settings->value[i] ? "true" : "false";
     } else {
       v = node_new(N_INT, at);
-      v->ival = s->settings.value[i];
+      v->ival = s->settings->value[i];
     }
     rec->fields[i] = (char *)k->name;
     *tail = v;

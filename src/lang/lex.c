@@ -61,8 +61,10 @@ static bool find_header(const Lexer *lx, const char *name, int nlen,
                         bool quoted, char *path, size_t size);
 static bool system_header(Lexer *lx, const char *name, int nlen, Span at);
 
-void lex_init(Lexer *lx, const Source *src, Diag *d, jmp_buf *on_error) {
+void lex_init(Lexer *lx, const Source *src, const Settings *st, Diag *d,
+              jmp_buf *on_error) {
   lx->src = src;
+  lx->st = st;
   lx->d = d;
   lx->pos = src->text ? src->text : "";
   lx->line = 1;
@@ -81,14 +83,14 @@ void lex_init(Lexer *lx, const Source *src, Diag *d, jmp_buf *on_error) {
   /* --include FILE: a file here is read as #include "FILE" would, before
    * the script's first line; another as #include <FILE> */
   Span none = {0};
-  for (int i = 0; i < lex_npre_includes; i++) {
-    const char *name = lex_pre_includes[i];
+  for (int i = 0; i < st->npre_includes; i++) {
+    const char *name = st->pre_includes[i];
     if (access(name, F_OK) != 0)
       system_header(lx, name, (int)strlen(name), none);
   }
-  for (int i = lex_npre_includes - 1; i >= 0; i--)
-    if (access(lex_pre_includes[i], F_OK) == 0)
-      push_file(lx, lex_pre_includes[i], none);
+  for (int i = st->npre_includes - 1; i >= 0; i--)
+    if (access(st->pre_includes[i], F_OK) == 0)
+      push_file(lx, st->pre_includes[i], none);
 }
 
 static void newline_at(Lexer *lx, const char *nl) {
@@ -207,8 +209,6 @@ static void define_or_undef(Lexer *lx, bool define, const char *line,
   ds->v[at].text = strndup(text, (size_t)(end - text));
 }
 
-bool lex_includes_allowed = true;
-
 /* The largest file #include reads: definitions, not data. */
 #define INCLUDE_MAX_BYTES (1 << 20)
 
@@ -259,11 +259,6 @@ static bool push_file(Lexer *lx, const char *path, Span at) {
   return true;
 }
 
-const char **lex_pre_includes;
-int lex_npre_includes;
-const char **lex_include_dirs;
-int lex_ninclude_dirs;
-
 /* Where the header `name` (nlen bytes) is (path, size bytes): beside the
  * file that includes it when `quoted` (#include "name"), else, or if it
  * is not there, in the -I directories in order. False if none has it
@@ -282,8 +277,9 @@ static bool find_header(const Lexer *lx, const char *name, int nlen,
     if (access(path, F_OK) == 0) return true;
   }
   char tried[4096];
-  for (int i = 0; i < lex_ninclude_dirs; i++) {
-    snprintf(tried, sizeof tried, "%s/%.*s", lex_include_dirs[i], nlen, name);
+  for (int i = 0; i < lx->st->ninclude_dirs; i++) {
+    snprintf(tried, sizeof tried, "%s/%.*s", lx->st->include_dirs[i], nlen,
+             name);
     if (access(tried, F_OK) == 0) {
       snprintf(path, size, "%s", tried);
       return true;
@@ -299,8 +295,9 @@ static bool find_header(const Lexer *lx, const char *name, int nlen,
  * for types that BTF has); a name it would have defined is an unknown
  * identifier that names it. False after reporting at `at`. */
 static bool system_header(Lexer *lx, const char *name, int nlen, Span at) {
-  if (!lex_includes_allowed) return true;
-  if (!lx->sys) lx->sys = sysheaders_new(lex_include_dirs, lex_ninclude_dirs);
+  if (lx->st->no_file_includes) return true;
+  if (!lx->sys)
+    lx->sys = sysheaders_new(lx->st->include_dirs, lx->st->ninclude_dirs);
   char why[4600];
   if (sysheaders_include(lx->sys, name, nlen, why, sizeof why) >= 0)
     return true;
@@ -344,7 +341,7 @@ static void include_file(Lexer *lx, const char *directive, const char *p,
     return;
   }
   if (quoted) find_header(lx, p + 1, nlen, quoted, path, sizeof path);
-  if (!lex_includes_allowed)
+  if (lx->st->no_file_includes)
     lex_error(lx, at, "#include of a file is not allowed here");
   if (!push_file(lx, path, at)) longjmp(*lx->on_error, 1);
 }
@@ -828,7 +825,7 @@ static bool import_statement(Lexer *lx) {
   Span at = span_from(lx, p, close && close < eol ? close + 1 : eol);
   if (!close || close > eol || close == q + 1)
     lex_error(lx, at, "import expects a file name in quotes");
-  if (!lex_includes_allowed)
+  if (lx->st->no_file_includes)
     lex_error(lx, at, "import of a file is not allowed here");
   const char *after = close + 1;
   while (*after == ' ' || *after == '\t') after++;

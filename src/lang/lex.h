@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "lang/diag.h"
+#include "settings.h"
 
 typedef enum TokenKind {
   TK_EOF,
@@ -53,19 +54,9 @@ typedef struct Defines {
 #define LEX_MAX_EXPANSION 8
 #define LEX_MAX_INCLUDE 16
 
-/* Whether #include "file" reads files (the fuzzing harness turns it off:
- * its inputs must not read what lies around). True by default. */
-extern bool lex_includes_allowed;
-/* Files read as if the script began with #include "file" for each, in
- * order (--include of a file of one's own). */
-extern const char **lex_pre_includes;
-extern int lex_npre_includes;
-/* -I DIR: where #include and --include also look for headers, in order. */
-extern const char **lex_include_dirs;
-extern int lex_ninclude_dirs;
-
 typedef struct Lexer {
   const Source *src;
+  const Settings *st;   /* --include, -I (settings.h) */
   Diag *d;
   const char *pos;
   int line;
@@ -95,8 +86,10 @@ typedef struct Lexer {
   struct SysHeaders *sys;
 } Lexer;
 
-/* on_error is where the lexer jumps (with value 1) after reporting. */
-void lex_init(Lexer *lx, const Source *src, Diag *d, jmp_buf *on_error);
+/* on_error is where the lexer jumps (with value 1) after reporting. st
+ * says which files --include reads first, where -I looks for headers. */
+void lex_init(Lexer *lx, const Source *src, const Settings *st, Diag *d,
+              jmp_buf *on_error);
 /* The next token of a probe body or predicate. */
 void lex_next(Lexer *lx, Token *t);
 /* The next token where a probe (or config block) may start: an attach

@@ -9,11 +9,13 @@
 
 void options_split(Script *s) {
   if (s->options) return;   /* done already */
+  const Settings *st = s->settings;
   int kept = 0;
-  s->options = calloc((size_t)s->nparams + 1, sizeof(ProgramOption));
-  if (!s->options) abort();
-  for (int i = 0; i < s->nparams; i++) {
-    char *w = s->params[i];
+  s->options = calloc((size_t)st->nparams + 1, sizeof(ProgramOption));
+  s->params = calloc((size_t)st->nparams + 1, sizeof(char *));
+  if (!s->options || !s->params) abort();
+  for (int i = 0; i < st->nparams; i++) {
+    char *w = st->params[i];
     if (strncmp(w, "--", 2) != 0 || !w[2]) {
       s->params[kept++] = w;
       continue;

@@ -457,11 +457,12 @@ static Script *parse_all(Parser *P, const Source *src) {
   return s;
 }
 
-Script *parse_script(const Source *src, Diag *d) {
+Script *parse_script(const Source *src, const Settings *st, Diag *d) {
+  static const Settings none;
   Parser *P = calloc(1, sizeof *P);
   if (!P) abort();
   P->d = d;
-  lex_init(&P->lx, src, d, &P->on_error);
+  lex_init(&P->lx, src, st ? st : &none, d, &P->on_error);
   Script *s = NULL;
   if (setjmp(P->on_error) == 0) s = parse_all(P, src);
   if (s) s->sysheaders = P->lx.sys;
@@ -503,10 +504,11 @@ int substitute_attach_params(Script *s, Diag *d) {
     for (AttachPoint *ap = pr->aps; ap; ap = ap->next) {
       if (!strchr(ap->text, '$')) continue;
       int missing = 0;
-      char *text = substitute(ap->text, s->params, s->nparams, &missing);
+      char *text = substitute(ap->text, s->settings->params,
+                              s->settings->nparams, &missing);
       if (missing) {
         diag_error(d, ap->span, "positional parameter $%d is not given "
-                   "(%d given)", missing, s->nparams);
+                   "(%d given)", missing, s->settings->nparams);
         errors++;
         free(text);
         continue;

@@ -39,7 +39,7 @@
 
 typedef struct SysHeaders SysHeaders;
 
-/* -I DIR directories, searched first (lex_include_dirs). */
+/* -I DIR directories, searched first (Settings.include_dirs). */
 SysHeaders *sysheaders_new(const char **include_dirs, int ninclude_dirs);
 
 /* Reads #include <name> (nlen bytes) and what it includes. 1 if found

@@ -204,9 +204,6 @@ typedef struct Compiled {
                               stack (builtins/stack.c) */
   int max_strlen;          /* a string of max_strlen bytes was cut   */
   const char *str_trailer; /* printed after such a string */
-  bool helper_errors;      /* -k: report failing helpers (helper_sites) */
-  bool (*comm_padded)(void);  /* asked when comm is used: does
-                                 bpf_get_current_comm zero-fill? (NULL: no) */
   HelperSite *helper_sites;
   int nhelper_sites;
   struct SkbOutput {       /* skboutput() calls: the pcap file each writes */

@@ -8,7 +8,7 @@
 
 #include "probes/provider.h"
 
-static int expand_attach_point(AttachPoint *ap, Diag *d) {
+static int expand_attach_point(AttachPoint *ap, const Settings *st, Diag *d) {
   const Provider *prov = provider_find(ap->provider);
   if (!prov) {
     diag_error(d, ap->span, "Invalid probe type: %s",
@@ -20,18 +20,19 @@ static int expand_attach_point(AttachPoint *ap, Diag *d) {
   ap->provider = (char *)prov->name;
   ap->targets = NULL;
   ap->ntargets = 0;
-  return prov->expand(ap, d);
+  return prov->expand(ap, st, d);
 }
 
 /* Under missing_probes = warn or ignore, an attach point that matches
  * nothing is a warning or nothing, and leaves the script; so does a probe
  * left without attach points. */
-static int expand_probe(Probe *p, MissingProbes missing, Diag *d) {
+static int expand_probe(Probe *p, const Settings *st, Diag *d) {
+  MissingProbes missing = st->missing_probes;
   int result = 0;
   for (AttachPoint **link = &p->aps; *link;) {
     AttachPoint *ap = *link;
     if (missing == MISSING_ERROR) {
-      int r = expand_attach_point(ap, d);
+      int r = expand_attach_point(ap, st, d);
       if (r < 0) result = -1;
       /* no targets and no error: left out (bench outside --mode bench) */
       if (r == 0 && ap->ntargets == 0)
@@ -43,7 +44,7 @@ static int expand_probe(Probe *p, MissingProbes missing, Diag *d) {
     int saved = d->demote;
     d->demote = missing == MISSING_WARN ? DEMOTE_TO_WARNING
                                         : DEMOTE_TO_NOTHING;
-    int r = expand_attach_point(ap, d);
+    int r = expand_attach_point(ap, st, d);
     d->demote = saved;
     if (r < 0 || ap->ntargets == 0)
       *link = ap->next;   /* dropped */
@@ -81,14 +82,14 @@ int expand_script(Script *s, Diag *d) {
     Probe *p = *link;
     Span first = p->aps ? p->aps->span : p->span;
     AttachPoint *all = p->aps;
-    if (expand_probe(p, s->settings.missing_probes, d) < 0) result = -1;
+    if (expand_probe(p, s->settings, d) < 0) result = -1;
     if (!p->aps) {
-      if (s->settings.missing_probes == MISSING_WARN)
+      if (s->settings->missing_probes == MISSING_WARN)
         diag_warning(d, first, "Probe has no valid attach points. It is "
                      "being removed which may cause issues with program "
                      "behavior.");
       *link = p->next;
-      if (all && s->settings.missing_probes != MISSING_ERROR) {
+      if (all && s->settings->missing_probes != MISSING_ERROR) {
         /* kept aside, with its attach points (dropped ones keep their
          * links to each other; none has a target) */
         p->aps = all;

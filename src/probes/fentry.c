@@ -129,7 +129,8 @@ static void add_target(AttachPoint *ap, FuncIndex *ix, KFunc *f) {
  * function without a module is looked for in all of them. A function
  * named exactly is taken as the BTF has it (the kernel says why it
  * refuses one); wildcards take only the functions it can trace. */
-static void add_matches(AttachPoint *ap, const char *mod, const char *fn) {
+static void add_matches(AttachPoint *ap, const Settings *st, const char *mod,
+                        const char *fn) {
   for (int i = 0; i < nindexes; i++) {
     FuncIndex *ix = &indexes[i];
     if (!glob_match(mod, ix->kb->module)) continue;
@@ -141,7 +142,7 @@ static void add_matches(AttachPoint *ap, const char *mod, const char *fn) {
     for (int k = 0; k < ix->n; k++) {
       KFunc *f = &ix->funcs[k];
       if (glob_match(fn, f->name) && !denied(f->name) &&
-          kernel_function_known(f->name))
+          kernel_function_known(f->name, st))
         add_target(ap, ix, f);
     }
   }
@@ -242,7 +243,7 @@ static int expand_bpf(AttachPoint *ap, Diag *d) {
   return -1;
 }
 
-static int fentry_expand(AttachPoint *ap, Diag *d) {
+static int fentry_expand(AttachPoint *ap, const Settings *st, Diag *d) {
   const char *pname = ap->prov->name;
   if ((ap->nparts == 2 || ap->nparts == 3) && !strcmp(ap->parts[0], "bpf"))
     return expand_bpf(ap, d);
@@ -265,7 +266,7 @@ static int fentry_expand(AttachPoint *ap, Diag *d) {
               "arg0, arg1, ... where the kernel has kprobes", fn);
     return -1;
   }
-  add_matches(ap, mod, fn);
+  add_matches(ap, st, mod, fn);
   if (ap->ntargets > 0) return 0;
   char what[512];
   snprintf(what, sizeof what, "%s%s%s", ap->nparts == 2 ? mod : "",
@@ -294,13 +295,13 @@ static int attach_tracing(const Target *t, int prog_fd,
   return 0;
 }
 
-static int fentry_attach(const Target *t, int prog_fd, LinkSet *links,
-                         char *err, size_t errlen) {
+static int fentry_attach(const Target *t, const Settings *st, int prog_fd,
+                         LinkSet *links, char *err, size_t errlen) {
   return attach_tracing(t, prog_fd, BPF_TRACE_FENTRY, links, err, errlen);
 }
 
-static int fexit_attach(const Target *t, int prog_fd, LinkSet *links,
-                        char *err, size_t errlen) {
+static int fexit_attach(const Target *t, const Settings *st, int prog_fd,
+                        LinkSet *links, char *err, size_t errlen) {
   return attach_tracing(t, prog_fd, BPF_TRACE_FEXIT, links, err, errlen);
 }
 
@@ -318,7 +319,8 @@ static uint32_t fexit_attach_type(const AttachPoint *ap, const Target *t) {
 
 /* Prints PROVIDER:MODULE:FUNC for each function matching the pattern
  * (which may leave the module out), and with -lv its arguments. */
-static void list_funcs(const char *pname, const char *pattern, FILE *out) {
+static void list_funcs(const char *pname, const char *pattern,
+                       const Settings *st, FILE *out) {
   load_indexes();
   size_t plen = strlen(pname);
   const char *rest = pattern && !strncmp(pattern, pname, plen) &&
@@ -332,10 +334,10 @@ static void list_funcs(const char *pname, const char *pattern, FILE *out) {
                f->name);
       bool show = !pattern || !*pattern || glob_match(pattern, name) ||
                   (rest && !strchr(rest, ':') && glob_match(rest, f->name));
-      if (!show || denied(f->name) || !kernel_function_known(f->name))
+      if (!show || denied(f->name) || !kernel_function_known(f->name, st))
         continue;
       fprintf(out, "%s\n", name);
-      if (probe_list_verbose)
+      if (st->list_verbose)
         list_fields(kfunc_format(ix, f, !strcmp(pname, "fexit")), out);
     }
   }
@@ -370,16 +372,17 @@ static bool list_bpf(const char *pname, const char *pattern, FILE *out) {
   return true;
 }
 
-static void fentry_list(const char *pattern, FILE *out) {
-  if (!list_bpf("fentry", pattern, out)) list_funcs("fentry", pattern, out);
+static void fentry_list(const char *pattern, const Settings *st, FILE *out) {
+  if (!list_bpf("fentry", pattern, out))
+    list_funcs("fentry", pattern, st, out);
 }
 
 /* Every function is also an fexit probe: like kretprobes, they are listed
  * only when asked for by name. */
-static void fexit_list(const char *pattern, FILE *out) {
+static void fexit_list(const char *pattern, const Settings *st, FILE *out) {
   if (pattern && !strncmp(pattern, "fexit:", 6) &&
       !list_bpf("fexit", pattern, out))
-    list_funcs("fexit", pattern, out);
+    list_funcs("fexit", pattern, st, out);
 }
 
 /* ---- when the kernel refuses ----------------------------------------- */

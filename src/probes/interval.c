@@ -144,7 +144,7 @@ static int timer_spec(AttachPoint *ap, Diag *d, TimerSpec *ts) {
 /* Fills the one target of an interval or profile attach point. Its name,
  * which `probe` prints, is the spec as written, with the provider's full
  * name ("i:1s" prints as "interval:1s"). */
-static int timer_expand(AttachPoint *ap, Diag *d) {
+static int timer_expand(AttachPoint *ap, const Settings *st, Diag *d) {
   TimerSpec ts;
   if (timer_spec(ap, d, &ts) < 0) return -1;
   const char *pname = ap->prov->name;
@@ -177,8 +177,8 @@ static void timer_attr(const Target *t, struct perf_event_attr *attr) {
   }
 }
 
-static int interval_attach(const Target *t, int prog_fd, LinkSet *links,
-                           char *err, size_t errlen) {
+static int interval_attach(const Target *t, const Settings *st, int prog_fd,
+                           LinkSet *links, char *err, size_t errlen) {
   struct perf_event_attr attr;
   timer_attr(t, &attr);
   /* bpftrace fires interval probes on one CPU only; CPU 0 always exists. */
@@ -225,8 +225,8 @@ static int attach_every_cpu(struct perf_event_attr *attr, int prog_fd,
   return 0;
 }
 
-static int profile_attach(const Target *t, int prog_fd, LinkSet *links,
-                          char *err, size_t errlen) {
+static int profile_attach(const Target *t, const Settings *st, int prog_fd,
+                          LinkSet *links, char *err, size_t errlen) {
   struct perf_event_attr attr;
   timer_attr(t, &attr);
   return attach_every_cpu(&attr, prog_fd, links, err, errlen);
@@ -242,11 +242,11 @@ static void timer_list(const char *provider, const char *pattern,
   }
 }
 
-static void interval_list(const char *pattern, FILE *out) {
+static void interval_list(const char *pattern, const Settings *st, FILE *out) {
   timer_list("interval", pattern, out);
 }
 
-static void profile_list(const char *pattern, FILE *out) {
+static void profile_list(const char *pattern, const Settings *st, FILE *out) {
   timer_list("profile", pattern, out);
 }
 
@@ -335,7 +335,7 @@ static const PerfEventName *event_find(const PerfEventKind *k,
   return NULL;
 }
 
-static int perf_kind_expand(AttachPoint *ap, Diag *d) {
+static int perf_kind_expand(AttachPoint *ap, const Settings *st, Diag *d) {
   const PerfEventKind *k = kind_of(ap->prov->name);
   if (ap->nparts != 1 && ap->nparts != 2) {
     diag_error(d, ap->span, "%s probe type requires 1 or 2 arguments",
@@ -397,13 +397,13 @@ static int perf_kind_attach(const PerfEventKind *k, const Target *t,
   return r;
 }
 
-static int software_attach(const Target *t, int prog_fd, LinkSet *links,
-                           char *err, size_t errlen) {
+static int software_attach(const Target *t, const Settings *st, int prog_fd,
+                           LinkSet *links, char *err, size_t errlen) {
   return perf_kind_attach(&software_kind, t, prog_fd, links, err, errlen);
 }
 
-static int hardware_attach(const Target *t, int prog_fd, LinkSet *links,
-                           char *err, size_t errlen) {
+static int hardware_attach(const Target *t, const Settings *st, int prog_fd,
+                           LinkSet *links, char *err, size_t errlen) {
   return perf_kind_attach(&hardware_kind, t, prog_fd, links, err, errlen);
 }
 
@@ -423,11 +423,11 @@ static void perf_kind_list(const PerfEventKind *k, const char *pattern,
   }
 }
 
-static void software_list(const char *pattern, FILE *out) {
+static void software_list(const char *pattern, const Settings *st, FILE *out) {
   perf_kind_list(&software_kind, pattern, out);
 }
 
-static void hardware_list(const char *pattern, FILE *out) {
+static void hardware_list(const char *pattern, const Settings *st, FILE *out) {
   perf_kind_list(&hardware_kind, pattern, out);
 }
 

@@ -84,7 +84,7 @@ static void each_iter(const struct btf *btf,
   }
 }
 
-static int iter_expand(AttachPoint *ap, Diag *d) {
+static int iter_expand(AttachPoint *ap, const Settings *st, Diag *d) {
   if (ap->nparts < 1 || ap->nparts > 2 || !*ap->parts[0]) {
     diag_error(d, ap->span, "iter probe type requires 1 or 2 arguments "
                "(iter:NAME or iter:NAME:PIN)");
@@ -154,8 +154,8 @@ typedef struct IterLink {
 static IterLink *iter_links;
 static int niter_links;
 
-static int iter_attach(const Target *t, int prog_fd, LinkSet *links,
-                       char *err, size_t errlen) {
+static int iter_attach(const Target *t, const Settings *st, int prog_fd,
+                       LinkSet *links, char *err, size_t errlen) {
   (void)t;
   int fd = bpf_link_create(prog_fd, 0, BPF_TRACE_ITER, NULL);
   if (fd < 0) {
@@ -216,6 +216,7 @@ static void list_ctx_fields(const struct btf *btf, const char *name,
 
 typedef struct ListArg {
   const char *pattern;
+  bool verbose;   /* -lv */
   FILE *out;
 } ListArg;
 
@@ -227,13 +228,13 @@ static void list_one(const struct btf *btf, const char *name, int id,
   snprintf(full, sizeof full, "iter:%s", name);
   if (la->pattern && *la->pattern && !glob_match(la->pattern, full)) return;
   fprintf(la->out, "%s\n", full);
-  if (probe_list_verbose) list_ctx_fields(btf, name, la->out);
+  if (la->verbose) list_ctx_fields(btf, name, la->out);
 }
 
-static void iter_list(const char *pattern, FILE *out) {
+static void iter_list(const char *pattern, const Settings *st, FILE *out) {
   const struct btf *btf = vmlinux_btf();
   if (!btf) return;
-  ListArg la = {pattern, out};
+  ListArg la = {pattern, st->list_verbose, out};
   each_iter(btf, list_one, &la);
 }
 

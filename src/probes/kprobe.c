@@ -137,10 +137,10 @@ static void module_of(const char *rest, const char **mod, size_t *len) {
 
 /* "func" or "func [module]" lines, from --traceable-functions FILE or
  * else from ftrace's list. False if there are none (or no such list). */
-static bool read_filter_functions(FuncList *l) {
+static bool read_filter_functions(FuncList *l, const char *file) {
   char path[600];
-  if (probe_traceable_functions) {
-    snprintf(path, sizeof path, "%s", probe_traceable_functions);
+  if (file) {
+    snprintf(path, sizeof path, "%s", file);
   } else {
     const char *dir = tracefs_dir();
     if (!dir) return false;
@@ -190,21 +190,22 @@ static bool stalls_when_probed(const char *name) {
          !strcmp(name, "bpf_dispatcher_xdp_func");
 }
 
-/* Functions that can be probed; loaded once. NULL if neither source can
- * be read (then names are not checked before attaching). Without
- * --unsafe, those that stall the kernel are left out. */
-static const FuncList *kernel_functions(void) {
+/* Functions that can be probed; loaded once (the run's settings do not
+ * change). NULL if neither source can be read (then names are not checked
+ * before attaching). Without --unsafe, those that stall the kernel are
+ * left out. */
+static const FuncList *kernel_functions(const Settings *st) {
   static FuncList funcs;
   static bool loaded, ok;
   if (!loaded) {
     loaded = true;
-    ok = read_filter_functions(&funcs) ||
+    ok = read_filter_functions(&funcs, st->traceable_functions) ||
          /* the user's list is the list, even empty */
-         probe_traceable_functions || read_kallsyms_text(&funcs);
+         st->traceable_functions || read_kallsyms_text(&funcs);
     funcs_sort_unique(&funcs);
     int kept = 0;
     for (int i = 0; i < funcs.n; i++) {
-      if (probe_unsafe || !stalls_when_probed(funcs.v[i].name)) {
+      if (st->unsafe || !stalls_when_probed(funcs.v[i].name)) {
         funcs.v[kept++] = funcs.v[i];
       } else {
         free(funcs.v[i].name);
@@ -283,7 +284,7 @@ static Target **add_target(AttachPoint *ap, Target **tail, const KSpec *k,
 }
 
 /* Splits ap's parts into k; reports what cannot be a kprobe. */
-static int parse_spec(AttachPoint *ap, KSpec *k, Diag *d) {
+static int parse_spec(AttachPoint *ap, const Settings *st, KSpec *k, Diag *d) {
   const char *pname = ap->prov->name;
   memset(k, 0, sizeof *k);
   if (ap->nparts < 1 || ap->nparts > 2 || !*ap->parts[ap->nparts - 1]) {
@@ -308,7 +309,7 @@ static int parse_spec(AttachPoint *ap, KSpec *k, Diag *d) {
       diag_error(d, ap->span, "a %s at an address takes no module", pname);
       return -1;
     }
-    if (!probe_unsafe) {
+    if (!st->unsafe) {
       diag_error(d, ap->span, "a %s at a bare address needs --unsafe: "
                  "loupe cannot check that it starts an instruction of a "
                  "function the kernel lets us probe", pname);
@@ -359,9 +360,9 @@ static bool module_loaded(const char *mod) {
   return access(path, F_OK) == 0;
 }
 
-static int kprobe_expand(AttachPoint *ap, Diag *d) {
+static int kprobe_expand(AttachPoint *ap, const Settings *st, Diag *d) {
   KSpec k;
-  if (parse_spec(ap, &k, d) < 0) {
+  if (parse_spec(ap, st, &k, d) < 0) {
     free(k.func);
     return -1;
   }
@@ -390,9 +391,9 @@ static int kprobe_expand(AttachPoint *ap, Diag *d) {
     rc = 0;
     goto out;
   }
-  const FuncList *funcs = kernel_functions();
+  const FuncList *funcs = kernel_functions(st);
   if (!has_wildcard(k.func) && !(k.mod && has_wildcard(k.mod))) {
-    if (!probe_unsafe && stalls_when_probed(k.func)) {
+    if (!st->unsafe && stalls_when_probed(k.func)) {
       diag_error(d, ap->span, "%s is not probed: a probe on an RCU or idle "
                  "function can stall the kernel (BPF programs run inside RCU "
                  "read sections); --unsafe allows it", k.func);
@@ -409,7 +410,7 @@ static int kprobe_expand(AttachPoint *ap, Diag *d) {
                    "will likely fail", k.func);
       /* --unsafe: the kernel may still take it (a function the list
        * leaves out, CONFIG_KPROBE_EVENTS_ON_NOTRACE); attaching says */
-      if (!probe_unsafe) {
+      if (!st->unsafe) {
         rc = probe_no_matches(ap, d, spec_text(ap));
         goto out;
       }
@@ -461,13 +462,13 @@ static int attach_kprobe(const Target *t, bool retprobe, int prog_fd,
   return rc;
 }
 
-static int kprobe_attach(const Target *t, int prog_fd, LinkSet *links,
-                         char *err, size_t errlen) {
+static int kprobe_attach(const Target *t, const Settings *st, int prog_fd,
+                         LinkSet *links, char *err, size_t errlen) {
   return attach_kprobe(t, false, prog_fd, links, err, errlen);
 }
 
-static int kretprobe_attach(const Target *t, int prog_fd, LinkSet *links,
-                            char *err, size_t errlen) {
+static int kretprobe_attach(const Target *t, const Settings *st, int prog_fd,
+                            LinkSet *links, char *err, size_t errlen) {
   return attach_kprobe(t, true, prog_fd, links, err, errlen);
 }
 
@@ -522,9 +523,9 @@ static uint32_t kprobe_attach_type(const AttachPoint *ap, const Target *t) {
   return kernel_has_fprobe() ? ATTACH_KPROBE_MULTI : 0;
 }
 
-static int attach_multi(const AttachPoint *ap, uint32_t attach_type,
-                        int prog_fd, LinkSet *links, Diag *d, char *err,
-                        size_t errlen) {
+static int attach_multi(const AttachPoint *ap, const Settings *st,
+                        uint32_t attach_type, int prog_fd, LinkSet *links,
+                        Diag *d, char *err, size_t errlen) {
   (void)d;
   if (attach_type != ATTACH_KPROBE_MULTI) return 0;
   const char **syms = calloc(ap->ntargets, sizeof *syms);
@@ -558,9 +559,9 @@ static int attach_multi(const AttachPoint *ap, uint32_t attach_type,
  * parameters, from BTF). Without a kprobe PMU nothing can be attached, so
  * nothing is listed. */
 static void list_functions(const char *pname, const char *pattern,
-                           FILE *out) {
+                           const Settings *st, FILE *out) {
   if (probe_pmu_type("kprobe") < 0) return;
-  const FuncList *funcs = kernel_functions();
+  const FuncList *funcs = kernel_functions(st);
   if (!funcs) return;
   char name[600];
   /* a module's functions as kprobe:MODULE:FUNC */
@@ -570,20 +571,20 @@ static void list_functions(const char *pname, const char *pattern,
              f->mod ? ":" : "", f->name);
     if (!pattern || !*pattern || glob_match(pattern, name)) {
       fprintf(out, "%s\n", name);
-      if (probe_list_verbose) list_kernel_func_params(f->mod, f->name, out);
+      if (st->list_verbose) list_kernel_func_params(f->mod, f->name, out);
     }
   }
 }
 
-static void kprobe_list(const char *pattern, FILE *out) {
-  list_functions("kprobe", pattern, out);
+static void kprobe_list(const char *pattern, const Settings *st, FILE *out) {
+  list_functions("kprobe", pattern, st, out);
 }
 
 /* Every function is also a kretprobe, so like bpftrace, kretprobes are
  * listed only when asked for by name. */
-static void kretprobe_list(const char *pattern, FILE *out) {
+static void kretprobe_list(const char *pattern, const Settings *st, FILE *out) {
   if (pattern && !strncmp(pattern, "kretprobe:", 10))
-    list_functions("kretprobe", pattern, out);
+    list_functions("kretprobe", pattern, st, out);
 }
 
 const Provider kprobe_provider = {
@@ -619,7 +620,7 @@ const Provider kretprobe_provider = {
     .emit_retval = regs_emit_retval,
 };
 
-bool kernel_function_known(const char *name) {
-  const FuncList *funcs = kernel_functions();
+bool kernel_function_known(const char *name, const Settings *st) {
+  const FuncList *funcs = kernel_functions(st);
   return !funcs || funcs_find(funcs, name);
 }

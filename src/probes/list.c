@@ -152,7 +152,7 @@ static int list_type(const char *text, FILE *out) {
 /* ---- probes --------------------------------------------------------- */
 
 /* One pattern, which has no comma. */
-static int list_one(const char *pattern, FILE *out) {
+static int list_one(const char *pattern, const Settings *st, FILE *out) {
   if (!strncmp(pattern, "struct ", 7) || !strncmp(pattern, "union ", 6) ||
       !strncmp(pattern, "enum ", 5))
     return list_type(pattern, out);
@@ -164,10 +164,10 @@ static int list_one(const char *pattern, FILE *out) {
   int status = 0;
   if (!colon && prov) {
     /* "loupe -l tracepoint" lists every tracepoint */
-    if (prov->list) prov->list(NULL, out);
+    if (prov->list) prov->list(NULL, st, out);
   } else if (!colon) {
     for (int i = 0; providers[i]; i++)
-      if (providers[i]->list) providers[i]->list(pattern, out);
+      if (providers[i]->list) providers[i]->list(pattern, st, out);
   } else if (prov || wild) {
     /* Providers print canonical names, so each gets the pattern in its
      * canonical spelling ("t:sched:*" → "tracepoint:sched:*"); a glob in
@@ -179,7 +179,7 @@ static int list_one(const char *pattern, FILE *out) {
       size_t len = strlen(p->name) + strlen(colon) + 1;
       char *canonical = malloc(len);
       snprintf(canonical, len, "%s%s", p->name, colon);
-      p->list(canonical, out);
+      p->list(canonical, st, out);
       free(canonical);
     }
   } else {
@@ -194,17 +194,17 @@ static int list_one(const char *pattern, FILE *out) {
   return status;
 }
 
-int list_probes(const char *pattern, FILE *out) {
+int list_probes(const char *pattern, const Settings *st, FILE *out) {
   if (!pattern || !*pattern) {
     for (int i = 0; providers[i]; i++)
-      if (providers[i]->list) providers[i]->list(NULL, out);
+      if (providers[i]->list) providers[i]->list(NULL, st, out);
     return 0;
   }
   int status = 0;
   char *copy = strdup(pattern), *save = NULL;
   for (char *p = strtok_r(copy, ",", &save); p; p = strtok_r(NULL, ",", &save)) {
     p += strspn(p, " ");
-    if (*p && list_one(p, out) != 0) status = 1;
+    if (*p && list_one(p, st, out) != 0) status = 1;
   }
   free(copy);
   return status;

@@ -10,7 +10,7 @@
  * over probe names, "struct NAME", or several of these separated by
  * commas; NULL or "" lists every probe. Returns 0, or 1 after an error
  * message. */
-int list_probes(const char *pattern, FILE *out);
+int list_probes(const char *pattern, const Settings *st, FILE *out);
 
 /* -lv: a probe's arguments, "    TYPE NAME" a line. */
 void list_fields(const TpFormat *fmt, FILE *out);

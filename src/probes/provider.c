@@ -43,13 +43,13 @@ extern const Provider self_provider;
 
 /* These names are real bpftrace probe types; a script using one should be
  * told plainly that loupe lacks it, not that the name is wrong. */
-static int unsupported_expand(AttachPoint *ap, Diag *d) {
+static int unsupported_expand(AttachPoint *ap, const Settings *st, Diag *d) {
   diag_error(d, ap->span, "loupe does not support %s probes yet",
              ap->prov ? ap->prov->name : ap->provider);
   return -1;
 }
 
-static void list_nothing(const char *pattern, FILE *out) {}
+static void list_nothing(const char *pattern, const Settings *st, FILE *out) {}
 
 #define UNSUPPORTED(var, pname, palias)                                     \
   static const Provider var = {.name = pname,                             \
@@ -115,8 +115,6 @@ int probe_no_matches(AttachPoint *ap, Diag *d, const char *what) {
              d->demote == DEMOTE_TO_WARNING ? " Skipping." : "");
   return -1;
 }
-
-bool probe_list_verbose;
 
 /* ---- LinkSet -------------------------------------------------------- */
 
@@ -237,11 +235,6 @@ int probe_pmu_type(const char *pmu) {
   int type;
   return read_pmu_file(pmu, "type", "%d", &type) ? type : -1;
 }
-
-int probe_target_pid;
-bool probe_unsafe;
-const char *probe_traceable_functions;
-int probe_child_pid;
 
 int probe_pmu_attach(const char *pmu, bool retprobe, int pid, uint64_t config1,
                      uint64_t config2, uint64_t cookie, int prog_fd,

@@ -102,17 +102,19 @@ typedef struct Provider {
    * NULL-terminated; NULL: none. */
   const char *const *aliases;
   uint32_t prog_type;      /* BPF_PROG_TYPE_* its programs load as */
+  /* The hooks get the run's settings as st (-p, -c, --unsafe, --mode,
+   * -lv ...). */
   /* Fills ap->targets from ap->parts; reports problems at ap->span.
    * Returns 0, or -1 after reporting. */
-  int (*expand)(AttachPoint *ap, Diag *d);
+  int (*expand)(AttachPoint *ap, const Settings *st, Diag *d);
   /* Attaches a loaded program to one target, adding every fd it opens to
    * links. Returns 0, or -1 with a message in err. NULL for providers whose
    * programs loupe runs itself (BEGIN, END). */
-  int (*attach)(const Target *t, int prog_fd, LinkSet *links, char *err,
-                size_t errlen);
+  int (*attach)(const Target *t, const Settings *st, int prog_fd,
+                LinkSet *links, char *err, size_t errlen);
   /* Prints the probes this provider offers that match the glob pattern
    * (NULL or "" for all), one per line, as `loupe -l` shows them. */
-  void (*list)(const char *pattern, FILE *out);
+  void (*list)(const char *pattern, const Settings *st, FILE *out);
   /* The attach type the program of ap must be loaded for (the kernel may
    * have a better way to attach them than the one every kernel has); t is
    * the program's one target, or NULL when it serves all of ap's. NULL:
@@ -123,9 +125,9 @@ typedef struct Provider {
    * attached (it may leave some out, with a warning in d), 0 to have them
    * attached one by one, or -1 with a message in err. NULL: always one by
    * one. */
-  int (*attach_group)(const AttachPoint *ap, uint32_t attach_type,
-                      int prog_fd, LinkSet *links, Diag *d, char *err,
-                      size_t errlen);
+  int (*attach_group)(const AttachPoint *ap, const Settings *st,
+                      uint32_t attach_type, int prog_fd, LinkSet *links,
+                      Diag *d, char *err, size_t errlen);
   /* The kernel runs the probes of one place newest first (uprobes put
    * each new consumer first): attach_all attaches them in reverse. */
   bool fires_newest_first;
@@ -246,30 +248,19 @@ bool has_wildcard(const char *s);
  * turns the error into a warning). Returns -1. */
 int probe_no_matches(AttachPoint *ap, Diag *d, const char *what);
 
-/* -lv: listings also print each probe's arguments, one per line, indented
- * ("    struct sk_buff * skb"). Set by main before listing. */
-extern bool probe_list_verbose;
-
-/* -p PID, for the providers that attach to one process (uprobes); 0:
- * every process. Set by main before anything is attached. */
-extern int probe_target_pid;
-/* -c COMMAND: the child's pid (0: none). usdt probes attach to it alone,
- * as bpftrace's do. Set by main before anything is attached. */
-extern int probe_child_pid;
-
 /* Shared by uprobe and usdt (uprobe.c). The file a probe's BINARY names:
  * found gets the path to show, real (PATH_MAX bytes) the path to open;
- * with -p, a bare name is first looked up among the files the process
- * maps, and an absolute path is resolved inside the process's root
- * (sym/procfs.h). False if there is no such file, with a message naming
- * it a `kind` ("uprobe", "usdt") target file in err. */
-bool uprobe_find_binary(const char *kind, const char *binary, char *found,
-                        char *real, char *err, size_t errlen);
+ * with a pid (-p; 0: none), a bare name is first looked up among the
+ * files the process maps, and an absolute path is resolved inside the
+ * process's root (sym/procfs.h). False if there is no such file, with a
+ * message naming it a `kind` ("uprobe", "usdt") target file in err. */
+bool uprobe_find_binary(const char *kind, int pid, const char *binary,
+                        char *found, char *real, char *err, size_t errlen);
 
 /* Whether name is a kernel function that can be traced (in tracefs'
- * available_filter_functions, else in /proc/kallsyms); true when neither
- * can be read (kprobe.c). */
-bool kernel_function_known(const char *name);
+ * available_filter_functions or st's --traceable-functions, else in
+ * /proc/kallsyms); true when neither can be read (kprobe.c). */
+bool kernel_function_known(const char *name, const Settings *st);
 
 /* Whether the kernel has fprobe (kallsyms names register_fprobe), which
  * kprobe_multi links are made of: without it the kernel loads programs
@@ -295,20 +286,6 @@ int uprobe_multi_link(const char *path, int n, const uint64_t *offsets,
                       const uint64_t *ref_ctrs, const uint64_t *cookies,
                       bool retprobe, int pid, int prog_fd, LinkSet *links,
                       char *err, size_t errlen);
-
-/* --mode: in bench mode bench probes have targets, in test mode test
- * probes do; otherwise they are left out. Set by main before expanding. */
-typedef enum RunMode { MODE_RUN, MODE_BENCH, MODE_TEST } RunMode;
-extern RunMode probe_mode;
-
-/* --unsafe: uprobes may go where loupe cannot check the bounds (symbols
- * of size 0), kprobes on functions that can stall the kernel or that the
- * list of traceable functions leaves out. Set by main before expanding. */
-extern bool probe_unsafe;
-/* --traceable-functions FILE: the kernel functions kprobes may match, one
- * "name" or "name [module]" a line, instead of ftrace's
- * available_filter_functions; NULL: ftrace's. */
-extern const char *probe_traceable_functions;
 
 /* Shared by the providers built on perf events (tracepoint, interval,
  * profile, software): opens the event described by attr (its size is

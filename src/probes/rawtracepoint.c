@@ -159,7 +159,7 @@ static void add_matches(AttachPoint *ap, const char *mod, const char *ev) {
   }
 }
 
-static int rawtracepoint_expand(AttachPoint *ap, Diag *d) {
+static int rawtracepoint_expand(AttachPoint *ap, const Settings *st, Diag *d) {
   if (ap->nparts != 1 && ap->nparts != 2) {
     diag_error(d, ap->span, "rawtracepoint probe type requires 1 or 2 "
                "arguments");
@@ -204,8 +204,9 @@ static int rawtracepoint_expand(AttachPoint *ap, Diag *d) {
 
 /* A raw tracepoint program is attached by the tracepoint's name; a
  * tracing one (tp_btf) was tied to its tracepoint as it loaded. */
-static int rawtracepoint_attach(const Target *t, int prog_fd, LinkSet *links,
-                                char *err, size_t errlen) {
+static int rawtracepoint_attach(const Target *t, const Settings *st,
+                                int prog_fd, LinkSet *links, char *err,
+                                size_t errlen) {
   struct bpf_prog_info info = {0};
   __u32 len = sizeof info;
   bool tracing = bpf_obj_get_info_by_fd(prog_fd, &info, &len) == 0 &&
@@ -221,7 +222,8 @@ static int rawtracepoint_attach(const Target *t, int prog_fd, LinkSet *links,
 
 /* Prints rawtracepoint:MODULE:EVENT for each match, and with -lv its
  * arguments. The pattern may leave the module out. */
-static void rawtracepoint_list(const char *pattern, FILE *out) {
+static void rawtracepoint_list(const char *pattern, const Settings *st,
+                               FILE *out) {
   load_indexes();
   const char *rest = NULL;
   if (pattern && *pattern) {
@@ -242,7 +244,7 @@ static void rawtracepoint_list(const char *pattern, FILE *out) {
                   (rest && !strchr(rest, ':') && glob_match(rest, tp->name));
       if (!show) continue;
       fprintf(out, "%s\n", name);
-      if (!probe_list_verbose) continue;
+      if (!st->list_verbose) continue;
       list_fields(rawtp_format(ix, tp), out);
     }
   }

@@ -26,7 +26,7 @@ static void one_target(AttachPoint *ap, const char *name, const char *event) {
   ap->ntargets = 1;
 }
 
-static int special_expand(AttachPoint *ap, Diag *d) {
+static int special_expand(AttachPoint *ap, const Settings *st, Diag *d) {
   const char *name = ap->prov->name;
   if (ap->nparts != 0) {
     diag_error(d, ap->span, "%s probe type requires 0 arguments", name);
@@ -38,7 +38,7 @@ static int special_expand(AttachPoint *ap, Diag *d) {
 }
 
 /* bpftrace -l does not list BEGIN and END. */
-static void special_list(const char *pattern, FILE *out) {}
+static void special_list(const char *pattern, const Settings *st, FILE *out) {}
 
 const Provider begin_provider = {
     .name = "BEGIN",
@@ -64,18 +64,17 @@ const Provider end_provider = {
     .run = RUN_AT_END,
 };
 
-RunMode probe_mode;
 
 /* bench:NAME and test:NAME: a probe of the mode's kind has its target
  * (the event is NAME); in another mode it is left out. */
-static int mode_probe_expand(AttachPoint *ap, Diag *d) {
+static int mode_probe_expand(AttachPoint *ap, const Settings *st, Diag *d) {
   const char *kind = ap->prov->name;
   if (ap->nparts != 1 || !*ap->parts[0]) {
     diag_error(d, ap->span, "%s probe type requires 1 argument", kind);
     return -1;
   }
   RunMode want = !strcmp(kind, "bench") ? MODE_BENCH : MODE_TEST;
-  if (probe_mode != want) return 0;   /* no target: the probe is left out */
+  if (st->mode != want) return 0;   /* no target: the probe is left out */
   char name[512];
   snprintf(name, sizeof name, "%s:%s", kind, ap->parts[0]);
   one_target(ap, name, ap->parts[0]);
@@ -100,7 +99,7 @@ const Provider test_provider = {
     .run = RUN_AS_TEST,
 };
 
-static int self_expand(AttachPoint *ap, Diag *d) {
+static int self_expand(AttachPoint *ap, const Settings *st, Diag *d) {
   if (ap->nparts != 2) {
     diag_error(d, ap->span, "self probe type requires 2 arguments");
     return -1;

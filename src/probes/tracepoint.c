@@ -292,7 +292,7 @@ static void add_target(const char *cat, const char *ev, void *arg) {
   ap_add_target(ap, t);
 }
 
-static int tracepoint_expand(AttachPoint *ap, Diag *d) {
+static int tracepoint_expand(AttachPoint *ap, const Settings *st, Diag *d) {
   if (ap->nparts != 2) {
     diag_error(d, ap->span, "tracepoint probe type requires 2 arguments");
     return -1;
@@ -323,8 +323,8 @@ static int tracepoint_expand(AttachPoint *ap, Diag *d) {
   return 0;
 }
 
-static int tracepoint_attach(const Target *t, int prog_fd, LinkSet *links,
-                             char *err, size_t errlen) {
+static int tracepoint_attach(const Target *t, const Settings *st, int prog_fd,
+                             LinkSet *links, char *err, size_t errlen) {
   struct perf_event_attr attr = {0};
   attr.type = PERF_TYPE_TRACEPOINT;
   attr.config = t->format->id;
@@ -337,6 +337,7 @@ static int tracepoint_attach(const Target *t, int prog_fd, LinkSet *links,
 
 typedef struct ListArgs {
   const char *pattern;  /* NULL: everything */
+  bool verbose;         /* -lv */
   FILE *out;
 } ListArgs;
 
@@ -346,13 +347,14 @@ static void list_one(const char *cat, const char *ev, void *arg) {
   if (!la->pattern || glob_match(la->pattern, name) ||
       glob_match(la->pattern, ev)) {
     fprintf(la->out, "%s\n", name);
-    if (probe_list_verbose) list_fields(tp_format(cat, ev), la->out);
+    if (la->verbose) list_fields(tp_format(cat, ev), la->out);
   }
   free(name);
 }
 
-static void tracepoint_list(const char *pattern, FILE *out) {
-  ListArgs la = {NULL, out};
+static void tracepoint_list(const char *pattern, const Settings *st,
+                            FILE *out) {
+  ListArgs la = {NULL, st->list_verbose, out};
   char *full = NULL;
   if (pattern && *pattern) {
     /* "t:sched:*" lists the same as "tracepoint:sched:*". */

@@ -45,25 +45,25 @@
 
 /* ---- the providers -------------------------------------------------- */
 
-/* -p PID's view of binary: a bare name among the files it maps (or, if
- * it has a tree of its own, nowhere else), an absolute path inside its
- * root (a container's paths, symlinks included, are its own). found gets the path to show, real the kept path to open
- * (procfs.h). 1 if found, 0 if this is no path of the process's (look in
- * loupe's tree), -1 with a message in err. */
-static int find_in_target(const char *binary, char *found, char *real,
-                          char *err, size_t errlen) {
+/* The view of binary of process pid (-p): a bare name among the files it
+ * maps (or, if it has a tree of its own, nowhere else), an absolute path
+ * inside its root (a container's paths, symlinks included, are its own).
+ * found gets the path to show, real the kept path to open (procfs.h).
+ * 1 if found, 0 if this is no path of the process's (look in loupe's
+ * tree), -1 with a message in err. */
+static int find_in_target(int pid, const char *binary, char *found,
+                          char *real, char *err, size_t errlen) {
   const char *kept;
   if (!strchr(binary, '/')) {
-    kept = elf_find_in_maps(probe_target_pid, binary, found, PATH_MAX, err,
-                            errlen);
-    if (!kept && !*err && !procfs_same_tree(probe_target_pid))
+    kept = elf_find_in_maps(pid, binary, found, PATH_MAX, err, errlen);
+    if (!kept && !*err && !procfs_same_tree(pid))
       snprintf(err, errlen, "process %d maps no file named %s, and its "
                "files are not loupe's: name the file by its path as the "
-               "process sees it", probe_target_pid, binary);
+               "process sees it", pid, binary);
     if (!kept) return *err ? -1 : 0;
   } else if (binary[0] == '/') {
     snprintf(found, PATH_MAX, "%s", binary);
-    kept = procfs_file(probe_target_pid, binary, err, errlen);
+    kept = procfs_file(pid, binary, err, errlen);
     if (!kept) return -1;
   } else {
     return 0;   /* a relative path is the user's, in loupe's tree */
@@ -76,10 +76,10 @@ static int find_in_target(const char *binary, char *found, char *real,
  * path to show, real the path to open; false with a message in err. A
  * path through /proc/PID/root into another mount namespace is kept as it
  * is: realpath would resolve the magic link to "/", in loupe's own tree. */
-bool uprobe_find_binary(const char *kind, const char *binary, char *found,
-                        char *real, char *err, size_t errlen) {
-  int in_target = probe_target_pid > 0
-                      ? find_in_target(binary, found, real, err, errlen)
+bool uprobe_find_binary(const char *kind, int pid, const char *binary,
+                        char *found, char *real, char *err, size_t errlen) {
+  int in_target = pid > 0
+                      ? find_in_target(pid, binary, found, real, err, errlen)
                       : 0;
   if (in_target) return in_target > 0;
   struct stat st;
@@ -141,9 +141,9 @@ static const Func *func_at(const FuncList *l, uint64_t a) {
 /* A uprobe's breakpoint must replace the first byte of an instruction:
  * anywhere else it changes the instruction and so what the traced process
  * runs. --unsafe skips the check. False after reporting. */
-static bool on_boundary(AttachPoint *ap, const char *real, const Func *f,
-                        uint64_t off, Diag *d) {
-  if (off == 0 || probe_unsafe) return true;
+static bool on_boundary(AttachPoint *ap, const Settings *st, const char *real,
+                        const Func *f, uint64_t off, Diag *d) {
+  if (off == 0 || st->unsafe) return true;
   char err[200];
   uint64_t start;
   int r = code_boundary(real, f->offset, f->size, off, &start, err,
@@ -190,16 +190,16 @@ static bool kernel_refuses_insn(int fd, uint64_t off) {
 
 /* An ADDRESS ("0x1234", "4660") of the file: the function holding it.
  * Returns 1 with a target, -1 after reporting. */
-static int add_address(AttachPoint *ap, const FuncList *l, const char *shown,
-                       const char *real, const char *spec, uint64_t a,
-                       Diag *d) {
+static int add_address(AttachPoint *ap, const Settings *st, const FuncList *l,
+                       const char *shown, const char *real, const char *spec,
+                       uint64_t a, Diag *d) {
   const Func *f = func_at(l, a);
   if (!f) {
     diag_error(d, ap->span, "Could not resolve address: %s:0x%" PRIx64,
                shown, a);
     return -1;
   }
-  if (!on_boundary(ap, real, f, a - f->vaddr, d)) return -1;
+  if (!on_boundary(ap, st, real, f, a - f->vaddr, d)) return -1;
   add_target(ap, shown, real, f, spec, f->offset + (a - f->vaddr));
   return 1;
 }
@@ -208,12 +208,13 @@ static int add_address(AttachPoint *ap, const FuncList *l, const char *shown,
  * bounds (its symbol's size; without a disassembler loupe cannot tell
  * instruction boundaries, so an offset is trusted within them). Returns
  * 1 with a target, 0 if there is no such function, -1 after reporting. */
-static int add_exact(AttachPoint *ap, const FuncList *l, const char *shown,
-                     const char *real, const char *spec, Diag *d) {
+static int add_exact(AttachPoint *ap, const Settings *st, const FuncList *l,
+                     const char *shown, const char *real, const char *spec,
+                     Diag *d) {
   char *end;
   if (spec[0] >= '0' && spec[0] <= '9') {
     uint64_t a = strtoull(spec, &end, 0);
-    if (!*end) return add_address(ap, l, shown, real, spec, a, d);
+    if (!*end) return add_address(ap, st, l, shown, real, spec, a, d);
   }
   char name[1024];
   uint64_t off = 0;
@@ -227,7 +228,7 @@ static int add_exact(AttachPoint *ap, const FuncList *l, const char *shown,
            (int)(has_off ? (size_t)(plus - spec) : strlen(spec)), spec);
   const Func *f = func_named(l, name);
   if (!f) return 0;
-  if (f->size == 0 && !probe_unsafe) {
+  if (f->size == 0 && !st->unsafe) {
     diag_error(d, ap->span, "Could not determine boundary for %s (symbol "
                "has size 0).", name);
     if (d->demote == DEMOTE_NONE)
@@ -240,7 +241,7 @@ static int add_exact(AttachPoint *ap, const FuncList *l, const char *shown,
                "is %" PRIu64 ")", name, f->size);
     return -1;
   }
-  if (!on_boundary(ap, real, f, off, d)) return -1;
+  if (!on_boundary(ap, st, real, f, off, d)) return -1;
   int fd = open(real, O_RDONLY | O_CLOEXEC);
   bool refused = kernel_refuses_insn(fd, f->offset + off);
   if (fd >= 0) close(fd);
@@ -362,7 +363,7 @@ static bool match_mapped(const ProcMapping *pm, void *arg) {
 
 /* uprobe:BINARY@FILE:LINE — the first statement of a source line, found
  * in the binary's line tables. */
-static int expand_source_line(AttachPoint *ap, Diag *d) {
+static int expand_source_line(AttachPoint *ap, const Settings *st, Diag *d) {
   const char *at = strchr(ap->parts[0], '@');
   char binary[PATH_MAX], found[PATH_MAX], real[PATH_MAX], err[PATH_MAX + 200];
   char *end;
@@ -374,7 +375,8 @@ static int expand_source_line(AttachPoint *ap, Diag *d) {
   }
   snprintf(binary, sizeof binary, "%.*s", (int)(at - ap->parts[0]),
            ap->parts[0]);
-  if (!uprobe_find_binary("uprobe", binary, found, real, err, sizeof err)) {
+  if (!uprobe_find_binary("uprobe", st->target_pid, binary, found, real,
+                          err, sizeof err)) {
     diag_error(d, ap->span, "%s", err);
     return -1;
   }
@@ -405,7 +407,7 @@ static void match_globbed(MappedMatch *m) {
   globfree(&g);
 }
 
-static int uprobe_expand(AttachPoint *ap, Diag *d) {
+static int uprobe_expand(AttachPoint *ap, const Settings *st, Diag *d) {
   const char *pname = ap->prov->name;
   /* uprobe:BINARY:cpp:NAME: NAME is a C++ name, demangled */
   bool cpp = ap->nparts == 3 && !strcmp(ap->parts[1], "cpp");
@@ -424,14 +426,14 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
   }
   const char *binary = ap->parts[0], *func = ap->parts[ap->nparts - 1];
   if (strchr(binary, '@') && !has_wildcard(binary) && !cpp)
-    return expand_source_line(ap, d);
+    return expand_source_line(ap, st, d);
   char what[2 * PATH_MAX];
   if (has_wildcard(binary)) {
     /* with -p the files the process maps, else the file system's */
     MappedMatch m = {.ap = ap, .binary = binary, .func = func, .cpp = cpp,
                      .d = d};
-    if (probe_target_pid > 0)
-      procfs_each_mapped_file(probe_target_pid, match_mapped, &m);
+    if (st->target_pid > 0)
+      procfs_each_mapped_file(st->target_pid, match_mapped, &m);
     else
       match_globbed(&m);
     if (m.found > 0) return 0;
@@ -439,7 +441,8 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
     return probe_no_matches(ap, d, what);
   }
   char found[PATH_MAX], real[PATH_MAX], err[PATH_MAX + 100];
-  if (!uprobe_find_binary("uprobe", binary, found, real, err, sizeof err)) {
+  if (!uprobe_find_binary("uprobe", st->target_pid, binary, found, real,
+                          err, sizeof err)) {
     diag_error(d, ap->span, "%s", err);
     return -1;
   }
@@ -452,7 +455,7 @@ static int uprobe_expand(AttachPoint *ap, Diag *d) {
   const char *shown = strchr(binary, '/') ? binary : found;
   int n = has_wildcard(func) || cpp
               ? add_matches(ap, &funcs, shown, real, func, cpp, d)
-              : add_exact(ap, &funcs, shown, real, func, d);
+              : add_exact(ap, st, &funcs, shown, real, func, d);
   elf_funcs_free(&funcs);
   if (n > 0) return 0;
   if (n < 0) return -1;
@@ -533,11 +536,12 @@ int uprobe_multi_link(const char *path, int n, const uint64_t *offsets,
  * probe (ENOTSUPP: a lock prefix, ...). */
 #define UPROBE_REFUSED 524
 
-static int attach_uprobe(const Target *t, bool retprobe, int prog_fd,
-                         LinkSet *links, char *err, size_t errlen) {
+static int attach_uprobe(const Target *t, const Settings *st, bool retprobe,
+                         int prog_fd, LinkSet *links, char *err,
+                         size_t errlen) {
   /* config1: the file's path; config2: where in the file. The event fires
    * in every process that runs that code, or with -p in that one only. */
-  int pid = probe_target_pid > 0 ? probe_target_pid : -1;   /* -p */
+  int pid = st->target_pid > 0 ? st->target_pid : -1;   /* -p */
   int rc = probe_pmu_attach("uprobe", retprobe, pid,
                             (uint64_t)(uintptr_t)t->binary, t->offset,
                             target_cookie(t), prog_fd, links, err, errlen);
@@ -547,14 +551,14 @@ static int attach_uprobe(const Target *t, bool retprobe, int prog_fd,
   return rc;
 }
 
-static int uprobe_attach(const Target *t, int prog_fd, LinkSet *links,
-                         char *err, size_t errlen) {
-  return attach_uprobe(t, false, prog_fd, links, err, errlen);
+static int uprobe_attach(const Target *t, const Settings *st, int prog_fd,
+                         LinkSet *links, char *err, size_t errlen) {
+  return attach_uprobe(t, st, false, prog_fd, links, err, errlen);
 }
 
-static int uretprobe_attach(const Target *t, int prog_fd, LinkSet *links,
-                            char *err, size_t errlen) {
-  return attach_uprobe(t, true, prog_fd, links, err, errlen);
+static int uretprobe_attach(const Target *t, const Settings *st, int prog_fd,
+                            LinkSet *links, char *err, size_t errlen) {
+  return attach_uprobe(t, st, true, prog_fd, links, err, errlen);
 }
 
 /* A program that serves several places (a wildcard's, or of several
@@ -607,12 +611,12 @@ static int link_places(FileLinks *f, const Target **t, int n, char *err,
   return second < 0 ? -1 : first + second;
 }
 
-static int attach_group(const AttachPoint *ap, uint32_t attach_type,
-                        int prog_fd, LinkSet *links, Diag *d, char *err,
-                        size_t errlen) {
+static int attach_group(const AttachPoint *ap, const Settings *st,
+                        uint32_t attach_type, int prog_fd, LinkSet *links,
+                        Diag *d, char *err, size_t errlen) {
   if (attach_type != ATTACH_UPROBE_MULTI) return 0;
   FileLinks f = {.ap = ap, .retprobe = !strcmp(ap->prov->name, "uretprobe"),
-                 .pid = probe_target_pid > 0 ? probe_target_pid : -1,   /* -p */
+                 .pid = st->target_pid > 0 ? st->target_pid : -1,   /* -p */
                  .prog_fd = prog_fd, .links = links, .d = d};
   f.targets = calloc((size_t)ap->ntargets, sizeof *f.targets);
   if (!f.targets) abort();
@@ -651,7 +655,7 @@ static void list_params(const char *path, const char *func, FILE *out) {
  * pattern names ("uprobe:/bin/bash:read*"). Every process's files cannot
  * be listed, so a pattern without a binary lists nothing. */
 static void list_functions(const char *pname, const char *pattern,
-                           FILE *out) {
+                           const Settings *st, FILE *out) {
   if (!pattern || probe_pmu_type("uprobe") < 0) return;
   size_t plen = strlen(pname);
   if (strncmp(pattern, pname, plen) || pattern[plen] != ':') return;
@@ -664,11 +668,11 @@ static void list_functions(const char *pname, const char *pattern,
   bool cpp = !strncmp(func_pattern, "cpp:", 4);
   if (cpp) func_pattern += 4;
   if (!*func_pattern) func_pattern = "*";
-  if (probe_target_pid > 0 && has_wildcard(written)) {
+  if (st->target_pid > 0 && has_wildcard(written)) {
     /* -p: the files the process maps */
     MappedMatch m = {.binary = written, .func = func_pattern, .cpp = cpp,
                      .list = out, .pname = pname};
-    procfs_each_mapped_file(probe_target_pid, match_mapped, &m);
+    procfs_each_mapped_file(st->target_pid, match_mapped, &m);
     return;
   }
   if (has_wildcard(written)) {
@@ -677,7 +681,8 @@ static void list_functions(const char *pname, const char *pattern,
     match_globbed(&m);
     return;
   }
-  if (!uprobe_find_binary("uprobe", written, found, real, err, sizeof err))
+  if (!uprobe_find_binary("uprobe", st->target_pid, written, found, real,
+                          err, sizeof err))
     return;
   FuncList funcs = {0};
   if (elf_read_functions(real, &funcs, err, sizeof err) < 0) return;
@@ -687,17 +692,17 @@ static void list_functions(const char *pname, const char *pattern,
     if (func_matches(&funcs.funcs[i], func_pattern, cpp, label,
                      sizeof label, NULL)) {
       fprintf(out, "%s:%s:%s\n", pname, shown, label);
-      if (probe_list_verbose) list_params(real, funcs.funcs[i].name, out);
+      if (st->list_verbose) list_params(real, funcs.funcs[i].name, out);
     }
   elf_funcs_free(&funcs);
 }
 
-static void uprobe_list(const char *pattern, FILE *out) {
-  list_functions("uprobe", pattern, out);
+static void uprobe_list(const char *pattern, const Settings *st, FILE *out) {
+  list_functions("uprobe", pattern, st, out);
 }
 
-static void uretprobe_list(const char *pattern, FILE *out) {
-  list_functions("uretprobe", pattern, out);
+static void uretprobe_list(const char *pattern, const Settings *st, FILE *out) {
+  list_functions("uretprobe", pattern, st, out);
 }
 
 const Provider uprobe_provider = {

@@ -96,6 +96,7 @@ typedef struct Expansion {
   AttachPoint *ap;      /* NULL when listing */
   Diag *d;
   UsdtPattern pat;
+  int pid;              /* -p PID: the files it maps; 0: none */
   FILE *list;           /* -l: where the lines go */
   int found;
   bool failed;
@@ -249,16 +250,17 @@ static void expand_glob(Expansion *x) {
  * no file, with a message in err. */
 static bool expand_files(Expansion *x, char *err, size_t errlen) {
   const char *binary = x->pat.binary;
-  if (probe_target_pid > 0 && (!*binary || has_wildcard(binary))) {
+  if (x->pid > 0 && (!*binary || has_wildcard(binary))) {
     if (!*binary) x->pat.binary = "*";
-    procfs_each_mapped_file(probe_target_pid, expand_mapped, x);
+    procfs_each_mapped_file(x->pid, expand_mapped, x);
   } else if (!strcmp(binary, "*")) {
     expand_host(x);
   } else if (has_wildcard(binary)) {
     expand_glob(x);
   } else {
     char found[PATH_MAX], real[PATH_MAX];
-    if (!uprobe_find_binary("usdt", binary, found, real, err, errlen))
+    if (!uprobe_find_binary("usdt", x->pid, binary, found, real, err,
+                            errlen))
       return false;
     /* `probe` shows a path as written, a bare name as found */
     expand_file(x, strchr(binary, '/') ? binary : found, real);
@@ -266,7 +268,7 @@ static bool expand_files(Expansion *x, char *err, size_t errlen) {
   return true;
 }
 
-static int usdt_expand(AttachPoint *ap, Diag *d) {
+static int usdt_expand(AttachPoint *ap, const Settings *st, Diag *d) {
   if (ap->nparts < 2 || ap->nparts > 3) {
     diag_error(d, ap->span, "usdt probe type requires 2 or 3 arguments: "
                "usdt:BINARY:[PROVIDER:]NAME");
@@ -277,9 +279,9 @@ static int usdt_expand(AttachPoint *ap, Diag *d) {
                "(no uprobe PMU: CONFIG_UPROBES is off)");
     return -1;
   }
-  Expansion x = {.ap = ap, .d = d};
+  Expansion x = {.ap = ap, .d = d, .pid = st->target_pid};
   split_parts(ap->parts, ap->nparts, &x.pat);
-  if (!*x.pat.binary && probe_target_pid <= 0) {
+  if (!*x.pat.binary && x.pid <= 0) {
     diag_error(d, ap->span, "usdt probe needs a binary or library path "
                "(or -p PID to search the files a process maps)");
     return -1;
@@ -305,10 +307,10 @@ static int usdt_expand(AttachPoint *ap, Diag *d) {
 
 /* The process to attach to: -p's, or -c's child (bpftrace attaches usdt
  * probes to it alone); -1 for every process. */
-static int attach_pid(void) {
-  return probe_target_pid > 0  ? probe_target_pid
-         : probe_child_pid > 0 ? probe_child_pid
-                               : -1;
+static int attach_pid(const Settings *st) {
+  return st->target_pid > 0 ? st->target_pid
+         : st->cpid > 0     ? st->cpid
+                            : -1;
 }
 
 /* The first bit of perf_event_attr.config that holds the reference
@@ -325,10 +327,11 @@ static int ref_ctr_shift(void) {
 }
 
 /* One location: a uprobe perf event at pc of the file, with the
- * semaphore as its reference counter, running prog_fd with `cookie`. */
+ * semaphore as its reference counter, running prog_fd with `cookie`, in
+ * process pid (attach_pid). */
 static int attach_location(const char *path, const UsdtNote *loc,
-                           uint64_t cookie, int prog_fd, LinkSet *links,
-                           char *err, size_t errlen) {
+                           uint64_t cookie, int pid, int prog_fd,
+                           LinkSet *links, char *err, size_t errlen) {
   struct perf_event_attr attr = {0};
   attr.size = sizeof attr;
   attr.type = (uint32_t)probe_pmu_type("uprobe");
@@ -346,7 +349,6 @@ static int attach_location(const char *path, const UsdtNote *loc,
   attr.sample_period = 1;
   attr.wakeup_events = 1;
   /* as uprobes do: one event for every process, or one following one */
-  int pid = attach_pid();
   return perf_event_attach_cookie(&attr, pid, pid > 0 ? -1 : 0, prog_fd,
                                   cookie, links, err, errlen);
 }
@@ -359,8 +361,8 @@ static uint32_t usdt_attach_type(const AttachPoint *ap, const Target *t) {
 
 /* All of the probe's locations in one uprobe_multi link, each with its
  * index as cookie, as attach_location gives it. */
-static int attach_multi(const Target *t, int prog_fd, LinkSet *links,
-                        char *err, size_t errlen) {
+static int attach_multi(const Target *t, int pid, int prog_fd,
+                        LinkSet *links, char *err, size_t errlen) {
   const UsdtProbe *up = t->data;
   int n = up->nlocs;
   uint64_t *offsets = calloc(n, sizeof *offsets),
@@ -373,20 +375,21 @@ static int attach_multi(const Target *t, int prog_fd, LinkSet *links,
     cookies[i] = (uint64_t)i;
   }
   int ret = uprobe_multi_link(t->binary, n, offsets, ref_ctrs, cookies, false,
-                              attach_pid(), prog_fd, links, err, errlen);
+                              pid, prog_fd, links, err, errlen);
   free(offsets);
   free(ref_ctrs);
   free(cookies);
   return ret;
 }
 
-static int usdt_attach(const Target *t, int prog_fd, LinkSet *links,
-                       char *err, size_t errlen) {
+static int usdt_attach(const Target *t, const Settings *st, int prog_fd,
+                       LinkSet *links, char *err, size_t errlen) {
+  int pid = attach_pid(st);
   if (uprobe_multi_attach_type() == ATTACH_UPROBE_MULTI)
-    return attach_multi(t, prog_fd, links, err, errlen);
+    return attach_multi(t, pid, prog_fd, links, err, errlen);
   const UsdtProbe *up = t->data;
   for (int i = 0; i < up->nlocs; i++)
-    if (attach_location(t->binary, up->locs[i], (uint64_t)i, prog_fd,
+    if (attach_location(t->binary, up->locs[i], (uint64_t)i, pid, prog_fd,
                         links, err, errlen) < 0)
       return -1;
   return 0;
@@ -421,7 +424,7 @@ static void print_sorted_lines(char *text, size_t len, FILE *out) {
 
 /* usdt:BINARY[:PROVIDER[:NAME]] as -l gives it; without -p, a BINARY of
  * `*` lists the probes of every running process's files. */
-static void usdt_list(const char *pattern, FILE *out) {
+static void usdt_list(const char *pattern, const Settings *st, FILE *out) {
   if (!pattern || strncmp(pattern, "usdt:", 5) ||
       probe_pmu_type("uprobe") < 0)
     return;
@@ -444,7 +447,7 @@ static void usdt_list(const char *pattern, FILE *out) {
     free(copy);
     return;
   }
-  Expansion x = {.list = lines};
+  Expansion x = {.list = lines, .pid = st->target_pid};
   split_parts(parts, nparts, &x.pat);
   if (!*x.pat.binary) x.pat.binary = "*";
   /* "usdt:FILE:*" means every provider too */

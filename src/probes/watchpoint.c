@@ -48,7 +48,7 @@ static int mode_bits(const char *mode) {
   return -1;
 }
 
-static int watchpoint_expand(AttachPoint *ap, Diag *d) {
+static int watchpoint_expand(AttachPoint *ap, const Settings *st, Diag *d) {
   if (ap->nparts != 3) {
     diag_error(d, ap->span, "watchpoint probe type requires 3 arguments: "
                "watchpoint:ADDRESS:LENGTH:MODE");
@@ -74,8 +74,7 @@ static int watchpoint_expand(AttachPoint *ap, Diag *d) {
                "not '%s'", ap->parts[2]);
     return -1;
   }
-  if (addr < USER_ADDRESS_END && probe_target_pid <= 0 &&
-      probe_child_pid <= 0) {
+  if (addr < USER_ADDRESS_END && st->target_pid <= 0 && st->cpid <= 0) {
     diag_error(d, ap->span, "watchpoint on a user address needs the "
                "process it is in: -p PID or -c COMMAND");
     return -1;
@@ -116,8 +115,8 @@ static int attach_one(struct perf_event_attr *attr, int pid, int cpu,
   return 0;
 }
 
-static int watchpoint_attach(const Target *t, int prog_fd, LinkSet *links,
-                             char *err, size_t errlen) {
+static int watchpoint_attach(const Target *t, const Settings *st, int prog_fd,
+                             LinkSet *links, char *err, size_t errlen) {
   struct perf_event_attr attr = {0};
   attr.type = PERF_TYPE_BREAKPOINT;
   attr.bp_addr = t->offset;
@@ -137,7 +136,7 @@ static int watchpoint_attach(const Target *t, int prog_fd, LinkSet *links,
   }
   /* each thread of the process, and (inherit) the threads they start */
   attr.inherit = 1;
-  int pid = probe_target_pid > 0 ? probe_target_pid : probe_child_pid;
+  int pid = st->target_pid > 0 ? st->target_pid : st->cpid;
   char dir[64];
   snprintf(dir, sizeof dir, "/proc/%d/task", pid);
   DIR *tasks = opendir(dir);
@@ -164,7 +163,8 @@ int watchpoint_unwatch(uint64_t addr) {
   return n;
 }
 
-static void watchpoint_list(const char *pattern, FILE *out) {
+static void watchpoint_list(const char *pattern, const Settings *st,
+                            FILE *out) {
   (void)pattern;
   (void)out;   /* any address: nothing to list */
 }

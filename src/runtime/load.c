@@ -621,14 +621,15 @@ static bool prog_of(const Provider *prov, const BpfProg *p) {
  * reporting. Providers without attach (BEGIN, END) count as attached:
  * bpftrace's "Attaching N probes" counts them too. */
 static int attach_ap(const BpfProg *p, int fd, AttachPoint *ap,
-                     const Target *only, LinkSet *links, Diag *d) {
+                     const Target *only, const Settings *st, LinkSet *links,
+                     Diag *d) {
   const Provider *prov = ap->prov;
   if (p->syscall_group) return attach_syscall_group(p, fd, ap, links, d);
   if (!prov || !prog_of(prov, p)) return 0;
   if (!only && links && prov->attach_group && p->expected_attach_type) {
     char err[256] = "";
-    int n = prov->attach_group(ap, p->expected_attach_type, fd, links, d,
-                               err, sizeof err);
+    int n = prov->attach_group(ap, st, p->expected_attach_type, fd, links,
+                               d, err, sizeof err);
     if (n < 0) {
       diag_error(d, ap->span, "Unable to attach probe: %s: %s", ap->text, err);
       return -1;
@@ -641,7 +642,7 @@ static int attach_ap(const BpfProg *p, int fd, AttachPoint *ap,
     if (syscall_raw_serves(ap, t)) continue;   /* its raw program's */
     if (prov->attach && links) {
       char err[256] = "";
-      if (prov->attach(t, fd, links, err, sizeof err) < 0) {
+      if (prov->attach(t, st, fd, links, err, sizeof err) < 0) {
         diag_error(d, ap->span, "Unable to attach probe: %s: %s", t->name, err);
         return -1;
       }
@@ -651,11 +652,12 @@ static int attach_ap(const BpfProg *p, int fd, AttachPoint *ap,
   return count;
 }
 
-static int attach_prog(const BpfProg *p, int fd, LinkSet *links, Diag *d) {
-  if (p->ap) return attach_ap(p, fd, p->ap, p->target, links, d);
+static int attach_prog(const BpfProg *p, int fd, const Settings *st,
+                       LinkSet *links, Diag *d) {
+  if (p->ap) return attach_ap(p, fd, p->ap, p->target, st, links, d);
   int count = 0;
   for (AttachPoint *ap = p->probe ? p->probe->aps : NULL; ap; ap = ap->next) {
-    int n = attach_ap(p, fd, ap, p->target, links, d);
+    int n = attach_ap(p, fd, ap, p->target, st, links, d);
     if (n < 0) return -1;
     count += n;
   }
@@ -673,14 +675,15 @@ static bool newest_first(const BpfProg *p) {
 /* Programs attach in script order, so that probes of one event run in
  * that order, except those the kernel runs newest first, which attach
  * last to first for the same effect. */
-int attach_all(const Compiled *c, const Loaded *l, LinkSet *links, Diag *d) {
+int attach_all(const Compiled *c, const Loaded *l, const Settings *st,
+               LinkSet *links, Diag *d) {
   int count = 0;
   for (int k = 0; k < 2 * c->nprogs; k++) {
     bool second = k >= c->nprogs;
     int i = second ? 2 * c->nprogs - 1 - k : k;
     const BpfProg *p = &c->progs[i];
     if (newest_first(p) != second) continue;
-    int n = attach_prog(p, l ? l->prog_fds[i] : -1, links, d);
+    int n = attach_prog(p, l ? l->prog_fds[i] : -1, st, links, d);
     if (n < 0) {
       links_close_all(links);
       return -1;

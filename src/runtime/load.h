@@ -14,11 +14,13 @@
  * reporting (and after closing whatever it created). */
 int load_all(const Compiled *c, Loaded *l, bool verifier_stats, Diag *d);
 
-/* Attaches every program but BEGIN/END, as loaded in l, to its targets.
- * Returns the number of probes attached, or -1 after reporting (with links
+/* Attaches every program but BEGIN/END, as loaded in l, to its targets,
+ * as the settings st say (-p, -c: the providers' attach hooks). Returns
+ * the number of probes attached, or -1 after reporting (with links
  * already closed). With links NULL it attaches nothing and returns how
  * many it would. */
-int attach_all(const Compiled *c, const Loaded *l, LinkSet *links, Diag *d);
+int attach_all(const Compiled *c, const Loaded *l, const Settings *st,
+               LinkSet *links, Diag *d);
 
 /* The BEGIN and END probes, which loupe runs itself (nothing to attach). */
 int special_probe_count(const Compiled *c);

@@ -24,7 +24,6 @@ static FILE *devnull;
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (size > MAX_INPUT) return 0;
   if (!devnull) devnull = fopen("/dev/null", "w");
-  lex_includes_allowed = false;   /* inputs read no files */
   char *text = malloc(size + 1);
   if (!text) return 0;
   memcpy(text, data, size);
@@ -35,7 +34,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   diag_init(&d, &src);
   d.out = devnull;
   static char *params[] = {"1", "hello", "0x10"};
-  CompileSettings cs = {.params = params, .nparams = 3, .target_pid = 0};
+  static Settings st;   /* the script keeps it */
+  st = (Settings){.params = params, .nparams = 3, .target_pid = 0,
+                  .no_file_includes = true};   /* inputs read no files */
   /* The type registry lives as long as the process; the parser reads it
    * before the checker defines the script's structs. Start each input as
    * a fresh process would, with no script types. */
@@ -43,7 +44,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   ctype_define_script_structs(&none, &d);
   Compiled c = {0};
   Script *script = NULL;
-  compile_script(&src, &cs, &script, &c, &d);
+  compile_script(&src, &st, &script, &c, &d);
   /* The AST points into text: both are left to the process's end. */
   (void)script;
   return 0;

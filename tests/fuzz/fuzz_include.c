@@ -24,8 +24,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   memcpy(text + at, body, blen);
   text[at + (int)blen] = '\0';
 
-  lex_includes_allowed = true;
-  CompileSettings cs = {0};
-  fuzz_compile_script(text, &cs);
+  static Settings st;   /* the script keeps it */
+  st = (Settings){0};
+  fuzz_compile_script(text, &st);
   return 0;
 }

@@ -68,9 +68,9 @@ static Compiled *compiled(void) {
   static Source src = {.name = "stdin", .text = script_text};
   Diag d;
   diag_init(&d, &src);
-  CompileSettings cs = {.helper_errors = true};
+  static Settings st = {.helper_errors = true};
   Script *script = NULL;
-  if (compile_script(&src, &cs, &script, &c, &d) != 0) {
+  if (compile_script(&src, &st, &script, &c, &d) != 0) {
     fprintf(stderr, "fuzz_records: the script does not compile\n");
     abort();
   }

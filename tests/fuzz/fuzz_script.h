@@ -9,8 +9,7 @@
 #include "fuzz_util.h"
 #include "lang/ctype.h"
 
-static inline void fuzz_compile_script(const char *text,
-                                       const CompileSettings *cs) {
+static inline void fuzz_compile_script(const char *text, Settings *st) {
   Source *src = calloc(1, sizeof *src);
   if (!src) abort();
   src->name = "stdin";
@@ -24,7 +23,7 @@ static inline void fuzz_compile_script(const char *text,
   ctype_define_script_structs(&none, &d);
   Compiled c = {0};
   Script *script = NULL;
-  compile_script(src, cs, &script, &c, &d);
+  compile_script(src, st, &script, &c, &d);
 }
 
 #endif

@@ -49,7 +49,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   snprintf(event, sizeof event, "e%d", ++events);
   tp_format_remember("fuzz", event, fmt);
 
-  CompileSettings cs = {0};
-  fuzz_compile_script(script_for(event, fmt), &cs);
+  static Settings st;   /* the script keeps it */
+  st = (Settings){0};
+  fuzz_compile_script(script_for(event, fmt), &st);
   return 0;
 }

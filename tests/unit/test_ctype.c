@@ -42,7 +42,7 @@ static void parse_and_define(Parsed *p, const char *text) {
   char *buf = NULL;
   size_t len = 0;
   d.out = open_memstream(&buf, &len);
-  p->script = parse_script(&p->src, &d);
+  p->script = parse_script(&p->src, NULL, &d);
   if (p->script) check_script_enums(p->script, &d);
   if (p->script) ctype_define_script_structs(p->script, &d);
   fclose(d.out);

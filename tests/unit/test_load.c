@@ -37,6 +37,9 @@ static const Source test_src = {
     .name = "stdin",
     .text = "tracepoint:raw_syscalls:sys_enter {\n    @ = count();\n}\n"};
 
+/* The run's settings: none given (no -p, no -c). */
+static const Settings no_settings;
+
 /* ---- building programs ---------------------------------------------- */
 
 static void emit(BpfProg *p, struct bpf_insn in, Span at) {
@@ -95,7 +98,7 @@ static AttachPoint *make_ap(const char *provider, int nparts, char *p0,
   ap->prov = provider_find(provider);
   Diag d;
   diag_init(&d, &test_src);
-  if (ap->prov->expand(ap, &d) < 0) exit(2);
+  if (ap->prov->expand(ap, &no_settings, &d) < 0) exit(2);
   return ap;
 }
 
@@ -183,7 +186,7 @@ static void test_tracepoint_counts_events(void) {
   CHECK(kernel_progs_named("ltest_tracepoin") == 1);   /* 15 bytes */
 
   LinkSet links = {0};
-  CHECK(attach_all(&c, &l, &links, &cap.d) == 2);
+  CHECK(attach_all(&c, &l, &no_settings, &links, &cap.d) == 2);
   CHECK(links.n >= 1);
   for (int i = 0; i < 100; i++) getppid();
   CHECK(counter_value(l.maps[0].fd) >= 100);
@@ -215,7 +218,7 @@ static void test_interval_fires(void) {
   CHECK(load_all(&c, &l, false, &cap.d) == 0);
   CHECK(l.scratch_fd >= 0);
   LinkSet links = {0};
-  CHECK(attach_all(&c, &l, &links, &cap.d) == 1);
+  CHECK(attach_all(&c, &l, &no_settings, &links, &cap.d) == 1);
   /* cpu-clock counts CPU time on CPU 0, so keep CPU 0 busy for a while. */
   cpu_set_t cpus;
   CPU_ZERO(&cpus);
@@ -255,7 +258,7 @@ static void test_profile_and_software_fire(void) {
   capture_start(&cap);
   CHECK(load_all(&c, &l, false, &cap.d) == 0);
   LinkSet links = {0};
-  CHECK(attach_all(&c, &l, &links, &cap.d) == 2);
+  CHECK(attach_all(&c, &l, &no_settings, &links, &cap.d) == 2);
   long ncpus = sysconf(_SC_NPROCESSORS_ONLN);
   CHECK(links.n >= 2 * ncpus);
   /* Touch fresh pages (faults) and burn CPU time (profile). */
@@ -320,7 +323,7 @@ static void test_begin_ringbuf_output(void) {
   capture_start(&cap);
   CHECK(load_all(&c, &l, false, &cap.d) == 0);
   LinkSet links = {0};
-  CHECK(attach_all(&c, &l, &links, &cap.d) == 1);
+  CHECK(attach_all(&c, &l, &no_settings, &links, &cap.d) == 1);
   CHECK(links.n == 0);
   LIBBPF_OPTS(bpf_test_run_opts, opts);
   CHECK(bpf_prog_test_run_opts(l.prog_fds[0], &opts) == 0);
@@ -387,7 +390,7 @@ static void test_attach_failure_closes_links(void) {
   capture_start(&cap);
   CHECK(load_all(&c, &l, false, &cap.d) == 0);
   LinkSet links = {0};
-  CHECK(attach_all(&c, &l, &links, &cap.d) == -1);
+  CHECK(attach_all(&c, &l, &no_settings, &links, &cap.d) == -1);
   CHECK(links.n == 0 && links.fds == NULL);
   unload_all(&l);
   fclose(cap.d.out);

@@ -255,7 +255,7 @@ static Script *parse_text(const char *text, char **diag_out) {
   diag_init(&d, &src);
   size_t len;
   d.out = open_memstream(diag_out, &len);
-  Script *s = parse_script(&src, &d);
+  Script *s = parse_script(&src, NULL, &d);
   fclose(d.out);
   if (!s && d.errors == 0) {
     free(*diag_out);
@@ -679,7 +679,7 @@ static int dump_files(int argc, char **argv) {
     Source src = {.name = argv[i], .text = text ? text : ""};
     Diag d;
     diag_init(&d, &src);
-    Script *s = parse_script(&src, &d);
+    Script *s = parse_script(&src, NULL, &d);
     if (s)
       dump_script(stdout, s);
     else

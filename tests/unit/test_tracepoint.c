@@ -168,7 +168,8 @@ static AttachPoint *make_ap(const char *provider, int nparts, ...) {
 
 static int expand_one(AttachPoint *ap, Capture *c) {
   Probe p = {0};
-  Script s = {0};
+  Settings st = {0};
+  Script s = {.settings = &st};
   p.aps = ap;
   s.probes = &p;
   s.nprobes = 1;
@@ -402,10 +403,11 @@ static void test_expand_profile_software(void) {
 /* ---- listing -------------------------------------------------------- */
 
 static char *list_to_string(const char *provider, const char *pattern) {
+  static const Settings none;   /* no -lv */
   char *text = NULL;
   size_t len = 0;
   FILE *f = open_memstream(&text, &len);
-  provider_find(provider)->list(pattern, f);
+  provider_find(provider)->list(pattern, &none, f);
   fclose(f);
   return text;
 }
