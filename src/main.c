@@ -25,6 +25,8 @@
 #include "probes/list.h"
 #include "output/encoder.h"
 #include "output/flamegraph.h"
+#include "output/metrics.h"
+#include "runtime/http.h"
 #include "runtime/info.h"
 #include "runtime/load.h"
 #include "probes/provider.h"
@@ -92,6 +94,13 @@ static const char usage_text[] =
     "                   at exit, also write the maps keyed by a stack as an\n"
     "                   interactive SVG flame graph (hover: samples; click:\n"
     "                   zoom; search box)\n"
+    "    --metrics [ADDR:]PORT\n"
+    "                   serve every map at http://ADDR:PORT/metrics for\n"
+    "                   Prometheus (OpenMetrics or its text format, as the\n"
+    "                   scraper asks), read from the kernel at each scrape;\n"
+    "                   ADDR 127.0.0.1 unless given ([::1] for IPv6)\n"
+    "    --metrics-label NAME=VALUE\n"
+    "                   a label every metric carries (host=db1); repeatable\n"
     "    -q             quiet: do not print the \"Attached N probes\" line\n"
     "    -d [STAGE]     dry run: print the generated BPF programs as\n"
     "                   assembly, under the script lines they come from,\n"
@@ -194,6 +203,9 @@ typedef struct Options {
   bool quiet;
   int format;              /* -f: OUT_TEXT, OUT_JSON or OUT_FOLDED */
   const char *flamegraph;  /* --flamegraph FILE.svg */
+  const char *metrics;     /* --metrics [ADDR:]PORT */
+  const char *metrics_labels[METRICS_LABELS_MAX];  /* --metrics-label */
+  int nmetrics_labels;
   bool dry_run;            /* -d, --dry-run: compile only, load nothing */
   bool show_programs;      /* -d, -v: print the programs as assembly */
   bool no_warnings;        /* --no-warnings */
@@ -276,7 +288,7 @@ static int parse_pid(const char *arg) {
 /* Long options without a short form, beyond every char value. */
 enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_PROBE_FILTER, OPT_MODE, OPT_BENCH, OPT_TEST, OPT_INFO,
        OPT_USDT_FILE_ACTIVATION, OPT_FLAMEGRAPH, OPT_INCLUDE,
-       OPT_TRACEABLE_FUNCTIONS };
+       OPT_TRACEABLE_FUNCTIONS, OPT_METRICS, OPT_METRICS_LABEL };
 
 /* -d's optional stage: comma-separated names of bpftrace's -d STAGE whose
  * output is the generated code, which loupe shows as assembly. */
@@ -315,6 +327,8 @@ static void parse_options(int argc, char **argv, Options *o, Settings *st) {
       {"info", no_argument, NULL, OPT_INFO},
       {"usdt-file-activation", no_argument, NULL, OPT_USDT_FILE_ACTIVATION},
       {"flamegraph", required_argument, NULL, OPT_FLAMEGRAPH},
+      {"metrics", required_argument, NULL, OPT_METRICS},
+      {"metrics-label", required_argument, NULL, OPT_METRICS_LABEL},
       {"include", required_argument, NULL, OPT_INCLUDE},
       {"traceable-functions", required_argument, NULL,
        OPT_TRACEABLE_FUNCTIONS},
@@ -371,6 +385,21 @@ static void parse_options(int argc, char **argv, Options *o, Settings *st) {
     case OPT_NO_WARNINGS: o->no_warnings = true; break;
     case OPT_PROBE_FILTER: st->probe_filter = optarg; break;
     case OPT_FLAMEGRAPH: o->flamegraph = optarg; break;
+    case OPT_METRICS: o->metrics = optarg; break;
+    case OPT_METRICS_LABEL: {
+      char why[256];
+      if (!metrics_label_ok(optarg, why, sizeof why)) {
+        fprintf(stderr, "loupe: %s\n", why);
+        exit(1);
+      }
+      if (o->nmetrics_labels == METRICS_LABELS_MAX) {
+        fprintf(stderr, "loupe: at most %d --metrics-label\n",
+                METRICS_LABELS_MAX);
+        exit(1);
+      }
+      o->metrics_labels[o->nmetrics_labels++] = optarg;
+      break;
+    }
     case OPT_TRACEABLE_FUNCTIONS:
       if (access(optarg, R_OK) != 0) {
         fprintf(stderr, "ERROR: --traceable-functions: cannot read %s: %s\n",
@@ -676,7 +705,8 @@ static void notify_attached(FILE *out) {
  * sets up is there when the first event comes. Returns the exit status;
  * nothing stays attached when it returns. */
 static int attach_and_run(const Compiled *c, Loaded *l, const Options *o,
-                          const Settings *st, FILE *out, Diag *d) {
+                          const Settings *st, FILE *out, HttpServer *http,
+                          Diag *d) {
   LinkSet links = {0};
   /* With -f json, bpftrace's attached_probes record goes to the output,
    * before BEGIN's, as bpftrace announces its probes before attaching.
@@ -691,7 +721,7 @@ static int attach_and_run(const Compiled *c, Loaded *l, const Options *o,
                          .timeout_ms = 0, .format = o->format,
                          .child_pid = child.pid, .child_go_fd = child.go_fd,
                          .target_pid = st->target_pid, .mode = st->mode,
-                         .no_warnings = o->no_warnings};
+                         .no_warnings = o->no_warnings, .http = http};
   child.go_fd = -1;   /* the run releases (and closes) it */
   Run *run = run_begin(c, l, &run_opts);
   if (!run) return 1;
@@ -812,6 +842,31 @@ static void child_finish(Child *ch) {
   ch->go_fd = -1;
 }
 
+/* What --metrics serves: the maps of c as loaded in l. */
+typedef struct MetricsSource {
+  const Compiled *c;
+  const Loaded *l;
+  MetricsLabels labels;
+} MetricsSource;
+
+static char *metrics_serve(void *arg, bool openmetrics, size_t *len) {
+  const MetricsSource *m = arg;
+  return metrics_render(m->c, m->l, &m->labels, openmetrics, len);
+}
+
+/* The script label: the script file's name without its directory and
+ * ".bt", or "stdin" for -e and -. */
+static const char *metrics_script_name(const Options *o) {
+  static char name[256];
+  const char *path = o->script_path && strcmp(o->script_path, "-")
+                         ? o->script_path : "stdin";
+  const char *base = strrchr(path, '/');
+  snprintf(name, sizeof name, "%s", base ? base + 1 : path);
+  size_t n = strlen(name);
+  if (n > 3 && !strcmp(name + n - 3, ".bt")) name[n - 3] = 0;
+  return name;
+}
+
 /* load → attach → run → detach → unload. Returns the exit status. */
 static int load_and_run(const Compiled *c, Loaded *l, const Options *o,
                         const Settings *st, Diag *d) {
@@ -823,14 +878,33 @@ static int load_and_run(const Compiled *c, Loaded *l, const Options *o,
     if (svg) fclose(svg);
     return 1;
   }
+  /* --metrics listens before anything loads, so that a port in use
+   * fails the run with nothing attached */
+  MetricsSource metrics = {.c = c, .l = l,
+                           .labels = {.script = metrics_script_name(o),
+                                      .kv = o->metrics_labels,
+                                      .nkv = o->nmetrics_labels}};
+  HttpServer *http = NULL;
+  if (o->metrics) {
+    char why[512];
+    http = http_serve(o->metrics, metrics_serve, &metrics, why, sizeof why);
+    if (!http) {
+      fprintf(stderr, "loupe: %s\n", why);
+      if (svg) fclose(svg);
+      if (svg) unlink(o->flamegraph);
+      return close_output(out, o, 1);
+    }
+    metrics_left_out(c, stderr);
+  }
   stop_is_request = 1;
   int status = 1;
   if (load_all(c, l, o->show_programs, d) == 0) {
-    status = attach_and_run(c, l, o, st, out, d);
+    status = attach_and_run(c, l, o, st, out, http, d);
     if (svg && flamegraph_write(c, l, svg, o->flamegraph) < 0) status = 1;
     svg = NULL;
     unload_all(l);
   }
+  http_stop(http);
   if (svg) {   /* nothing ran: no half-written flame graph stays */
     fclose(svg);
     unlink(o->flamegraph);

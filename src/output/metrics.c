@@ -30,7 +30,7 @@ static Family family_of(const MapSym *m, const char **why) {
   if (t->kind == TY_AGG) {
     switch (t->agg) {
     case AGG_COUNT: return FAM_COUNTER;
-    case AGG_SUM: return t->is_signed ? FAM_GAUGE : FAM_COUNTER;
+    case AGG_SUM: return FAM_COUNTER;   /* a negative sum: see put_map */
     case AGG_MIN:
     case AGG_MAX:
     case AGG_AVG: return FAM_GAUGE;
@@ -212,10 +212,17 @@ static long put_map(Writer *w, const MapSym *m, const MapState *st) {
                                       [FAM_SUMMARY] = "summary"};
   put_header(w, base, types[fam], help);
   bool keyless_zero = d.n == 0 && d.zero_when_empty;
+  long extra_dropped = 0;
   for (int i = first; i < d.n || keyless_zero; i++) {
     const DecodedEntry *e = keyless_zero ? NULL : &d.entries[i];
     switch (fam) {
     case FAM_COUNTER:
+      /* a counter is never negative: a sum of negative values that went
+       * below zero is left out (counted as dropped) */
+      if (e && e->value.is_signed && (int64_t)e->value.num < 0) {
+        extra_dropped++;
+        break;
+      }
       fprintf(w->out, "%s_total", base);
       put_labels(w, m, e, NULL);
       put_int(w->out, e ? e->value.num : 0, false);
@@ -256,7 +263,7 @@ static long put_map(Writer *w, const MapSym *m, const MapState *st) {
       put_int(w->out, (uint64_t)d.entries[i].value.stats.average, true);
     }
   }
-  long dropped = first;
+  long dropped = first + extra_dropped;
   decoded_map_free(&d);
   return dropped;
 }
@@ -271,6 +278,15 @@ static bool bpf_stats_on(void) {
     fclose(f);
   }
   return on == 1;
+}
+
+/* {common labels, map="@name"} */
+static void put_map_label(Writer *w, const MapSym *m) {
+  fputc('{', w->out);
+  put_common(w);
+  fputs(",map=\"", w->out);
+  prom_put_label_value(w->out, m->name, strlen(m->name));
+  fputs("\"}", w->out);
 }
 
 static void put_self(Writer *w, const Compiled *c, const Loaded *ld,
@@ -298,57 +314,62 @@ static void put_self(Writer *w, const Compiled *c, const Loaded *ld,
 
   put_header(w, "loupe_map_updates_refused", "counter",
              "updates a full map refused (max_entries reached)");
-  put_header(w, "loupe_metrics_series_dropped", "gauge",
-             "series of a map left out of these metrics (over the cap)");
   for (int i = 0; i < c->nmaps; i++) {
     const MapSym *m = c->maps[i];
     const char *why;
     if (m->internal || family_of(m, &why) == FAM_NONE) continue;
-    char mapv[256];
-    size_t n = 0;
-    FILE *f = fmemopen(mapv, sizeof mapv, "w");
-    if (!f) continue;
-    prom_put_label_value(f, m->name, strlen(m->name));
-    n = (size_t)ftell(f);
-    fclose(f);
-    mapv[n < sizeof mapv ? n : sizeof mapv - 1] = 0;
     uint64_t refused =
         have && m->full_slot ? (uint64_t)-(int64_t)counts[m->full_slot] / E2BIG
                              : 0;
-    fputs("loupe_map_updates_refused_total{", w->out);
-    put_common(w);
-    fprintf(w->out, ",map=\"%s\"} %" PRIu64 "\n", mapv, refused);
-    fputs("loupe_metrics_series_dropped{", w->out);
-    put_common(w);
-    fprintf(w->out, ",map=\"%s\"} %ld\n", mapv, dropped[i] > 0 ? dropped[i] : 0);
+    fputs("loupe_map_updates_refused_total", w->out);
+    put_map_label(w, m);
+    put_int(w->out, refused, false);
+  }
+  put_header(w, "loupe_metrics_series_dropped", "gauge",
+             "series of a map left out of these metrics: over the cap "
+             "(metrics_max_series), or a sum() below zero");
+  for (int i = 0; i < c->nmaps; i++) {
+    const MapSym *m = c->maps[i];
+    const char *why;
+    if (m->internal || family_of(m, &why) == FAM_NONE) continue;
+    fputs("loupe_metrics_series_dropped", w->out);
+    put_map_label(w, m);
+    put_int(w->out, (uint64_t)(dropped[i] > 0 ? dropped[i] : 0), false);
   }
 
   if (!bpf_stats_on()) return;
-  put_header(w, "loupe_probe_runs", "counter",
-             "times each probe's program ran (kernel.bpf_stats_enabled)");
-  put_header(w, "loupe_probe_run_seconds", "counter",
-             "time each probe's program ran (kernel.bpf_stats_enabled)");
+  struct bpf_prog_info *infos = calloc((size_t)c->nprogs + 1, sizeof *infos);
+  if (!infos) return;
   for (int i = 0; i < c->nprogs; i++) {
-    const BpfProg *p = &c->progs[i];
-    struct bpf_prog_info info;
-    uint32_t len = sizeof info;
-    memset(&info, 0, sizeof info);
+    uint32_t len = sizeof infos[i];
     int fd = i < ld->nprogs ? ld->prog_fds[i] : -1;
-    if (fd < 0 || bpf_obj_get_info_by_fd(fd, &info, &len)) continue;
-    const char *probe = prog_probe_name(p);
-    fputs("loupe_probe_runs_total{", w->out);
-    put_common(w);
-    fputs(",probe=\"", w->out);
-    prom_put_label_value(w->out, probe, strlen(probe));
-    fprintf(w->out, "\"} %llu\n", (unsigned long long)info.run_cnt);
-    fputs("loupe_probe_run_seconds_total{", w->out);
-    put_common(w);
-    fputs(",probe=\"", w->out);
-    prom_put_label_value(w->out, probe, strlen(probe));
-    fprintf(w->out, "\"} %llu.%09llu\n",
-            (unsigned long long)(info.run_time_ns / 1000000000),
-            (unsigned long long)(info.run_time_ns % 1000000000));
+    if (fd < 0 || bpf_obj_get_info_by_fd(fd, &infos[i], &len))
+      infos[i].id = 0;
   }
+  for (int pass = 0; pass < 2; pass++) {
+    if (pass == 0)
+      put_header(w, "loupe_probe_runs", "counter",
+                 "times each probe's program ran (kernel.bpf_stats_enabled)");
+    else
+      put_header(w, "loupe_probe_run_seconds", "counter",
+                 "time each probe's program ran (kernel.bpf_stats_enabled)");
+    for (int i = 0; i < c->nprogs; i++) {
+      if (!infos[i].id) continue;
+      const char *probe = prog_probe_name(&c->progs[i]);
+      fputs(pass ? "loupe_probe_run_seconds_total{" : "loupe_probe_runs_total{",
+            w->out);
+      put_common(w);
+      fputs(",probe=\"", w->out);
+      prom_put_label_value(w->out, probe, strlen(probe));
+      if (pass)
+        fprintf(w->out, "\"} %llu.%09llu\n",
+                (unsigned long long)(infos[i].run_time_ns / 1000000000),
+                (unsigned long long)(infos[i].run_time_ns % 1000000000));
+      else
+        fprintf(w->out, "\"} %llu\n", (unsigned long long)infos[i].run_cnt);
+    }
+  }
+  free(infos);
 }
 
 static int compare_names(const void *pa, const void *pb) {

@@ -35,6 +35,7 @@
 #include "runtime/state.h"
 
 #define METRICS_MAX_SERIES_DEFAULT 10000
+#define METRICS_LABELS_MAX 32
 
 typedef struct MetricsLabels {
   const char *script;      /* the script label's value */

@@ -42,6 +42,7 @@
 #include "output/encoder.h"
 #include "probes/iter.h"
 #include "probes/provider.h"
+#include "runtime/http.h"
 #include "runtime/print.h"
 #include "runtime/print_stack.h"
 
@@ -84,6 +85,7 @@ typedef struct RunState {
   bool ending;       /* END runs: its records are all handled, whatever
                         the stop was */
   SkbWriter *skb;    /* skboutput()'s packets to their files, or NULL */
+  HttpServer *http;  /* --metrics: answered between batches, or NULL */
   int errors;        /* --mode test: errorf() records of the test */
   int tests_failed;  /* --mode test: test probes that failed */
 } RunState;
@@ -695,6 +697,17 @@ static void set_wakeups(const RunState *st, bool on) {
   bpf_map_update_elem(st->l->wake_fd, &key, &flags, BPF_ANY);
 }
 
+/* ring_buffer__poll for a run that also serves --metrics: waits for
+ * records or a scrape, a slice at most, answers the scrape and takes the
+ * records. */
+static int wait_with_http(RunState *st, struct ring_buffer *rb, int slice) {
+  struct pollfd p[2] = {{.fd = ring_buffer__epoll_fd(rb), .events = POLLIN},
+                        {.fd = http_fd(st->http), .events = POLLIN}};
+  if (poll(p, 2, slice) < 0) return -errno;
+  if (p[1].revents) http_run(st->http);
+  return ring_buffer__consume(rb);
+}
+
 /* Takes the records in the ring, waiting for them a slice at most; <= 0
  * when there were none (or an error). Waking the reader costs the program
  * that sends a record most of its time: 20 of a printf's 22 µs here, the
@@ -706,7 +719,7 @@ static int take_records(RunState *st, struct ring_buffer *rb, int slice,
                         bool *polling, bool *more) {
   set_budget(st);
   if (!*polling) {
-    int n = ring_buffer__poll(rb, slice);
+    int n = st->http ? wait_with_http(st, rb, slice) : ring_buffer__poll(rb, slice);
     if (n > 0 || n == -EAGAIN) {
       set_wakeups(st, false);
       *polling = true;
@@ -749,9 +762,13 @@ static void event_loop(RunState *st, struct ring_buffer *rb, int timeout_ms) {
         fprintf(stderr, "loupe: reading events failed: %s\n", strerror(-err));
         break;
       }
+    } else if (st->http) {
+      struct pollfd p = {.fd = http_fd(st->http), .events = POLLIN};
+      poll(&p, 1, slice);
     } else {
       usleep(slice * 1000);
     }
+    if (st->http) http_run(st->http);
     report_counts(st);
     skb_writer_poll(st->skb);
     if (usr1_pending) {
@@ -790,7 +807,7 @@ Run *run_begin(const Compiled *c, Loaded *l, const RunOptions *opts) {
                      .out_name = opts->out_name ? opts->out_name : "stdout",
                      .format = opts->format, .child_pid = opts->child_pid,
                      .target_pid = opts->target_pid, .target_fd = -1,
-                     .mode = opts->mode};
+                     .mode = opts->mode, .http = opts->http};
   r->st.seen = calloc((size_t)count_slots(c), sizeof(uint64_t));
   if (c->nprintfs > 0)
     l->warn_repeats = calloc((size_t)c->nprintfs, sizeof *l->warn_repeats);

@@ -21,6 +21,7 @@ typedef struct RunOptions {
   RunMode mode;         /* --mode bench: run the bench probes, not the
                            event loop, and print their times */
   bool no_warnings;     /* --no-warnings: run-time warnings too */
+  struct HttpServer *http;  /* --metrics: served from the loop; NULL */
 } RunOptions;
 
 /* A run in parts of the program c, loaded as l says, so that BEGIN runs
