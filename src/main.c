@@ -99,6 +99,10 @@ static const char usage_text[] =
     "                   Prometheus (OpenMetrics or its text format, as the\n"
     "                   scraper asks), read from the kernel at each scrape;\n"
     "                   ADDR 127.0.0.1 unless given ([::1] for IPv6)\n"
+    "    --metrics-push URL\n"
+    "                   at the end, push every map to the Prometheus\n"
+    "                   Pushgateway at URL (http://HOST:9091), in the group\n"
+    "                   job=loupe, script=SCRIPT and the --metrics-labels\n"
     "    --metrics-label NAME=VALUE\n"
     "                   a label every metric carries (host=db1); repeatable\n"
     "    -q             quiet: do not print the \"Attached N probes\" line\n"
@@ -204,6 +208,8 @@ typedef struct Options {
   int format;              /* -f: OUT_TEXT, OUT_JSON or OUT_FOLDED */
   const char *flamegraph;  /* --flamegraph FILE.svg */
   const char *metrics;     /* --metrics [ADDR:]PORT */
+  const char *metrics_push;  /* --metrics-push URL */
+  enum { METRICS_NONE, METRICS_TEXT, METRICS_OM } metrics_format;  /* -f */
   const char *metrics_labels[METRICS_LABELS_MAX];  /* --metrics-label */
   int nmetrics_labels;
   bool dry_run;            /* -d, --dry-run: compile only, load nothing */
@@ -288,7 +294,7 @@ static int parse_pid(const char *arg) {
 /* Long options without a short form, beyond every char value. */
 enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_PROBE_FILTER, OPT_MODE, OPT_BENCH, OPT_TEST, OPT_INFO,
        OPT_USDT_FILE_ACTIVATION, OPT_FLAMEGRAPH, OPT_INCLUDE,
-       OPT_TRACEABLE_FUNCTIONS, OPT_METRICS, OPT_METRICS_LABEL };
+       OPT_TRACEABLE_FUNCTIONS, OPT_METRICS, OPT_METRICS_LABEL, OPT_METRICS_PUSH };
 
 /* -d's optional stage: comma-separated names of bpftrace's -d STAGE whose
  * output is the generated code, which loupe shows as assembly. */
@@ -329,6 +335,7 @@ static void parse_options(int argc, char **argv, Options *o, Settings *st) {
       {"flamegraph", required_argument, NULL, OPT_FLAMEGRAPH},
       {"metrics", required_argument, NULL, OPT_METRICS},
       {"metrics-label", required_argument, NULL, OPT_METRICS_LABEL},
+      {"metrics-push", required_argument, NULL, OPT_METRICS_PUSH},
       {"include", required_argument, NULL, OPT_INCLUDE},
       {"traceable-functions", required_argument, NULL,
        OPT_TRACEABLE_FUNCTIONS},
@@ -359,12 +366,22 @@ static void parse_options(int argc, char **argv, Options *o, Settings *st) {
       break;
     case 'l': o->list = true; break;
     case 'f':
+      /* the metrics formats write every map at the end, to -o FILE
+       * (node_exporter's textfile collector) or stdout, the printf
+       * output going to stderr */
+      o->metrics_format = !strcmp(optarg, "openmetrics") ? METRICS_OM
+                          : !strcmp(optarg, "prometheus") ? METRICS_TEXT
+                                                          : METRICS_NONE;
+      if (o->metrics_format != METRICS_NONE) {
+        o->format = OUT_TEXT;
+        break;
+      }
       if ((o->format = output_format_named(optarg)) < 0) {
         /* bpftrace's words: scripts' wrappers may look for them. */
         fprintf(stderr, "ERROR: Invalid output format \"%s\"\n"
                 "Valid formats: ", optarg);
         output_put_format_names(stderr);
-        fputc('\n', stderr);
+        fputs(", 'prometheus', 'openmetrics'\n", stderr);
         exit(1);
       }
       break;
@@ -386,6 +403,7 @@ static void parse_options(int argc, char **argv, Options *o, Settings *st) {
     case OPT_PROBE_FILTER: st->probe_filter = optarg; break;
     case OPT_FLAMEGRAPH: o->flamegraph = optarg; break;
     case OPT_METRICS: o->metrics = optarg; break;
+    case OPT_METRICS_PUSH: o->metrics_push = optarg; break;
     case OPT_METRICS_LABEL: {
       char why[256];
       if (!metrics_label_ok(optarg, why, sizeof why)) {
@@ -662,7 +680,9 @@ static void catch_stop_signals(void) {
 
 static FILE *open_output(const Options *o) {
   FILE *out = stdout;
-  if (o->out_path) {
+  /* -f prometheus|openmetrics -o FILE: FILE gets the metrics at the end,
+   * written whole (write_metrics_at_end); printf output goes to stdout */
+  if (o->out_path && o->metrics_format == METRICS_NONE) {
     char why[SAFE_WHY_MAX];
     out = safe_fopen_write(o->out_path, why, sizeof why);
     if (!out) {
@@ -721,7 +741,8 @@ static int attach_and_run(const Compiled *c, Loaded *l, const Options *o,
                          .timeout_ms = 0, .format = o->format,
                          .child_pid = child.pid, .child_go_fd = child.go_fd,
                          .target_pid = st->target_pid, .mode = st->mode,
-                         .no_warnings = o->no_warnings, .http = http};
+                         .no_warnings = o->no_warnings, .http = http,
+                         .maps_elsewhere = o->metrics_format != METRICS_NONE};
   child.go_fd = -1;   /* the run releases (and closes) it */
   Run *run = run_begin(c, l, &run_opts);
   if (!run) return 1;
@@ -867,6 +888,34 @@ static const char *metrics_script_name(const Options *o) {
   return name;
 }
 
+/* -f prometheus|openmetrics and --metrics-push: the maps as metrics once
+ * the run ended, before they are unloaded. -1 after saying why. */
+static int write_metrics_at_end(const Options *o, const MetricsSource *m) {
+  int status = 0;
+  char why[512];
+  if (o->metrics_format != METRICS_NONE) {
+    bool om = o->metrics_format == METRICS_OM;
+    if (o->out_path) {
+      if (metrics_write_file(o->out_path, m->c, m->l, &m->labels, om, why,
+                             sizeof why) < 0) {
+        fprintf(stderr, "loupe: %s\n", why);
+        status = -1;
+      }
+    } else if (metrics_write(stdout, m->c, m->l, &m->labels, om) < 0) {
+      fputs("loupe: reading the maps for the metrics failed\n", stderr);
+      status = -1;
+    }
+  }
+  if (o->metrics_push) {
+    if (metrics_push(o->metrics_push, m->c, m->l, &m->labels, why,
+                     sizeof why) < 0) {
+      fprintf(stderr, "loupe: %s\n", why);
+      status = -1;
+    }
+  }
+  return status;
+}
+
 /* load → attach → run → detach → unload. Returns the exit status. */
 static int load_and_run(const Compiled *c, Loaded *l, const Options *o,
                         const Settings *st, Diag *d) {
@@ -900,6 +949,7 @@ static int load_and_run(const Compiled *c, Loaded *l, const Options *o,
   int status = 1;
   if (load_all(c, l, o->show_programs, d) == 0) {
     status = attach_and_run(c, l, o, st, out, http, d);
+    if (write_metrics_at_end(o, &metrics) < 0) status = 1;
     if (svg && flamegraph_write(c, l, svg, o->flamegraph) < 0) status = 1;
     svg = NULL;
     unload_all(l);

@@ -6,10 +6,13 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "output/decode.h"
 #include "output/encoder.h"
 #include "output/prom.h"
+#include "runtime/push.h"
+#include "util/safe_file.h"
 
 typedef enum Family {
   FAM_NONE,
@@ -425,4 +428,82 @@ void metrics_left_out(const Compiled *c, FILE *err) {
     if (!m->internal && family_of(m, &why) == FAM_NONE)
       fprintf(err, "loupe: metrics leave out %s: %s\n", m->name, why);
   }
+}
+
+int metrics_write_file(const char *path, const Compiled *c, const Loaded *ld,
+                       const MetricsLabels *l, bool openmetrics, char *err,
+                       size_t errlen) {
+  char tmp[4096], why[SAFE_WHY_MAX];
+  const char *slash = strrchr(path, '/');
+  int dirlen = slash ? (int)(slash - path + 1) : 0;
+  if (snprintf(tmp, sizeof tmp, "%.*s.%s.%d.tmp", dirlen, path,
+               slash ? slash + 1 : path, (int)getpid()) >= (int)sizeof tmp) {
+    snprintf(err, errlen, "'%s': the name is too long", path);
+    return -1;
+  }
+  FILE *f = safe_fopen_write(tmp, why, sizeof why);
+  if (!f) {
+    snprintf(err, errlen, "cannot write '%s': %s", tmp, why);
+    return -1;
+  }
+  int bad = metrics_write(f, c, ld, l, openmetrics);
+  if (fflush(f) || fsync(fileno(f))) bad = -1;
+  if (fclose(f)) bad = -1;
+  if (bad || rename(tmp, path)) {
+    snprintf(err, errlen, "cannot write '%s': %s", path,
+             bad ? "reading the maps or writing failed" : strerror(errno));
+    unlink(tmp);
+    return -1;
+  }
+  return 0;
+}
+
+/* s in base64url ('-' and '_', '=' padded), as the Pushgateway reads a
+ * grouping label's value written NAME@base64/VALUE. */
+static void put_base64url(FILE *out, const char *s) {
+  static const char abc[] =
+      "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_";
+  const unsigned char *p = (const unsigned char *)s;
+  size_t n = strlen(s);
+  if (n == 0) fputc('=', out);   /* the Pushgateway's empty value */
+  for (size_t i = 0; i < n; i += 3) {
+    uint32_t v = (uint32_t)p[i] << 16;
+    if (i + 1 < n) v |= (uint32_t)p[i + 1] << 8;
+    if (i + 2 < n) v |= p[i + 2];
+    fputc(abc[v >> 18 & 63], out);
+    fputc(abc[v >> 12 & 63], out);
+    fputc(i + 1 < n ? abc[v >> 6 & 63] : '=', out);
+    fputc(i + 2 < n ? abc[v & 63] : '=', out);
+  }
+}
+
+int metrics_push(const char *url, const Compiled *c, const Loaded *ld,
+                 const MetricsLabels *l, char *err, size_t errlen) {
+  char *target = NULL;
+  size_t tlen = 0;
+  FILE *f = open_memstream(&target, &tlen);
+  if (!f) {
+    snprintf(err, errlen, "out of memory");
+    return -1;
+  }
+  size_t ulen = strlen(url);
+  while (ulen && url[ulen - 1] == '/') ulen--;
+  fprintf(f, "%.*s/metrics/job/loupe/script@base64/", (int)ulen, url);
+  put_base64url(f, l->script);
+  for (int i = 0; i < l->nkv; i++) {
+    const char *eq = strchr(l->kv[i], '=');
+    fprintf(f, "/%.*s@base64/", (int)(eq - l->kv[i]), l->kv[i]);
+    put_base64url(f, eq + 1);
+  }
+  fclose(f);
+  size_t len = 0;
+  char *body = metrics_render(c, ld, l, false, &len);
+  int ret = -1;
+  if (!body)
+    snprintf(err, errlen, "reading the maps for the metrics failed");
+  else
+    ret = http_push(target, body, len, err, errlen);
+  free(body);
+  free(target);
+  return ret;
 }

@@ -53,6 +53,21 @@ int metrics_write(FILE *out, const Compiled *c, const Loaded *ld,
 char *metrics_render(const Compiled *c, const Loaded *ld,
                      const MetricsLabels *l, bool openmetrics, size_t *len);
 
+/* Writes the metrics to path whole: into a new file beside it (opened as
+ * util/safe_file.h opens what loupe writes), then renamed over it, so that
+ * a reader such as node_exporter's textfile collector never sees half a
+ * file. 0, or -1 with a message in err. */
+int metrics_write_file(const char *path, const Compiled *c, const Loaded *ld,
+                       const MetricsLabels *l, bool openmetrics, char *err,
+                       size_t errlen);
+
+/* PUTs the metrics (text format) to the Pushgateway at url, in the group
+ * job=loupe, script=SCRIPT and the constant labels (values base64url
+ * encoded, so that any value fits a path). 0, or -1 with a message in
+ * err. */
+int metrics_push(const char *url, const Compiled *c, const Loaded *ld,
+                 const MetricsLabels *l, char *err, size_t errlen);
+
 /* Says on err, once, which maps metrics leave out and why. */
 void metrics_left_out(const Compiled *c, FILE *err);
 

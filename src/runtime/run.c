@@ -86,6 +86,7 @@ typedef struct RunState {
                         the stop was */
   SkbWriter *skb;    /* skboutput()'s packets to their files, or NULL */
   HttpServer *http;  /* --metrics: answered between batches, or NULL */
+  bool maps_elsewhere;  /* RunOptions.maps_elsewhere */
   int errors;        /* --mode test: errorf() records of the test */
   int tests_failed;  /* --mode test: test probes that failed */
 } RunState;
@@ -807,7 +808,8 @@ Run *run_begin(const Compiled *c, Loaded *l, const RunOptions *opts) {
                      .out_name = opts->out_name ? opts->out_name : "stdout",
                      .format = opts->format, .child_pid = opts->child_pid,
                      .target_pid = opts->target_pid, .target_fd = -1,
-                     .mode = opts->mode, .http = opts->http};
+                     .mode = opts->mode, .http = opts->http,
+                     .maps_elsewhere = opts->maps_elsewhere};
   r->st.seen = calloc((size_t)count_slots(c), sizeof(uint64_t));
   if (c->nprintfs > 0)
     l->warn_repeats = calloc((size_t)c->nprintfs, sizeof *l->warn_repeats);
@@ -901,7 +903,7 @@ int run_finish(Run *r) {
   fflush(st->out);
   report_warn_repeats(st->c, st->l);
 
-  if (!st->c->no_exit_print)
+  if (!st->c->no_exit_print && !st->maps_elsewhere)
     print_all_maps_as(st->c, st->l, st->format, st->out);
   flush_output(st);
   if (st->write_error || st->tests_failed) status = 1;

@@ -22,6 +22,8 @@ typedef struct RunOptions {
                            event loop, and print their times */
   bool no_warnings;     /* --no-warnings: run-time warnings too */
   struct HttpServer *http;  /* --metrics: served from the loop; NULL */
+  bool maps_elsewhere;  /* the maps are not printed at exit: main writes
+                           them as metrics (-f prometheus|openmetrics) */
 } RunOptions;
 
 /* A run in parts of the program c, loaded as l says, so that BEGIN runs

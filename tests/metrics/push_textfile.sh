@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# Runs that end hand their final values on: -c with --metrics-push to
+# Debian's Pushgateway, and -f openmetrics -o FILE.prom into the directory
+# Debian's node_exporter reads with its textfile collector. Prometheus
+# scrapes both, and must hold the exact count of the command's getppid
+# calls, with the script's and --metrics-label's labels (one with a '/'
+# in its value, which the push's URL must carry). A gateway that is not
+# there fails the run with exit status 1 and says so.
+#
+# Exits 0, 1 with what failed, or 77 when the servers are not installed.
+set -u
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+LOUPE=${LOUPE:-$ROOT/loupe}
+. "$ROOT/tests/metrics/lib.sh"
+
+cat >"$WORK/pushgen.c" <<'C'
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  for (long i = atol(argv[1]); i > 0; i--) getppid();
+  return 0;
+}
+C
+gcc -O1 -o "$WORK/pushgen" "$WORK/pushgen.c" || { echo "needs gcc"; exit 77; }
+cat >"$WORK/calls.bt" <<'BT'
+tracepoint:syscalls:sys_enter_getppid /comm == "pushgen"/ {
+  @calls[comm] = count();
+  @sizes = hist(100);
+}
+BT
+
+start_pushgateway || { fail "the Pushgateway did not start"; exit 1; }
+mkdir -p "$WORK/textfiles"
+start_node_exporter "$WORK/textfiles" || { fail "node_exporter did not start"; exit 1; }
+
+"$LOUPE" -q --metrics-push "http://$PUSHGW" --metrics-label team=a/b \
+  -c "$WORK/pushgen 700" "$WORK/calls.bt" >"$WORK/push.out" 2>"$WORK/push.err"
+status=$?
+[ $status = 0 ] || fail "the push run: exit status $status: $(cat "$WORK/push.err")"
+grep -qxF '@calls[pushgen]: 700' "$WORK/push.out" ||
+  fail "the push run's own output: $(cat "$WORK/push.out")"
+
+"$LOUPE" -q -f openmetrics -o "$WORK/textfiles/loupe.prom" \
+  --metrics-label team=c -c "$WORK/pushgen 300" "$WORK/calls.bt" \
+  >"$WORK/file.out" 2>"$WORK/file.err"
+status=$?
+[ $status = 0 ] || fail "the textfile run: exit status $status: $(cat "$WORK/file.err")"
+[ "$(tail -n 1 "$WORK/textfiles/loupe.prom")" = "# EOF" ] ||
+  fail "the textfile is not whole OpenMetrics"
+ls -a "$WORK/textfiles" | grep -q '\.tmp$' && fail "a temporary file was left"
+[ -s "$WORK/file.out" ] && fail "-f openmetrics -o also printed the maps: $(cat "$WORK/file.out")"
+
+start_prometheus "$PUSHGW" "$NODE_EXPORTER" || { fail "Prometheus did not start"; exit 1; }
+wait_query 'loupe_calls_total{team="a/b",script="calls",exported_job="loupe"}' ' 700$' 30 ||
+  fail "the pushed count is not in Prometheus"
+wait_query 'loupe_sizes_bucket{team="a/b",le="127"}' ' 700$' 10 ||
+  fail "the pushed histogram is not in Prometheus"
+wait_query 'loupe_calls_total{team="c",script="calls"}' ' 300$' 30 ||
+  fail "the textfile's count is not in Prometheus"
+wait_query 'node_textfile_scrape_error' ' 0$' 10 ||
+  fail "node_exporter could not read the textfile"
+
+# no gateway there: a precise error and exit status 1
+PORT=$(free_port)
+"$LOUPE" -q --metrics-push "http://127.0.0.1:$PORT" -c "$WORK/pushgen 1" \
+  "$WORK/calls.bt" >/dev/null 2>"$WORK/nogw.err"
+status=$?
+[ $status = 1 ] || fail "no gateway: exit status $status"
+grep -q "pushing to http://127.0.0.1:$PORT/metrics/job/loupe/.*: " "$WORK/nogw.err" ||
+  fail "no gateway: $(cat "$WORK/nogw.err")"
+
+[ $failures = 0 ] || exit 1
+echo "pushed to the Pushgateway and written for node_exporter; Prometheus holds both"
