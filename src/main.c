@@ -979,6 +979,8 @@ int main(int argc, char **argv) {
   Options o;
   parse_options(argc, argv, &o, &settings);
   settings.comm_padded = geteuid() == 0 ? kernel_pads_comm : NULL;
+  settings.metrics = o.metrics || o.metrics_push ||
+                     o.metrics_format != METRICS_NONE;
   /* -l -p PID: the process's probes, its uprobes */
   if (o.list && settings.target_pid && !o.list_pattern)
     o.list_pattern = "uprobe:*:*,usdt:*";

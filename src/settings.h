@@ -37,6 +37,9 @@ typedef struct Settings {
   RunMode mode;         /* --mode */
   const char *probe_filter;  /* --probe-filter REGEX, or NULL */
   bool helper_errors;   /* -k: report helpers that fail while probes run */
+  bool metrics;         /* the maps are read as metrics (--metrics,
+                           --metrics-push, -f prometheus|openmetrics):
+                           histograms also keep the sum of their values */
   bool list_verbose;    /* -lv: listings also print each probe's arguments,
                            one per line, indented ("    struct sk_buff *
                            skb") */

@@ -60,6 +60,12 @@ static void check_lhist(Checker *c, Node *n) {
 
 /* hist() bits and lhist() bounds belong to the map: every call that
  * feeds it must agree. */
+/* Metrics' histograms have a _sum: the map keeps one after its n
+ * buckets, addressed by an instruction's 16-bit offset. */
+static void keep_sum(Checker *c, MapSym *m, int64_t n) {
+  m->hist_sum = c->script->settings->metrics && n * 8 < INT16_MAX;
+}
+
 static void check_hist_map(Checker *c, MapSym *m, Node *call) {
   int bits = (int)call->ival;
   if (m->agg_params_set && m->hist_bits != bits)
@@ -67,6 +73,7 @@ static void check_hist_map(Checker *c, MapSym *m, Node *call) {
              m->name, m->hist_bits, bits);
   m->hist_bits = bits;
   m->agg_params_set = true;
+  keep_sum(c, m, hist_buckets(bits));
 }
 
 static void check_lhist_map(Checker *c, MapSym *m, Node *call) {
@@ -84,14 +91,20 @@ static void check_lhist_map(Checker *c, MapSym *m, Node *call) {
   m->lhist_max = hi;
   m->lhist_step = step;
   m->agg_params_set = true;
+  keep_sum(c, m, lhist_buckets(m));
 }
 
-static int hist_size(const MapSym *m) { return 8 * hist_buckets(m->hist_bits); }
+/* The buckets, then the sum of the values when the run asks for it. */
+static int hist_size(const MapSym *m) {
+  return 8 * hist_buckets(m->hist_bits) + (m->hist_sum ? 8 : 0);
+}
 
 /* No step after an error in its bounds (or after hist() on the same map
  * set its parameters instead): the script is not run. */
 static int lhist_size(const MapSym *m) {
-  return m->agg_params_set && m->lhist_step > 0 ? 8 * lhist_buckets(m) : 8;
+  return m->agg_params_set && m->lhist_step > 0
+             ? 8 * lhist_buckets(m) + (m->hist_sum ? 8 : 0)
+             : 8;
 }
 
 /* ---- code ------------------------------------------------------------ */
@@ -202,8 +215,15 @@ void agg_lookup_or_insert(Gen *g, MapSym *m, int key, Jumps *none) {
 static void gen_histogram(Gen *g, Node *mapnode, Node *call) {
   MapSym *m = mapnode->map;
   int v = gen_int(g, call->args);
+  int nb = m->value_size / 8 - (m->hist_sum ? 1 : 0);   /* buckets */
+  /* the index is computed in v's register: the sum takes a copy */
+  Held hv = {0};
+  if (m->hist_sum) {
+    int copy = reg_alloc(g);
+    emit(g, I_MOV64_REG(copy, v));
+    hv = hold(g, copy);
+  }
   int idx = reg_alloc(g);
-  int nb = m->value_size / 8;
   if (m->value_type.agg == AGG_HIST) {
     /* at most (63 << bits) + 2^bits - 1 + 2, the last bucket */
     emit_hist_index(g, idx, v, m->hist_bits);
@@ -216,6 +236,13 @@ static void gen_histogram(Gen *g, Node *mapnode, Node *call) {
   Held hidx = hold(g, idx);
   Jumps none = {0};
   agg_lookup_or_insert(g, m, gen_key(g, mapnode), &none);
+  if (m->hist_sum) {   /* the sum after the buckets: += v */
+    int rv = held_reg(g, hv, BPF_REG_2);
+    emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_0, nb * 8));
+    emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_1, rv));
+    emit(g, I_STX(BPF_DW, BPF_REG_0, BPF_REG_1, nb * 8));
+    held_free(g, hv);
+  }
   int r = held_reg(g, hidx, BPF_REG_1);   /* the index: ours to shift */
   emit(g, I_ALU64_IMM(BPF_LSH, r, 3));
   emit(g, I_ALU64_REG(BPF_ADD, BPF_REG_0, r));
@@ -289,10 +316,15 @@ static Bucket bucket_at(const MapSym *m, int n, int i) {
 /* Bucket counts: the reduced value is the per-CPU counts added up. */
 static int hist_reduced_size(const MapSym *m) { return m->value_size / 8 * 8; }
 
+/* How many buckets (the sum, if kept, follows them). */
+static int hist_nbuckets(const MapSym *m) {
+  return hist_reduced_size(m) / 8 - (m->hist_sum ? 1 : 0);
+}
+
 /* Maps of histograms sort by their total count. */
 static uint64_t sort_total(const MapSym *m, const uint8_t *val) {
   uint64_t total = 0;
-  for (int i = 0; i < hist_reduced_size(m) / 8; i++)
+  for (int i = 0; i < hist_nbuckets(m); i++)
     total += (uint64_t)agg_read_s64(val + i * 8);
   return total;
 }
@@ -304,10 +336,12 @@ static bool signed_never(const MapSym *m) { return false; }
  * counts. */
 static void decode_hist(const MapSym *m, const uint8_t *val, int64_t div,
                         const AggScope *scope, ValueArena *a, Value *out) {
-  int n = hist_reduced_size(m) / 8, first = -1, last = -1;
+  int n = hist_nbuckets(m), first = -1, last = -1;
   const uint64_t *b = (const uint64_t *)val;
   memset(out, 0, sizeof *out);
   out->kind = VAL_HIST;
+  out->hist.has_sum = m->hist_sum;
+  if (m->hist_sum) out->hist.sum = agg_read_s64(val + n * 8);
   out->hist.linear = m->value_type.agg == AGG_LHIST;
   out->hist.div = out->hist.linear ? 1 : (uint64_t)div;
   for (int i = 0; i < n; i++) {

@@ -77,6 +77,9 @@ typedef struct MapSym {
                                       it is set (lang/check.c) */
   bool agg_params_set;             /* hist_bits / lhist_* are known */
   int hist_bits;                   /* AGG_HIST */
+  bool hist_sum;                   /* AGG_HIST, AGG_LHIST: one more int64
+                                      after the buckets, the sum of the
+                                      values counted (metrics' _sum) */
   int64_t lhist_min, lhist_max, lhist_step;  /* AGG_LHIST */
   int64_t tseries_interval;        /* AGG_TSERIES: ns per interval, */
   int tseries_intervals;           /* how many are kept, */

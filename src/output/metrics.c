@@ -179,6 +179,11 @@ static void put_histogram(Writer *w, const MapSym *m, const char *base,
   fprintf(w->out, "%s_count", base);
   put_labels(w, m, e, NULL);
   put_int(w->out, cum, false);
+  if (h->has_sum) {
+    fprintf(w->out, "%s_sum", base);
+    put_labels(w, m, e, NULL);
+    put_int(w->out, (uint64_t)h->sum, true);
+  }
 }
 
 /* One map, at most max_series of its entries (those print() would show

@@ -55,6 +55,8 @@ typedef struct Hist {
   uint64_t peak;         /* the largest count */
   uint64_t div;          /* print()'s divisor of the counts (1: none) */
   bool linear;           /* lhist(): bounds in steps, not powers of 2 */
+  bool has_sum;          /* the map keeps the sum of the values counted */
+  int64_t sum;
 } Hist;
 
 typedef struct Stats {

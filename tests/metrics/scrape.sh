@@ -68,6 +68,7 @@ for want in \
   'loupe_sizes_bucket{script="stdin",host="testhost",le="7"} 1000' \
   'loupe_sizes_bucket{script="stdin",host="testhost",le="+Inf"} 1000' \
   'loupe_sizes_count{script="stdin",host="testhost"} 1000' \
+  'loupe_sizes_sum{script="stdin",host="testhost"} 5000' \
   'loupe_reads_count{script="stdin",host="testhost"} 1000' \
   'loupe_reads_sum{script="stdin",host="testhost"} 10000' \
   'loupe_reads_average{script="stdin",host="testhost"} 10' \
@@ -112,6 +113,7 @@ wait_query 'loupe_sizes_bucket{le="7"}' ' 1000$' 10 || fail "Prometheus does not
 wait_query 'histogram_quantile(0.5, loupe_sizes_bucket)' ' [0-9.]+$' 10 ||
   fail "histogram_quantile over loupe's buckets"
 wait_query 'loupe_reads_sum / loupe_reads_count' ' 10$' 10 || fail "stats' sum / count"
+wait_query 'loupe_sizes_sum / loupe_sizes_count' ' 5$' 10 || fail "hist's sum / count"
 wait_query 'up{job="loupe"}' ' 1$' 10 || fail "Prometheus says the target is down"
 
 kill -INT "$LOUPE_PID"
@@ -119,10 +121,17 @@ wait "$LOUPE_PID" 2>/dev/null
 grep -qxF '@syscalls[metricsgen]: 1000' "$WORK/loupe.out" ||
   fail "the map printed at exit differs: $(cat "$WORK/loupe.out")"
 
-# no cost per event: the programs are the same with and without --metrics
-a=$("$LOUPE" -d -e "$SCRIPT" 2>&1)
-b=$("$LOUPE" -d --metrics "127.0.0.1:$PORT" -e "$SCRIPT" 2>&1)
+# no cost per event but the histograms' sum: the programs are the same
+# with and without --metrics, but for four instructions per hist()
+# update (a copy of the value, then load, add, store of the sum)
+PLAIN='tracepoint:syscalls:sys_enter_getppid { @c[comm] = count(); @m = max(pid); @s = stats(pid); }'
+a=$("$LOUPE" -d -e "$PLAIN" 2>&1)
+b=$("$LOUPE" -d --metrics "127.0.0.1:$PORT" -e "$PLAIN" 2>&1)
 [ "$a" = "$b" ] || fail "--metrics changes the generated code"
+HIST='tracepoint:syscalls:sys_enter_getppid { @h = hist(pid); }'
+a=$("$LOUPE" -d -e "$HIST" 2>&1 | sed -n 's/.*(tracepoint, \([0-9]*\) insns)/\1/p')
+b=$("$LOUPE" -d --metrics "127.0.0.1:$PORT" -e "$HIST" 2>&1 | sed -n 's/.*(tracepoint, \([0-9]*\) insns)/\1/p')
+[ -n "$a" ] && [ "$b" = $((a + 4)) ] || fail "hist() with --metrics: $a and $b instructions"
 
 # a port in use fails before anything is loaded; so does a bad address
 python3 -c 'import socket, time, sys
