@@ -932,7 +932,8 @@ static int load_and_run(const Compiled *c, Loaded *l, const Options *o,
   MetricsSource metrics = {.c = c, .l = l,
                            .labels = {.script = metrics_script_name(o),
                                       .kv = o->metrics_labels,
-                                      .nkv = o->nmetrics_labels}};
+                                      .nkv = o->nmetrics_labels,
+                                      .max_series = st->metrics_max_series}};
   HttpServer *http = NULL;
   if (o->metrics) {
     char why[512];

@@ -17,6 +17,9 @@ typedef enum RunMode { MODE_RUN, MODE_BENCH, MODE_TEST } RunMode;
 /* config missing_probes: what an attach point that matches nothing is. */
 typedef enum { MISSING_ERROR, MISSING_WARN, MISSING_IGNORE } MissingProbes;
 
+/* config metrics_max_series: the series of one map in its metrics */
+#define METRICS_MAX_SERIES_DEFAULT 10000
+
 typedef struct Settings {
   /* ---- the command line (main.c) ---- */
   char **params;        /* the words after the program: positional
@@ -70,6 +73,7 @@ typedef struct Settings {
   const char *license;      /* the license programs are loaded under */
   int perf_rb_pages;        /* ring buffer pages; 0: loupe's default */
   int max_cat_bytes;        /* bytes cat() prints; 0: the default */
+  int metrics_max_series;   /* series of one map in the metrics */
   int max_bpf_progs;        /* the most programs a script may make */
   int max_probes;           /* the most places a script may attach to */
   int stack_mode;           /* kstack/ustack without a mode: a StackMode */
@@ -81,7 +85,7 @@ typedef struct Settings {
   bool forbid_tseries;      /* unstable_tseries = error */
   /* every key's value, whether loupe acts on it or not, in config.c's
    * order: for config() */
-#define CONFIG_NKEYS 20
+#define CONFIG_NKEYS 21
   long long value[CONFIG_NKEYS];   /* integers and booleans */
   const char *word[CONFIG_NKEYS];  /* words and strings */
 } Settings;

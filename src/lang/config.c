@@ -18,7 +18,7 @@ typedef enum { K_INT, K_BOOL, K_WORD } KeyKind;
 /* What a key sets; F_IGNORED: checked, then ignored with a warning. */
 typedef enum {
   F_IGNORED, F_STRLEN, F_MAP_KEYS, F_PRINT_MAPS, F_MISSING, F_LICENSE,
-  F_RB_PAGES, F_CAT_BYTES, F_STACK_MODE, F_DEBUG_INFO, F_TRAILER,
+  F_RB_PAGES, F_CAT_BYTES, F_METRICS_SERIES, F_STACK_MODE, F_DEBUG_INFO, F_TRAILER,
   F_BPF_PROGS, F_UNSTABLE_MAP_DECL, F_UNSTABLE_TSERIES, F_MAX_PROBES
 } Field;
 
@@ -66,6 +66,9 @@ static const Key keys[] = {
     INT_KEY("max_probes", NULL, 1, 1 << 24, F_MAX_PROBES, 1024),
     INT_KEY("max_strlen", "BPFTRACE_STRLEN", 1, MAX_STRLEN_LIMIT, F_STRLEN,
             DEFAULT_STRLEN),
+    /* loupe's own: the series of one map in its metrics (--metrics) */
+    INT_KEY("metrics_max_series", NULL, 1, 1 << 24, F_METRICS_SERIES,
+            METRICS_MAX_SERIES_DEFAULT),
     WORD_KEY("missing_probes", missing_words, false, F_MISSING, "error"),
     INT_KEY("on_stack_limit", NULL, 0, 1 << 20, F_IGNORED, 32),
     INT_KEY("perf_rb_pages", NULL, 1, 1 << 18, F_RB_PAGES, 256),
@@ -161,6 +164,7 @@ static void apply(Settings *st, const Key *k, long long v, const char *w) {
   case F_LICENSE: st->license = w; break;
   case F_RB_PAGES: st->perf_rb_pages = (int)v; break;
   case F_CAT_BYTES: st->max_cat_bytes = (int)v; break;
+  case F_METRICS_SERIES: st->metrics_max_series = (int)v; break;
   case F_BPF_PROGS: st->max_bpf_progs = (int)v; break;
   case F_MAX_PROBES: st->max_probes = (int)v; break;
   case F_STACK_MODE: st->stack_mode = (int)v; break;

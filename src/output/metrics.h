@@ -33,8 +33,8 @@
 
 #include "model/program.h"
 #include "runtime/state.h"
+#include "settings.h"
 
-#define METRICS_MAX_SERIES_DEFAULT 10000
 #define METRICS_LABELS_MAX 32
 
 typedef struct MetricsLabels {

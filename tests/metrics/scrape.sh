@@ -157,5 +157,17 @@ done
 grep -q "not a label name loupe can give" "$WORK/label.err" ||
   fail "--metrics-label le=1: $(cat "$WORK/label.err")"
 
+# the cap on series (config metrics_max_series) keeps a map's largest
+# entries and counts the others; a sum below zero is no counter
+out=$("$LOUPE" -q -f prometheus -e 'config = { metrics_max_series = 2 }
+  BEGIN { @m[1] = 5; @m[2] = 6; @m[3] = 7; @neg = sum(-3); exit(); }' 2>&1)
+for want in 'loupe_m{script="stdin",key0="2"} 6' 'loupe_m{script="stdin",key0="3"} 7' \
+  'loupe_metrics_series_dropped{script="stdin",map="@m"} 1' \
+  'loupe_metrics_series_dropped{script="stdin",map="@neg"} 1'; do
+  grep -qxF "$want" <<<"$out" || fail "the series cap: no $want in: $out"
+done
+grep -q 'key0="1"' <<<"$out" && fail "the series cap kept the smallest entry"
+grep -q '^loupe_neg_total' <<<"$out" && fail "a negative sum was written as a counter"
+
 [ $failures = 0 ] || exit 1
 echo "scraped by Prometheus: exact counts, histogram, stats, labels"
