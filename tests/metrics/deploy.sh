@@ -103,5 +103,41 @@ for want in "no field 'hostPid'" "true or false expected" "needs field 'name'"; 
   [[ $out == *"$want"* ]] || fail "the checker did not say $want: $out"
 done
 
+# the unit's command line, as systemd would run it (its defaults, a free
+# port), serves /metrics with the host label
+if command -v curl >/dev/null && command -v python3 >/dev/null; then
+  port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+  mkdir -p "$WORK/etc"
+  echo 'interval:ms:100 { @ticks = count(); }' >"$WORK/etc/ticks.bt"
+  cmd=$(sed -n 's/^ExecStart=//p' "$UNIT")
+  cmd=${cmd//'${LOUPE_METRICS}'/127.0.0.1:$port}
+  cmd=${cmd//'$LOUPE_OPTIONS'/}
+  cmd=${cmd//'%H'/$(hostname)}
+  cmd=${cmd//'/etc/loupe/%i.bt'/$WORK/etc/ticks.bt}
+  cmd=${cmd//'/usr/local/bin/loupe'/$LOUPE}
+  read -ra words <<<"$cmd"
+  setpriv --bounding-set="$bounding" --no-new-privs "${words[@]}" \
+    >"$WORK/unit.out" 2>"$WORK/unit.err" &
+  UNIT_PID=$!
+  got="" want="^loupe_ticks_total{script=\"ticks\",host=\"$(hostname)\"} [1-9]"
+  for _ in $(seq 100); do
+    got=$(curl -sf --max-time 2 "http://127.0.0.1:$port/metrics") &&
+      grep -q "$want" <<<"$got" && break
+    sleep 0.2
+  done
+  kill -TERM "$UNIT_PID"; wait "$UNIT_PID"
+  grep -q "$want" <<<"$got" ||
+    fail "the unit's command line served no ticks: $got $(cat "$WORK/unit.err")"
+fi
+
+# the Prometheus configuration and alert rules of deploy/prometheus check,
+# and the rules' own tests pass
+if command -v promtool >/dev/null; then
+  (cd "$ROOT/deploy/prometheus" && promtool check config prometheus.yml &&
+     promtool check rules loupe-rules.yml &&
+     promtool test rules loupe-rules.test.yml) >"$WORK/promtool" 2>&1 ||
+    fail "deploy/prometheus: $(cat "$WORK/promtool")"
+fi
+
 [ $failures = 0 ] || exit 1
-echo "unit, capabilities and manifest check"
+echo "unit, capabilities, manifest and Prometheus rules check"
