@@ -153,22 +153,36 @@ static void put_header(Writer *w, const char *base, const char *type,
   fprintf(w->out, "\n# TYPE %s%s %s\n", base, suffix, type);
 }
 
-/* The histogram of one entry: cumulative buckets up to the last
- * non-empty one, each bound the largest integer it holds, then +Inf. */
+/* A bucket's bound: the largest integer it holds. */
+static void put_le(char *buf, size_t len, __int128 top) {
+  if (top < 0)
+    snprintf(buf, len, "-%" PRIu64, (uint64_t)-top);
+  else
+    snprintf(buf, len, "%" PRIu64, (uint64_t)top);
+}
+
+/* The histogram of one entry: cumulative buckets from the one below the
+ * first holding values to the last holding values, each bound the
+ * largest integer it holds, then +Inf. */
 static void put_histogram(Writer *w, const MapSym *m, const char *base,
                           const DecodedEntry *e) {
   const Hist *h = &e->value.hist;
   uint64_t cum = 0;
+  /* the bound below the first bucket holding values, at 0: without it
+   * histogram_quantile() takes that bucket to start at 0 */
+  if (h->n > 0 && !h->buckets[0].below) {
+    char le[48];
+    put_le(le, sizeof le, h->buckets[0].lo - 1);
+    fprintf(w->out, "%s_bucket", base);
+    put_labels(w, m, e, le);
+    put_int(w->out, 0, false);
+  }
   for (int i = 0; i < h->n; i++) {
     const HistBucket *b = &h->buckets[i];
     cum += b->count;
     if (b->above) continue;
     char le[48];
-    __int128 top = b->hi - 1;
-    if (top < 0)
-      snprintf(le, sizeof le, "-%" PRIu64, (uint64_t)-top);
-    else
-      snprintf(le, sizeof le, "%" PRIu64, (uint64_t)top);
+    put_le(le, sizeof le, b->hi - 1);
     fprintf(w->out, "%s_bucket", base);
     put_labels(w, m, e, le);
     put_int(w->out, cum, false);

@@ -65,6 +65,7 @@ promtool check metrics <"$WORK/text" >"$WORK/promtool" 2>&1 ||
   fail "promtool check metrics: $(cat "$WORK/promtool")"
 for want in \
   'loupe_syscalls_total{script="stdin",host="testhost",comm="metricsgen"} 1000' \
+  'loupe_sizes_bucket{script="stdin",host="testhost",le="3"} 0' \
   'loupe_sizes_bucket{script="stdin",host="testhost",le="7"} 1000' \
   'loupe_sizes_bucket{script="stdin",host="testhost",le="+Inf"} 1000' \
   'loupe_sizes_count{script="stdin",host="testhost"} 1000' \
