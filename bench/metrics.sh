@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# What --metrics costs.
+#
+#   sudo bench/metrics.sh [-n SCRAPES]
+#
+# 1. A scrape of 10,000 series: a map of 10,000 keys filled by a program
+#    of 10,000 getppid calls, then SCRAPES scrapes one after the other:
+#    the wall time of each (curl's time_total) and loupe's CPU time for
+#    each (its on-CPU time from /proc/PID/schedstat), medians.
+# 2. The cost per event with and without --metrics (and a scrape a
+#    second): `@[comm] = count()` on raw_syscalls:sys_enter while a dd
+#    makes system calls, the program's xlated instructions and the
+#    kernel's run_time_ns / run_cnt (kernel.bpf_stats_enabled=1) over the
+#    dd, for each run; medians of 3 runs each, alternating.
+set -u
+cd "$(dirname "$0")/.." || exit 1
+SCRAPES=20
+while getopts n: opt; do
+  case $opt in
+    n) SCRAPES=$OPTARG ;;
+    *) echo "usage: $0 [-n SCRAPES]" >&2; exit 1 ;;
+  esac
+done
+LOUPE=${LOUPE:-./loupe}
+[ "$(id -u)" = 0 ] || { echo "bench/metrics.sh: needs root" >&2; exit 1; }
+command -v curl >/dev/null || { echo "bench/metrics.sh: needs curl" >&2; exit 1; }
+. bench/lib.sh
+WORK=$(mktemp -d /tmp/loupe-bench-metrics.XXXXXX)
+PIDS=()
+OLD_STATS=$(sysctl -n kernel.bpf_stats_enabled)
+cleanup() {
+  for p in "${PIDS[@]}"; do kill -KILL "$p" 2>/dev/null; wait "$p" 2>/dev/null; done
+  sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"
+  rm -rf "$WORK"
+}
+trap cleanup EXIT
+free_port() {
+  python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'
+}
+cpu_ns() { awk '{ print $1 }' "/proc/$1/schedstat"; }   # on-CPU time, ns
+
+cat >"$WORK/keygen.c" <<'C'
+#include <stdlib.h>
+#include <unistd.h>
+int main(int argc, char **argv) {
+  for (long i = atol(argv[1]); i > 0; i--) getppid();
+  return 0;
+}
+C
+gcc -O1 -o "$WORK/keygen" "$WORK/keygen.c" || exit 1
+
+echo "$("$LOUPE" --version), $(uname -r), $(nproc) CPUs, $(date -u '+%F %H:%M UTC')"
+port=$(free_port)
+"$LOUPE" -q --metrics "127.0.0.1:$port" -e '
+config = { max_map_keys = 20000 }
+tracepoint:syscalls:sys_enter_getppid /comm == "keygen"/ { @series[@n] = @n; @n = @n + 1; }' \
+  >/dev/null 2>"$WORK/err" &
+pid=$!
+PIDS+=("$pid")
+until curl -sf -o /dev/null --max-time 2 "http://127.0.0.1:$port/metrics"; do
+  kill -0 "$pid" 2>/dev/null || { cat "$WORK/err"; exit 1; }
+  sleep 0.1
+done
+"$WORK/keygen" 10000
+series=$(curl -sf "http://127.0.0.1:$port/metrics" | grep -c '^loupe_series{')
+: >"$WORK/wall"; : >"$WORK/cpu"
+for _ in $(seq "$SCRAPES"); do
+  t0=$(cpu_ns "$pid")
+  curl -sf -o /dev/null -w '%{time_total}\n' "http://127.0.0.1:$port/metrics" >>"$WORK/wall"
+  t1=$(cpu_ns "$pid")
+  awk -v d=$((t1 - t0)) 'BEGIN { printf "%.2f\n", d / 1e6 }' >>"$WORK/cpu"
+done
+kill -INT "$pid"; wait "$pid"
+echo
+echo "a scrape of $series series, $SCRAPES scrapes:"
+printf '  wall time  median %s ms\n' "$(awk '{ print $1 * 1000 }' "$WORK/wall" | median)"
+printf "  loupe's CPU  median %s ms\n" "$(median <"$WORK/cpu")"
+
+# the cost per event, with and without --metrics
+prog_figures() {   # pid: "insns run_time_ns run_cnt" of its programs
+  local ids id insns=0 ns=0 cnt=0 info
+  ids=$(tracer_prog_ids "$1")
+  for id in $ids; do
+    info=$(bpftool prog show id "$id" 2>/dev/null)
+    insns=$((insns + $(sed -nE 's/.*xlated ([0-9]+)B.*/\1/p' <<<"$info") / 8))
+    ns=$((ns + $(sed -nE 's/.*run_time_ns ([0-9]+).*/\1/p' <<<"$info" | grep . || echo 0)))
+    cnt=$((cnt + $(sed -nE 's/.*run_cnt ([0-9]+).*/\1/p' <<<"$info" | grep . || echo 0)))
+  done
+  echo "$insns $ns $cnt"
+}
+one_run() {   # $1: extra loupe arguments; prints "insns ns_per_run"
+  local port; port=$(free_port)
+  "$LOUPE" -q $1 -e 'tracepoint:raw_syscalls:sys_enter { @[comm] = count(); }' \
+    >/dev/null 2>&1 &
+  local pid=$! scraper=""
+  PIDS+=("$pid")
+  for _ in $(seq 100); do [ -n "$(tracer_prog_ids "$pid")" ] && break; sleep 0.05; done
+  sleep 0.3
+  if [ -n "$1" ]; then
+    ( while :; do curl -sf -o /dev/null "http://127.0.0.1:${1##*:}/metrics"; sleep 1; done ) &
+    scraper=$!
+    PIDS+=("$scraper")
+  fi
+  read -r insns ns0 c0 < <(prog_figures "$pid")
+  dd if=/dev/zero of=/dev/null bs=1 count=300000 status=none
+  read -r insns ns1 c1 < <(prog_figures "$pid")
+  [ -n "$scraper" ] && kill "$scraper" && wait "$scraper" 2>/dev/null
+  kill -INT "$pid"; wait "$pid"
+  awk -v i="$insns" -v n=$((ns1 - ns0)) -v c=$((c1 - c0)) 'BEGIN { printf "%d %.1f\n", i, c ? n / c : 0 }'
+}
+sysctl -qw kernel.bpf_stats_enabled=1
+: >"$WORK/plain"; : >"$WORK/metrics"
+for _ in 1 2 3; do
+  one_run "" >>"$WORK/plain"
+  p=$(free_port)
+  one_run "--metrics 127.0.0.1:$p" >>"$WORK/metrics"
+done
+sysctl -qw kernel.bpf_stats_enabled="$OLD_STATS"
+echo
+echo "per event, @[comm] = count() on raw_syscalls:sys_enter under dd (medians of 3):"
+printf '  %-22s %6s insns  %8s ns per run\n' "without --metrics" \
+  "$(awk '{ print $1 }' "$WORK/plain" | median)" "$(awk '{ print $2 }' "$WORK/plain" | median)"
+printf '  %-22s %6s insns  %8s ns per run\n' "--metrics, scraped 1/s" \
+  "$(awk '{ print $1 }' "$WORK/metrics" | median)" "$(awk '{ print $2 }' "$WORK/metrics" | median)"
