@@ -103,6 +103,10 @@ static const char usage_text[] =
     "                   at the end, push every map to the Prometheus\n"
     "                   Pushgateway at URL (http://HOST:9091), in the group\n"
     "                   job=loupe, script=SCRIPT and the --metrics-labels\n"
+    "    --interval SECONDS\n"
+    "                   with -f prometheus|openmetrics -o FILE: rewrite FILE\n"
+    "                   every SECONDS while the script runs, not only at the\n"
+    "                   end\n"
     "    --metrics-label NAME=VALUE\n"
     "                   a label every metric carries (host=db1); repeatable\n"
     "    -q             quiet: do not print the \"Attached N probes\" line\n"
@@ -209,6 +213,8 @@ typedef struct Options {
   const char *flamegraph;  /* --flamegraph FILE.svg */
   const char *metrics;     /* --metrics [ADDR:]PORT */
   const char *metrics_push;  /* --metrics-push URL */
+  int interval_s;          /* --interval SECONDS: -f prometheus|openmetrics
+                              -o FILE rewritten that often */
   enum { METRICS_NONE, METRICS_TEXT, METRICS_OM } metrics_format;  /* -f */
   const char *metrics_labels[METRICS_LABELS_MAX];  /* --metrics-label */
   int nmetrics_labels;
@@ -294,7 +300,7 @@ static int parse_pid(const char *arg) {
 /* Long options without a short form, beyond every char value. */
 enum { OPT_DRY_RUN = 256, OPT_NO_WARNINGS, OPT_PROBE_FILTER, OPT_MODE, OPT_BENCH, OPT_TEST, OPT_INFO,
        OPT_USDT_FILE_ACTIVATION, OPT_FLAMEGRAPH, OPT_INCLUDE,
-       OPT_TRACEABLE_FUNCTIONS, OPT_METRICS, OPT_METRICS_LABEL, OPT_METRICS_PUSH };
+       OPT_TRACEABLE_FUNCTIONS, OPT_METRICS, OPT_METRICS_LABEL, OPT_METRICS_PUSH, OPT_INTERVAL };
 
 /* -d's optional stage: comma-separated names of bpftrace's -d STAGE whose
  * output is the generated code, which loupe shows as assembly. */
@@ -336,6 +342,7 @@ static void parse_options(int argc, char **argv, Options *o, Settings *st) {
       {"metrics", required_argument, NULL, OPT_METRICS},
       {"metrics-label", required_argument, NULL, OPT_METRICS_LABEL},
       {"metrics-push", required_argument, NULL, OPT_METRICS_PUSH},
+      {"interval", required_argument, NULL, OPT_INTERVAL},
       {"include", required_argument, NULL, OPT_INCLUDE},
       {"traceable-functions", required_argument, NULL,
        OPT_TRACEABLE_FUNCTIONS},
@@ -404,6 +411,17 @@ static void parse_options(int argc, char **argv, Options *o, Settings *st) {
     case OPT_FLAMEGRAPH: o->flamegraph = optarg; break;
     case OPT_METRICS: o->metrics = optarg; break;
     case OPT_METRICS_PUSH: o->metrics_push = optarg; break;
+    case OPT_INTERVAL: {
+      char *end;
+      long v = strtol(optarg, &end, 10);
+      if (*end || end == optarg || v < 1 || v > 86400) {
+        fprintf(stderr, "loupe: --interval '%s': seconds from 1 to 86400\n",
+                optarg);
+        exit(1);
+      }
+      o->interval_s = (int)v;
+      break;
+    }
     case OPT_METRICS_LABEL: {
       char why[256];
       if (!metrics_label_ok(optarg, why, sizeof why)) {
@@ -720,13 +738,49 @@ static void notify_attached(FILE *out) {
   fflush(stdout);
 }
 
+/* What --metrics serves: the maps of c as loaded in l. */
+typedef struct MetricsSource {
+  const Compiled *c;
+  const Loaded *l;
+  MetricsLabels labels;
+  const char *file;   /* -f prometheus|openmetrics -o FILE, or NULL */
+  bool openmetrics;
+} MetricsSource;
+
+static char *metrics_serve(void *arg, bool openmetrics, size_t *len) {
+  const MetricsSource *m = arg;
+  return metrics_render(m->c, m->l, &m->labels, openmetrics, len);
+}
+
+/* The script label: the script file's name without its directory and
+ * ".bt", or "stdin" for -e and -. */
+static const char *metrics_script_name(const Options *o) {
+  static char name[256];
+  const char *path = o->script_path && strcmp(o->script_path, "-")
+                         ? o->script_path : "stdin";
+  const char *base = strrchr(path, '/');
+  snprintf(name, sizeof name, "%s", base ? base + 1 : path);
+  size_t n = strlen(name);
+  if (n > 3 && !strcmp(name + n - 3, ".bt")) name[n - 3] = 0;
+  return name;
+}
+
+/* --interval: the metrics file rewritten while the script runs. */
+static void metrics_file_every(void *arg) {
+  const MetricsSource *m = arg;
+  char why[512];
+  if (m->file && metrics_write_file(m->file, m->c, m->l, &m->labels,
+                                    m->openmetrics, why, sizeof why) < 0)
+    fprintf(stderr, "loupe: %s\n", why);
+}
+
 /* BEGIN → attach → run → detach, with the programs loaded. BEGIN runs
  * before the other probes are attached, as bpftrace documents, so what it
  * sets up is there when the first event comes. Returns the exit status;
  * nothing stays attached when it returns. */
 static int attach_and_run(const Compiled *c, Loaded *l, const Options *o,
                           const Settings *st, FILE *out, HttpServer *http,
-                          Diag *d) {
+                          MetricsSource *metrics, Diag *d) {
   LinkSet links = {0};
   /* With -f json, bpftrace's attached_probes record goes to the output,
    * before BEGIN's, as bpftrace announces its probes before attaching.
@@ -742,7 +796,12 @@ static int attach_and_run(const Compiled *c, Loaded *l, const Options *o,
                          .child_pid = child.pid, .child_go_fd = child.go_fd,
                          .target_pid = st->target_pid, .mode = st->mode,
                          .no_warnings = o->no_warnings, .http = http,
-                         .maps_elsewhere = o->metrics_format != METRICS_NONE};
+                         .maps_elsewhere = o->metrics_format != METRICS_NONE,
+                         .every = metrics_file_every, .every_arg = metrics,
+                         .every_ms = o->metrics_format != METRICS_NONE &&
+                                             o->out_path
+                                         ? o->interval_s * 1000
+                                         : 0};
   child.go_fd = -1;   /* the run releases (and closes) it */
   Run *run = run_begin(c, l, &run_opts);
   if (!run) return 1;
@@ -863,31 +922,6 @@ static void child_finish(Child *ch) {
   ch->go_fd = -1;
 }
 
-/* What --metrics serves: the maps of c as loaded in l. */
-typedef struct MetricsSource {
-  const Compiled *c;
-  const Loaded *l;
-  MetricsLabels labels;
-} MetricsSource;
-
-static char *metrics_serve(void *arg, bool openmetrics, size_t *len) {
-  const MetricsSource *m = arg;
-  return metrics_render(m->c, m->l, &m->labels, openmetrics, len);
-}
-
-/* The script label: the script file's name without its directory and
- * ".bt", or "stdin" for -e and -. */
-static const char *metrics_script_name(const Options *o) {
-  static char name[256];
-  const char *path = o->script_path && strcmp(o->script_path, "-")
-                         ? o->script_path : "stdin";
-  const char *base = strrchr(path, '/');
-  snprintf(name, sizeof name, "%s", base ? base + 1 : path);
-  size_t n = strlen(name);
-  if (n > 3 && !strcmp(name + n - 3, ".bt")) name[n - 3] = 0;
-  return name;
-}
-
 /* -f prometheus|openmetrics and --metrics-push: the maps as metrics once
  * the run ended, before they are unloaded. -1 after saying why. */
 static int write_metrics_at_end(const Options *o, const MetricsSource *m) {
@@ -933,7 +967,9 @@ static int load_and_run(const Compiled *c, Loaded *l, const Options *o,
                            .labels = {.script = metrics_script_name(o),
                                       .kv = o->metrics_labels,
                                       .nkv = o->nmetrics_labels,
-                                      .max_series = st->metrics_max_series}};
+                                      .max_series = st->metrics_max_series},
+                           .file = o->out_path,
+                           .openmetrics = o->metrics_format == METRICS_OM};
   HttpServer *http = NULL;
   if (o->metrics) {
     char why[512];
@@ -949,7 +985,7 @@ static int load_and_run(const Compiled *c, Loaded *l, const Options *o,
   stop_is_request = 1;
   int status = 1;
   if (load_all(c, l, o->show_programs, d) == 0) {
-    status = attach_and_run(c, l, o, st, out, http, d);
+    status = attach_and_run(c, l, o, st, out, http, &metrics, d);
     if (write_metrics_at_end(o, &metrics) < 0) status = 1;
     if (svg && flamegraph_write(c, l, svg, o->flamegraph) < 0) status = 1;
     svg = NULL;
@@ -980,6 +1016,11 @@ int main(int argc, char **argv) {
   Options o;
   parse_options(argc, argv, &o, &settings);
   settings.comm_padded = geteuid() == 0 ? kernel_pads_comm : NULL;
+  if (o.interval_s && !(o.metrics_format != METRICS_NONE && o.out_path)) {
+    fputs("loupe: --interval rewrites the file of -f prometheus|openmetrics "
+          "-o FILE: give both\n", stderr);
+    return 1;
+  }
   settings.metrics = o.metrics || o.metrics_push ||
                      o.metrics_format != METRICS_NONE;
   /* -l -p PID: the process's probes, its uprobes */

@@ -87,6 +87,10 @@ typedef struct RunState {
   SkbWriter *skb;    /* skboutput()'s packets to their files, or NULL */
   HttpServer *http;  /* --metrics: answered between batches, or NULL */
   bool maps_elsewhere;  /* RunOptions.maps_elsewhere */
+  void (*every)(void *arg);   /* RunOptions.every, every_ms */
+  void *every_arg;
+  int every_ms;
+  long long every_next;       /* when it is next due (ms) */
   int errors;        /* --mode test: errorf() records of the test */
   int tests_failed;  /* --mode test: test probes that failed */
 } RunState;
@@ -770,6 +774,14 @@ static void event_loop(RunState *st, struct ring_buffer *rb, int timeout_ms) {
       usleep(slice * 1000);
     }
     if (st->http) http_run(st->http);
+    if (st->every && st->every_ms > 0) {
+      long long now = now_ms();
+      if (!st->every_next) st->every_next = now + st->every_ms;
+      if (now >= st->every_next) {
+        st->every(st->every_arg);
+        st->every_next = now + st->every_ms;
+      }
+    }
     report_counts(st);
     skb_writer_poll(st->skb);
     if (usr1_pending) {
@@ -809,7 +821,9 @@ Run *run_begin(const Compiled *c, Loaded *l, const RunOptions *opts) {
                      .format = opts->format, .child_pid = opts->child_pid,
                      .target_pid = opts->target_pid, .target_fd = -1,
                      .mode = opts->mode, .http = opts->http,
-                     .maps_elsewhere = opts->maps_elsewhere};
+                     .maps_elsewhere = opts->maps_elsewhere,
+                     .every = opts->every, .every_arg = opts->every_arg,
+                     .every_ms = opts->every_ms};
   r->st.seen = calloc((size_t)count_slots(c), sizeof(uint64_t));
   if (c->nprintfs > 0)
     l->warn_repeats = calloc((size_t)c->nprintfs, sizeof *l->warn_repeats);

@@ -24,6 +24,11 @@ typedef struct RunOptions {
   struct HttpServer *http;  /* --metrics: served from the loop; NULL */
   bool maps_elsewhere;  /* the maps are not printed at exit: main writes
                            them as metrics (-f prometheus|openmetrics) */
+  /* --interval: called every `every_ms` while the run waits for events
+   * (the metrics file rewritten); NULL: never */
+  void (*every)(void *arg);
+  void *every_arg;
+  int every_ms;
 } RunOptions;
 
 /* A run in parts of the program c, loaded as l says, so that BEGIN runs

@@ -4,8 +4,9 @@
 # Debian's node_exporter reads with its textfile collector. Prometheus
 # scrapes both, and must hold the exact count of the command's getppid
 # calls, with the script's and --metrics-label's labels (one with a '/'
-# in its value, which the push's URL must carry). A gateway that is not
-# there fails the run with exit status 1 and says so.
+# in its value, which the push's URL must carry). With --interval the
+# file is rewritten while the run goes on. A gateway that is not there
+# fails the run with exit status 1 and says so.
 #
 # Exits 0, 1 with what failed, or 77 when the servers are not installed.
 set -u
@@ -49,6 +50,26 @@ status=$?
   fail "the textfile is not whole OpenMetrics"
 ls -a "$WORK/textfiles" | grep -q '\.tmp$' && fail "a temporary file was left"
 [ -s "$WORK/file.out" ] && fail "-f openmetrics -o also printed the maps: $(cat "$WORK/file.out")"
+
+# --interval: the file is there, and counting, while the run goes on
+"$LOUPE" -q -f prometheus -o "$WORK/live.prom" --interval 1 \
+  -e 'interval:ms:100 { @ticks = count(); }' >/dev/null 2>"$WORK/live.err" &
+LIVE=$!
+_PIDS+=("$LIVE")
+for _ in $(seq 100); do
+  grep -qE '^loupe_ticks_total\{script="stdin"\} [1-9]' "$WORK/live.prom" 2>/dev/null && break
+  sleep 0.1
+done
+kill -0 "$LIVE" 2>/dev/null || fail "--interval: loupe ended: $(cat "$WORK/live.err")"
+grep -qE '^loupe_ticks_total\{script="stdin"\} [1-9]' "$WORK/live.prom" 2>/dev/null ||
+  fail "--interval 1: no count in the file while the run goes on"
+promtool check metrics <"$WORK/live.prom" >"$WORK/live.lint" 2>&1 ||
+  fail "promtool check metrics: $(cat "$WORK/live.lint")"
+kill -INT "$LIVE"
+wait "$LIVE"
+"$LOUPE" --interval 1 -e 'BEGIN { exit(); }' >/dev/null 2>"$WORK/iv.err" &&
+  fail "--interval without -f ... -o was taken"
+grep -q "give both" "$WORK/iv.err" || fail "--interval alone: $(cat "$WORK/iv.err")"
 
 start_prometheus "$PUSHGW" "$NODE_EXPORTER" || { fail "Prometheus did not start"; exit 1; }
 wait_query 'loupe_calls_total{team="a/b",script="calls",exported_job="loupe"}' ' 700$' 30 ||
