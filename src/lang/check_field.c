@@ -273,7 +273,7 @@ static const CType *args_record(Target *t, int strlen, char *err,
   if (!fields) abort();
   int n = 0, size = 0, align = 1;
   for (int i = 0; i < fmt->nfields; i++) {
-    const TpField *f = &fmt->fields[i];
+    const TpField *f = tp_field_at(fmt, i);
     if (f->is_return) continue;
     Type ft = field_type(f, t->category, strlen);
     const CType *ct;

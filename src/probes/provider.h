@@ -27,6 +27,11 @@ typedef struct TpField {
                          `size` (the rest of the slot is not the value's) */
   bool is_return;     /* fexit: the return value ("retval"), not one of
                          the arguments of `args` */
+  bool sign_pending;  /* a syscall event's argument: is_signed is its
+                         declared type's, which may take the kernel's BTF
+                         to know (a typedef), so it is found when the
+                         field is first looked at (tp_field, tp_field_at),
+                         not for the fields a script never reads */
 } TpField;
 
 typedef struct TpFormat {
@@ -229,7 +234,9 @@ extern const Provider *const providers[];
 const char *tracefs_dir(void);
 /* Parsed format of category:event, cached; NULL if it does not exist. */
 TpFormat *tp_format(const char *category, const char *event);
+/* Field `name`, or the i-th field, of f, its sign known. */
 const TpField *tp_field(const TpFormat *f, const char *name);
+const TpField *tp_field_at(const TpFormat *f, int i);
 /* The fields and id of a format file's text (tracefs'
  * events/CATEGORY/EVENT/format), and the cache tp_format reads first:
  * apart for the fuzzer (tests/fuzz/fuzz_tp_format.c). */

@@ -3,13 +3,18 @@
 #include "probes/syscalls.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include <bpf/bpf.h>
 #include <bpf/btf.h>
+#if defined(__x86_64__)
+#include <asm/ptrace.h>
+#endif
 
 #include "lang/ctype.h"
+#include "probes/btf_peek.h"
 
 /* ---- numbers -------------------------------------------------------- */
 
@@ -99,31 +104,56 @@ static int struct_member(const struct btf *btf, const char *sname,
   return id > 0 ? member_offset(btf, id, name) : -1;
 }
 
-static bool read_layout(SyscallLayout *l) {
+/* The kernel's own part: the raw tracepoints' BTF typedefs (that the
+ * kernel has them) and where thread_info.status is, found without
+ * parsing all of BTF when it can be, else from the parsed BTF. */
+static bool read_task_status(int *task_status) {
+  BtfPeek q[] = {
+      {"btf_trace_sys_enter", BTF_KIND_TYPEDEF, NULL, 0},
+      {"btf_trace_sys_exit", BTF_KIND_TYPEDEF, NULL, 0},
+      {"task_struct", BTF_KIND_STRUCT, "thread_info", 0},
+      {"thread_info", BTF_KIND_STRUCT, "status", 0},
+  };
+  if (btf_peek_kernel(q, (int)(sizeof q / sizeof q[0]))) {
+    *task_status = q[2].found + q[3].found;
+    return q[0].found >= 0 && q[1].found >= 0 && q[2].found >= 0 &&
+           q[3].found >= 0;
+  }
   struct btf *btf = ctype_kernel_btf();
-  if (!btf || !syscall_numbers[0].name) return false;
+  if (!btf) return false;
   if (btf__find_by_name_kind(btf, "btf_trace_sys_enter",
                              BTF_KIND_TYPEDEF) <= 0 ||
       btf__find_by_name_kind(btf, "btf_trace_sys_exit",
                              BTF_KIND_TYPEDEF) <= 0)
     return false;
-  /* as the kernel's syscall_get_arguments takes them */
-  static const char *const arg_regs[6] = {"di", "si", "dx", "r10", "r8",
-                                          "r9"};
-  static const char *const compat_regs[6] = {"bx", "cx", "dx", "si", "di",
-                                             "bp"};
-  l->orig_ax = struct_member(btf, "pt_regs", "orig_ax");
-  bool ok = l->orig_ax >= 0;
-  for (int i = 0; i < 6; i++) {
-    l->args[i] = struct_member(btf, "pt_regs", arg_regs[i]);
-    l->compat_args[i] = struct_member(btf, "pt_regs", compat_regs[i]);
-    ok = ok && l->args[i] >= 0 && l->compat_args[i] >= 0;
-  }
   int info = struct_member(btf, "task_struct", "thread_info");
   int status = struct_member(btf, "thread_info", "status");
-  l->task_status = info + status;
-  return ok && info >= 0 && status >= 0;
+  *task_status = info + status;
+  return info >= 0 && status >= 0;
 }
+
+#if defined(__x86_64__)
+/* struct pt_regs is user ABI on x86-64 (<asm/ptrace.h>, what ptrace's
+ * PTRACE_GETREGS and kprobe programs' context see): its registers, as
+ * the kernel's syscall_get_arguments takes them. */
+static bool read_layout(SyscallLayout *l) {
+  if (!syscall_numbers[0].name) return false;
+  static const int arg_regs[6] = {
+      offsetof(struct pt_regs, rdi), offsetof(struct pt_regs, rsi),
+      offsetof(struct pt_regs, rdx), offsetof(struct pt_regs, r10),
+      offsetof(struct pt_regs, r8),  offsetof(struct pt_regs, r9)};
+  static const int compat_regs[6] = {
+      offsetof(struct pt_regs, rbx), offsetof(struct pt_regs, rcx),
+      offsetof(struct pt_regs, rdx), offsetof(struct pt_regs, rsi),
+      offsetof(struct pt_regs, rdi), offsetof(struct pt_regs, rbp)};
+  l->orig_ax = offsetof(struct pt_regs, orig_rax);
+  for (int i = 0; i < 6; i++) {
+    l->args[i] = arg_regs[i];
+    l->compat_args[i] = compat_regs[i];
+  }
+  return read_task_status(&l->task_status);
+}
+#endif
 
 const SyscallLayout *syscall_layout(void) {
 #if defined(__x86_64__)

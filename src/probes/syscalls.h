@@ -16,8 +16,9 @@
  * event (about 30 ns each), so a probe on one of them whose body reads
  * only what the raw tracepoint gives takes it, whatever it counts.
  *
- * x86-64 only (numbers from <asm/unistd_64.h> at build time, registers
- * from BTF); elsewhere every target keeps its perf event. */
+ * x86-64 only (numbers from <asm/unistd_64.h> and registers from
+ * <asm/ptrace.h> at build time, thread_info.status from the kernel's BTF);
+ * elsewhere every target keeps its perf event. */
 #ifndef LOUPE_SYSCALLS_H
 #define LOUPE_SYSCALLS_H
 

@@ -171,7 +171,9 @@ TpFormat *tp_format_parse(FILE *f) {
  * declared type's, as bpftrace reads them: in the 8-byte field, `int` is
  * signed and `unsigned int`, `unsigned`, `u32`, `pid_t`, `uid_t` and
  * `gid_t` unsigned (bpftrace's own widening), any other integer type
- * (long, off_t, loff_t, clockid_t ...) as C declares it. */
+ * (long, off_t, loff_t, clockid_t ...) as C declares it. A typedef takes
+ * the kernel's BTF to know, so the type is parsed when the field is first
+ * looked at (field_sign), not here. */
 static void syscall_arg_signs(TpFormat *fmt) {
   static const char *const widened_unsigned[] = {
       "unsigned int", "unsigned", "u32", "pid_t", "uid_t", "gid_t"};
@@ -185,13 +187,24 @@ static void syscall_arg_signs(TpFormat *fmt) {
     for (size_t k = 0; k < sizeof widened_unsigned / sizeof *widened_unsigned;
          k++)
       widened |= !strcmp(type, widened_unsigned[k]);
-    char err[160];
-    const CType *ct = widened ? NULL : ctype_parse(type, err, sizeof err);
     if (widened)
       f->is_signed = false;
-    else if (ct && (ct->kind == C_INT || ct->kind == C_ENUM))
-      f->is_signed = ct->is_signed;
+    else
+      f->sign_pending = true;
   }
+}
+
+/* A syscall argument's sign, from its declared type (syscall_arg_signs). */
+static const TpField *field_sign(TpField *f) {
+  if (!f->sign_pending) return f;
+  f->sign_pending = false;
+  const char *type = f->type_text;
+  if (!strncmp(type, "const ", 6)) type += 6;
+  char err[160];
+  const CType *ct = ctype_parse(type, err, sizeof err);
+  if (ct && (ct->kind == C_INT || ct->kind == C_ENUM))
+    f->is_signed = ct->is_signed;
+  return f;
 }
 
 /* Formats already read, so the checker and expand share one copy. */
@@ -232,8 +245,12 @@ void tp_format_remember(const char *category, const char *event,
 
 const TpField *tp_field(const TpFormat *f, const char *name) {
   for (int i = 0; f && i < f->nfields; i++)
-    if (!strcmp(f->fields[i].name, name)) return &f->fields[i];
+    if (!strcmp(f->fields[i].name, name)) return field_sign(&f->fields[i]);
   return NULL;
+}
+
+const TpField *tp_field_at(const TpFormat *f, int i) {
+  return field_sign(&f->fields[i]);
 }
 
 /* ---- enumerating events --------------------------------------------- */

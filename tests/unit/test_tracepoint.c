@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lang/ctype.h"
 #include "probes/expand.h"
 #include "probes/provider.h"
 
@@ -112,6 +113,28 @@ static void test_format_pointer(void) {
   TpFormat *e = tp_format("syscalls", "sys_enter_execve");
   const TpField *argv = e ? tp_field(e, "argv") : NULL;
   CHECK(argv && argv->is_pointer && argv->offset == 24);
+}
+
+/* A syscall argument's sign is its declared type's, which for a typedef
+ * takes the kernel's BTF: it is found when the field is looked at, so
+ * reading a format (opensnoop's sys_enter_openat, with its umode_t mode)
+ * does not parse BTF for fields the script never reads. Runs first, while
+ * nothing has loaded BTF. */
+static void test_format_sign_lazy(void) {
+  TpFormat *f = tp_format("syscalls", "sys_enter_lseek");
+  CHECK(f != NULL);
+  if (!f) return;
+  CHECK(!ctype_btf_loaded());
+  const TpField *off = NULL, *fd = NULL;
+  for (int i = 0; i < f->nfields; i++) {
+    if (!strcmp(f->fields[i].name, "offset")) off = &f->fields[i];
+    if (!strcmp(f->fields[i].name, "fd")) fd = &f->fields[i];
+  }
+  CHECK(off && off->sign_pending && !off->is_signed);   /* off_t */
+  CHECK(fd && !fd->sign_pending && !fd->is_signed);     /* unsigned int */
+  CHECK(tp_field(f, "offset") == off && off && !off->sign_pending &&
+        off->is_signed);
+  CHECK(tp_field(f, "fd") == fd && fd && !fd->is_signed);
 }
 
 static void test_format_int_array(void) {
@@ -448,6 +471,7 @@ int main(void) {
   test_expand_profile_software();
   if (tracefs_dir()) {
     test_tracefs_found();
+    test_format_sign_lazy();
     test_format_sched_switch();
     test_format_data_loc();
     test_format_pointer();
