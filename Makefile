@@ -14,7 +14,21 @@ CFLAGS   ?= -O2 -g
 BASE_CFLAGS := -std=gnu11 -Wall -Wextra -Wno-unused-parameter -MMD -MP \
             -DLOUPE_VERSION=\"$(VERSION)\" -Isrc -Ibuild/gen
 PKGS     := libbpf libelf libdw zlib
+# libbpf, libdw, libelf and zlib (and liblzma and libbz2, which libdw
+# needs) are linked into loupe rather than loaded at each start: mapping
+# and binding those six libraries took about 0.5 ms, more than half of
+# loupe's own part of start-up (bench/README.md, "Where start-up goes").
+# Where one of their static libraries is missing, or with
+# `make SHARED_LIBS=1`, they are shared libraries.
+STATIC_LIBS_FOUND := $(shell for l in bpf dw elf z lzma bz2; do \
+  [ -f "$$($(CC) -print-file-name=lib$$l.a)" ] || exit 0; done; echo yes)
+ifeq ($(SHARED_LIBS)$(STATIC_LIBS_FOUND),yes)
+LDLIBS   += -Wl,-Bstatic $(shell pkg-config --static --libs-only-l $(PKGS) \
+              2>/dev/null || echo -lbpf -ldw -lelf -lz -llzma -lbz2) \
+            -Wl,-Bdynamic
+else
 LDLIBS   += $(shell pkg-config --libs $(PKGS) 2>/dev/null || echo -lbpf -ldw -lelf -lz)
+endif
 BASE_CFLAGS += $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 # libmicrohttpd serves --metrics, libcurl pushes to a Pushgateway: loaded
 # when needed (src/util/dlib.c), as the thirty libraries they bring would
@@ -84,7 +98,7 @@ clean:
 # tests/faults/debuglink_fifo.sh follows; bpftrace (0.17) is what the
 # side-by-side tests compare loupe's output with.
 DEB_PKGS := gcc make pkg-config linux-libc-dev libbpf-dev libelf-dev libdw-dev libiberty-dev \
-            libcapstone-dev zlib1g-dev libmicrohttpd-dev libcurl4-openssl-dev systemtap-sdt-dev bpftool \
+            libcapstone-dev zlib1g-dev liblzma-dev libbz2-dev libmicrohttpd-dev libcurl4-openssl-dev systemtap-sdt-dev bpftool \
             clang bpftrace dwz
 deps:
 	@dpkg -s $(DEB_PKGS) >/dev/null 2>&1 || { apt-get update && \
