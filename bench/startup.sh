@@ -68,8 +68,10 @@ cp "$LOUPE" "$WORK/loupe-sut"
 [ -n "$BEFORE" ] && mkdir "$WORK/before" && cp "$BEFORE" "$WORK/before/loupe-sut"
 # Per process: when its execve returned (t0), when it wrote its first
 # line, BEGIN's "go" (t1), and the time each system call number took in
-# between, ns.
+# between, ns (a key per process and system call: room for hundreds of
+# runs).
 "$LOUPE" -q -e '
+config = { max_map_keys = 65536 }
 tracepoint:raw_syscalls:sys_exit /comm == "loupe-sut" && !@t0[pid]/ { @t0[pid] = nsecs; }
 tracepoint:raw_syscalls:sys_enter /comm == "loupe-sut" && !@t1[pid]/ {
   if (args.id == 1 && args.args[0] == 1) { @t1[pid] = nsecs; } else {
