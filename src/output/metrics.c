@@ -336,10 +336,11 @@ static void put_self(Writer *w, const Compiled *c, const Loaded *ld,
 
   put_header(w, "loupe_map_updates_refused", "counter",
              "updates a full map refused (max_entries reached)");
+  /* every map of the script, those left out of the metrics too (a
+   * stack-keyed profile fills up as any other map does) */
   for (int i = 0; i < c->nmaps; i++) {
     const MapSym *m = c->maps[i];
-    const char *why;
-    if (m->internal || family_of(m, &why) == FAM_NONE) continue;
+    if (m->internal) continue;
     uint64_t refused =
         have && m->full_slot ? (uint64_t)-(int64_t)counts[m->full_slot] / E2BIG
                              : 0;
