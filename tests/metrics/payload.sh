@@ -50,3 +50,15 @@ check_payload() {
   echo "$what: promtool check metrics: $out"
   return 1
 }
+
+# check_payloads FILE...: check_payload on each, two at a time; prints
+# each complaint and returns 1 if there was any.
+check_payloads() {
+  local out
+  export -f check_payload
+  out=$(printf '%s\0' "$@" |
+        xargs -0 -r -P 2 -n 1 bash -c 'check_payload "$1" "$1"' _ 2>&1)
+  [ -z "$out" ] && return 0
+  echo "$out"
+  return 1
+}

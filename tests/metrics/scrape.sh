@@ -160,14 +160,20 @@ grep -q "not a label name loupe can give" "$WORK/label.err" ||
   fail "--metrics-label le=1: $(cat "$WORK/label.err")"
 
 # the cap on series (config metrics_max_series) keeps a map's largest
-# entries and counts the others; a sum below zero is no counter
+# entries and counts the others; a sum below zero is no counter; a full
+# map's refused updates are counted, a stack-keyed one's too
 out=$("$LOUPE" -q -f prometheus -e 'config = { metrics_max_series = 2 }
-  BEGIN { @m[1] = 5; @m[2] = 6; @m[3] = 7; @neg = sum(-3); exit(); }' 2>&1)
+  let @p = percpuhash(1);
+  BEGIN { @m[1] = 5; @m[2] = 6; @m[3] = 7; @neg = sum(-3);
+    @p[ustack, 1] = count(); @p[ustack, 2] = count(); exit(); }' 2>"$WORK/cap.err")
 echo "$out" >"$WORK/cap"
+grep -q "WARNING: Map full; can't update element: @p refused 1 update" "$WORK/cap.err" ||
+  fail "the full @p: $(cat "$WORK/cap.err")"
 lint=$(check_payload "$WORK/cap" "the series cap's run") || fail "$lint"
 for want in 'loupe_m{script="stdin",key0="2"} 6' 'loupe_m{script="stdin",key0="3"} 7' \
   'loupe_metrics_series_dropped{script="stdin",map="@m"} 1' \
-  'loupe_metrics_series_dropped{script="stdin",map="@neg"} 1'; do
+  'loupe_metrics_series_dropped{script="stdin",map="@neg"} 1' \
+  'loupe_map_updates_refused_total{script="stdin",map="@p"} 1'; do
   grep -qxF "$want" <<<"$out" || fail "the series cap: no $want in: $out"
 done
 grep -q 'key0="1"' <<<"$out" && fail "the series cap kept the smallest entry"
