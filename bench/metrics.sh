@@ -15,7 +15,8 @@
 # 3. Events a second: tests/metrics/callgen.c's tight loop of getppid
 #    calls (ROUNDS of 2,000,000), its rate untraced, counted by loupe on
 #    syscalls:sys_enter_getppid filtered to its pid, the same with
-#    --metrics and 20 scrapers reading /metrics all the while, on
+#    --metrics and 20 scrapers reading /metrics every 0.2 s (as
+#    tests/metrics/workload.sh does) and without a pause, on
 #    raw_syscalls:sys_enter, and a loop of calls to a function under a
 #    uprobe (200,000 a round: a uprobe traps); medians of the rounds.
 set -u
@@ -134,12 +135,16 @@ printf '  %-22s %6s insns  %8s ns per run\n' "--metrics, scraped 1/s" \
 # events a second: callgen's loops, each round its own line "N RATE"
 gcc -O2 -o "$WORK/callgen" tests/metrics/callgen.c || exit 1
 rates() {   # $1: -f or "", $2: calls a round, $3: script ("" untraced,
-            # PID for callgen's pid), $4: "scraped" for 20 scrapers
+            # PID for callgen's pid), $4: 20 scrapers pausing $4 s
   local args=() i gen pid="" port scrapers=()
   for i in $(seq "$ROUNDS"); do args+=("$2"); done
   "$WORK/callgen" $1 "${args[@]}" >"$WORK/gen.out" &
   gen=$!
   PIDS+=("$gen")
+  # SIGUSR1 caught (SigCgt bit 0x200) before the first is sent
+  until (( 0x$(awk '/^SigCgt:/ { print $2 }' "/proc/$gen/status") & 0x200 )); do
+    sleep 0.01
+  done
   if [ -n "$3" ]; then
     port=$(free_port)
     "$LOUPE" -q --metrics "127.0.0.1:$port" -e "${3//PID/$gen}" >"$WORK/rate.out" 2>&1 &
@@ -149,9 +154,9 @@ rates() {   # $1: -f or "", $2: calls a round, $3: script ("" untraced,
       kill -0 "$pid" 2>/dev/null || { cat "$WORK/rate.out" >&2; return 1; }
       sleep 0.1
     done
-    if [ "${4:-}" = scraped ]; then
+    if [ -n "${4:-}" ]; then   # 20 scrapers, each pausing $4 s between scrapes
       for i in $(seq 20); do
-        ( while :; do curl -sf -o /dev/null "http://127.0.0.1:$port/metrics"; done ) &
+        ( while :; do curl -sf -o /dev/null "http://127.0.0.1:$port/metrics"; sleep "$4"; done ) &
         scrapers+=($!)
       done
       PIDS+=("${scrapers[@]}")
@@ -177,7 +182,8 @@ echo
 echo "events a second, one process's tight loop (medians of $ROUNDS rounds):"
 printf '  %-44s %10s\n' "getppid, untraced" "$(rates "" 2000000 "")"
 printf '  %-44s %10s\n' "sys_enter_getppid /pid/ count()" "$(rates "" 2000000 "$GETPPID")"
-printf '  %-44s %10s\n' "the same, --metrics, 20 scrapers" "$(rates "" 2000000 "$GETPPID" scraped)"
+printf '  %-44s %10s\n' "the same, --metrics, 20 scrapers every 0.2 s" "$(rates "" 2000000 "$GETPPID" 0.2)"
+printf '  %-44s %10s\n' "the same, 20 scrapers without a pause" "$(rates "" 2000000 "$GETPPID" 0)"
 printf '  %-44s %10s\n' "raw_syscalls:sys_enter /pid/ count()" "$(rates "" 2000000 "$RAW" 2>/dev/null)"
 printf '  %-44s %10s\n' "a function call, untraced" "$(rates -f 200000 "")"
 printf '  %-44s %10s\n' "uprobe on the function /pid/ count()" \

@@ -2,7 +2,9 @@
  *
  *   callgen [-f] N...
  *
- * for each N, waits for SIGUSR1, then calls getppid() N times in a tight
+ * for each N, waits for SIGUSR1 (send it once /proc/PID/status shows
+ * the signal caught, SigCgt bit 0x200: before, it would end the
+ * program), then calls getppid() N times in a tight
  * loop (with -f: the function event() instead, for a uprobe) and prints
  * "N RATE" (calls a second, by the monotonic clock). No other system
  * call happens while a loop runs. Used by tests/metrics/workload.sh and

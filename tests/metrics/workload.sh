@@ -32,6 +32,11 @@ gcc -O2 -o "$WORK/callgen" "$ROOT/tests/metrics/callgen.c" || { echo "needs gcc"
 "$WORK/callgen" $N1 $N2 >"$WORK/gen.out" &
 GEN=$!
 _PIDS+=("$GEN")
+# SIGUSR1 is caught (SigCgt bit 0x200) before the first is sent
+for _ in $(seq 100); do
+  (( 0x$(awk '/^SigCgt:/ { print $2 }' "/proc/$GEN/status") & 0x200 )) && break
+  sleep 0.05
+done
 cp "$(command -v dd)" "$WORK/ddsize"
 SCRIPT="tracepoint:syscalls:sys_enter_getppid /pid == $GEN/ { @calls = count(); }
 tracepoint:syscalls:sys_enter_write /comm == \"ddsize\"/ { @size = hist(args.count); }"
