@@ -3,7 +3,8 @@
 # string keys while thousands of short-lived processes come and go and a
 # scraper reads /metrics every second. loupe's RSS must stay flat once its
 # maps and caches are full, and every full map's refused updates must be
-# counted (loupe_map_updates_refused_total, and the warning), never lost
+# counted (loupe_map_updates_refused_total, and the warning), the stacks
+# the stack map had no room for too (loupe_stacks_lost_total), never lost
 # silently.
 #
 #   sudo bench/soak.sh [SECONDS]        (default 3600; the suite's test
@@ -145,6 +146,12 @@ for map in @stacks @jobs @comms; do
   grep -q "WARNING: Map full; can't update element: $map refused" "$WORK/loupe.err" ||
     fail "$map: no warning that it was full"
 done
+# the stack map's own overflow: new stacks it had no room for
+n=$(sed -n 's/^loupe_stacks_lost_total{script="soak"} //p' "$WORK/last_scrape")
+echo "  stacks lost: $n (loupe_stacks_lost_total)"
+[ "${n:-0}" -gt 0 ] || fail "no stacks lost in the metrics: $(grep stacks_lost "$WORK/last_scrape")"
+grep -qE "^WARNING: [0-9]+ stacks? lost: the stack map had no room" "$WORK/loupe.err" ||
+  fail "no warning of the stacks lost"
 # the maps at exit hold no more than their declared sizes
 for spec in @jobs:1000 @comms:64; do
   n=$(grep -c "^${spec%%:*}\[" "$WORK/loupe.out")
