@@ -16,7 +16,8 @@
 #    calls (ROUNDS of 2,000,000), its rate untraced, counted by loupe on
 #    syscalls:sys_enter_getppid filtered to its pid, the same with
 #    --metrics and 20 scrapers reading /metrics every 0.2 s (as
-#    tests/metrics/workload.sh does) and without a pause, on
+#    tests/metrics/workload.sh does, with tests/metrics/scrapers.py) and
+#    without a pause, on
 #    raw_syscalls:sys_enter, and a loop of calls to a function under a
 #    uprobe (200,000 a round: a uprobe traps); medians of the rounds.
 set -u
@@ -155,10 +156,10 @@ rates() {   # $1: -f or "", $2: calls a round, $3: script ("" untraced,
       sleep 0.1
     done
     if [ -n "${4:-}" ]; then   # 20 scrapers, each pausing $4 s between scrapes
-      for i in $(seq 20); do
-        ( while :; do curl -sf -o /dev/null "http://127.0.0.1:$port/metrics"; sleep "$4"; done ) &
-        scrapers+=($!)
-      done
+      rm -rf "$WORK/scrapes" && mkdir "$WORK/scrapes"
+      python3 tests/metrics/scrapers.py "http://127.0.0.1:$port/metrics" 20 "$4" \
+        "$WORK/scrapes" "$WORK/scrapes/stop" >/dev/null &
+      scrapers+=($!)
       PIDS+=("${scrapers[@]}")
     fi
   fi
@@ -166,7 +167,7 @@ rates() {   # $1: -f or "", $2: calls a round, $3: script ("" untraced,
     kill -USR1 "$gen"
     until [ "$(grep -c . "$WORK/gen.out")" -ge "$i" ]; do sleep 0.05; done
   done
-  for i in "${scrapers[@]}"; do kill "$i"; wait "$i" 2>/dev/null; done
+  [ -n "${scrapers[*]}" ] && touch "$WORK/scrapes/stop" && wait "${scrapers[@]}"
   kill "$gen"; wait "$gen" 2>/dev/null
   if [ -n "$pid" ]; then
     kill -INT "$pid"; wait "$pid"

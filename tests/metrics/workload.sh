@@ -49,24 +49,11 @@ for _ in $(seq 100); do grep -q Attached "$WORK/loupe.err" && break; sleep 0.1; 
 grep -q Attached "$WORK/loupe.err" || { fail "loupe did not attach: $(cat "$WORK/loupe.err")"; exit 1; }
 start_prometheus "127.0.0.1:$PORT" || { fail "Prometheus did not start"; exit 1; }
 
-# 20 scrapers, each scraping every 0.2 s until the first N1 calls are
-# made, keeping every payload (promtool checks them all afterwards, not
-# to take the generator's CPU meanwhile) and every value of the count in
-# order
-scraper() {   # $1: its number
-  local ok=0 bad=0 body
-  while [ ! -e "$WORK/done" ]; do
-    body=$WORK/scrape.$1.$ok
-    if curl -sf --max-time 5 -o "$body" "$URL"; then
-      ok=$((ok + 1))
-      sed -n 's/^loupe_calls_total{script="stdin"} //p' "$body" >>"$WORK/values.$1"
-    else
-      bad=$((bad + 1))
-    fi
-    sleep 0.2
-  done
-  echo "$ok $bad" >>"$WORK/scrapes"
-}
+# 20 scrapers (tests/metrics/scrapers.py: threads of one process, each
+# with a connection kept alive, not to take the generator's CPU), each
+# scraping every 0.2 s until the first N1 calls are made, keeping every
+# payload (promtool checks them all afterwards) and every value of the
+# count in order
 wait_for_line() {   # the generator's line $1 (one per phase), in 120 s
   for _ in $(seq 1200); do
     [ "$(grep -c . "$WORK/gen.out")" -ge "$1" ] && return 0
@@ -74,16 +61,16 @@ wait_for_line() {   # the generator's line $1 (one per phase), in 120 s
   done
   return 1
 }
-: >"$WORK/scrapes"
-SCRAPERS=()
-for i in $(seq 20); do scraper "$i" & SCRAPERS+=($!); done
-_PIDS+=("${SCRAPERS[@]}")
+python3 "$ROOT/tests/metrics/scrapers.py" "$URL" 20 0.2 "$WORK" "$WORK/done" \
+  'loupe_calls_total{script="stdin"} ' >"$WORK/scrapes" &
+SCRAPERS=$!
+_PIDS+=("$SCRAPERS")
 
 kill -USR1 "$GEN"
 wait_for_line 1 || fail "the generator did not finish its $N1 calls"
 touch "$WORK/done"
-for p in "${SCRAPERS[@]}"; do wait "$p"; done
-read -r ok bad < <(awk '{ o += $1; b += $2 } END { print o + 0, b + 0 }' "$WORK/scrapes")
+wait "$SCRAPERS"
+read -r ok bad <"$WORK/scrapes"
 read -r _ rate1 < <(sed -n 1p "$WORK/gen.out")
 echo "$N1 calls at $rate1 a second under 20 scrapers; $ok scrapes answered, $bad failed"
 [ "$bad" = 0 ] || fail "$bad of $((ok + bad)) scrapes failed"
