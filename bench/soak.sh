@@ -19,7 +19,8 @@
 #
 # The workload (bench/soakload.c, built here): each process calls
 # work("job-N", N) once under a uprobe, with a comm of its own among 200
-# (w0 ... w199). The script keys a map by ustack (a new key for every
+# (w0 ... w199), and lives 0.2 s more, for loupe to read its maps (how
+# many it missed would otherwise move its RSS with the machine's load). The script keys a map by ustack (a new key for every
 # process: ASLR), one by str(arg0) (a new key every time), one by comm
 # (200 keys), each declared smaller than its keys, and prints the top of
 # the stack map every 30 s (symbolizing stacks of processes long gone).

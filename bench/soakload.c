@@ -4,8 +4,15 @@
  *                           until killed: each is this program again as
  *                           `soakload work N`, named w<N mod 200> (its
  *                           comm), which calls work("job-N", N) once and
- *                           exits. Prints how many it started on SIGTERM.
+ *                           exits 0.2 s later. On SIGTERM it waits for
+ *                           those still running and prints how many it
+ *                           started.
  *   soakload work N         the short-lived process
+ *
+ * The 0.2 s are for loupe to read the process's maps while it runs, as
+ * it does for every process a ustack meets: caught or missed depending
+ * on how busy the machine is, the maps loupe keeps (and its RSS) would
+ * vary with the load rather than with loupe.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -32,7 +39,9 @@ int main(int argc, char **argv) {
     snprintf(comm, sizeof comm, "w%ld", n % 200);
     prctl(PR_SET_NAME, comm);
     snprintf(name, sizeof name, "job-%ld", n);
-    return work(name, n) == n ? 0 : 1;
+    long got = work(name, n);
+    nanosleep(&(struct timespec){0, 200 * 1000000L}, NULL);
+    return got == n ? 0 : 1;
   }
   if (argc != 3 || strcmp(argv[1], "spawn")) {
     fprintf(stderr, "usage: soakload spawn RATE | soakload work N\n");
@@ -53,9 +62,8 @@ int main(int argc, char **argv) {
       execl("/proc/self/exe", "soakload", "work", n, (char *)NULL);
       _exit(127);
     }
-    if (pid > 0) {
-      started++;
-      waitpid(pid, NULL, 0);
+    if (pid > 0) started++;
+    while (waitpid(-1, NULL, WNOHANG) > 0) {
     }
     /* keep to RATE a second on average, without catching up in bursts
      * after a stall of more than a second */
@@ -70,6 +78,8 @@ int main(int argc, char **argv) {
       struct timespec d = {(time_t)ahead, (long)((ahead - (time_t)ahead) * 1e9)};
       nanosleep(&d, NULL);
     }
+  }
+  while (wait(NULL) > 0) {
   }
   printf("%ld\n", started);
   return 0;
