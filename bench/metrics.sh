@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # What --metrics costs.
 #
-#   sudo bench/metrics.sh [-n SCRAPES]
+#   sudo bench/metrics.sh [-n SCRAPES] [-r ROUNDS]
 #
 # 1. A scrape of 10,000 series: a map of 10,000 keys filled by a program
 #    of 10,000 getppid calls, then SCRAPES scrapes one after the other:
@@ -12,13 +12,23 @@
 #    makes system calls, the program's xlated instructions and the
 #    kernel's run_time_ns / run_cnt (kernel.bpf_stats_enabled=1) over the
 #    dd, for each run; medians of 3 runs each, alternating.
+# 3. Events a second: tests/metrics/callgen.c's tight loop of getppid
+#    calls (ROUNDS of 2,000,000), its rate untraced, counted by loupe on
+#    syscalls:sys_enter_getppid filtered to its pid, the same with
+#    --metrics and 20 scrapers reading /metrics every 0.2 s (as
+#    tests/metrics/workload.sh does, with tests/metrics/scrapers.py) and
+#    without a pause, on
+#    raw_syscalls:sys_enter, and a loop of calls to a function under a
+#    uprobe (200,000 a round: a uprobe traps); medians of the rounds.
 set -u
 cd "$(dirname "$0")/.." || exit 1
 SCRAPES=20
-while getopts n: opt; do
+ROUNDS=5
+while getopts n:r: opt; do
   case $opt in
     n) SCRAPES=$OPTARG ;;
-    *) echo "usage: $0 [-n SCRAPES]" >&2; exit 1 ;;
+    r) ROUNDS=$OPTARG ;;
+    *) echo "usage: $0 [-n SCRAPES] [-r ROUNDS]" >&2; exit 1 ;;
   esac
 done
 LOUPE=${LOUPE:-./loupe}
@@ -122,3 +132,60 @@ printf '  %-22s %6s insns  %8s ns per run\n' "without --metrics" \
   "$(awk '{ print $1 }' "$WORK/plain" | median)" "$(awk '{ print $2 }' "$WORK/plain" | median)"
 printf '  %-22s %6s insns  %8s ns per run\n' "--metrics, scraped 1/s" \
   "$(awk '{ print $1 }' "$WORK/metrics" | median)" "$(awk '{ print $2 }' "$WORK/metrics" | median)"
+
+# events a second: callgen's loops, each round its own line "N RATE"
+gcc -O2 -o "$WORK/callgen" tests/metrics/callgen.c || exit 1
+rates() {   # $1: -f or "", $2: calls a round, $3: script ("" untraced,
+            # PID for callgen's pid), $4: 20 scrapers pausing $4 s
+  local args=() i gen pid="" port scrapers=()
+  for i in $(seq "$ROUNDS"); do args+=("$2"); done
+  "$WORK/callgen" $1 "${args[@]}" >"$WORK/gen.out" &
+  gen=$!
+  PIDS+=("$gen")
+  # SIGUSR1 caught (SigCgt bit 0x200) before the first is sent
+  until (( 0x$(awk '/^SigCgt:/ { print $2 }' "/proc/$gen/status") & 0x200 )); do
+    sleep 0.01
+  done
+  if [ -n "$3" ]; then
+    port=$(free_port)
+    "$LOUPE" -q --metrics "127.0.0.1:$port" -e "${3//PID/$gen}" >"$WORK/rate.out" 2>&1 &
+    pid=$!
+    PIDS+=("$pid")
+    until curl -sf -o /dev/null --max-time 2 "http://127.0.0.1:$port/metrics"; do
+      kill -0 "$pid" 2>/dev/null || { cat "$WORK/rate.out" >&2; return 1; }
+      sleep 0.1
+    done
+    if [ -n "${4:-}" ]; then   # 20 scrapers, each pausing $4 s between scrapes
+      rm -rf "$WORK/scrapes" && mkdir "$WORK/scrapes"
+      python3 tests/metrics/scrapers.py "http://127.0.0.1:$port/metrics" 20 "$4" \
+        "$WORK/scrapes" "$WORK/scrapes/stop" >/dev/null &
+      scrapers+=($!)
+      PIDS+=("${scrapers[@]}")
+    fi
+  fi
+  for i in $(seq "$ROUNDS"); do
+    kill -USR1 "$gen"
+    until [ "$(grep -c . "$WORK/gen.out")" -ge "$i" ]; do sleep 0.05; done
+  done
+  [ -n "${scrapers[*]}" ] && touch "$WORK/scrapes/stop" && wait "${scrapers[@]}"
+  kill "$gen"; wait "$gen" 2>/dev/null
+  if [ -n "$pid" ]; then
+    kill -INT "$pid"; wait "$pid"
+    # the count at exit is every call made while it ran
+    local got; got=$(sed -n 's/^@: //p' "$WORK/rate.out")
+    [ "$got" = $(( $2 * ROUNDS )) ] || echo "  (loupe counted $got of $(( $2 * ROUNDS )))" >&2
+  fi
+  awk '{ print $2 }' "$WORK/gen.out" | median
+}
+GETPPID='tracepoint:syscalls:sys_enter_getppid /pid == PID/ { @ = count(); }'
+RAW='tracepoint:raw_syscalls:sys_enter /pid == PID/ { @ = count(); }'
+echo
+echo "events a second, one process's tight loop (medians of $ROUNDS rounds):"
+printf '  %-44s %10s\n' "getppid, untraced" "$(rates "" 2000000 "")"
+printf '  %-44s %10s\n' "sys_enter_getppid /pid/ count()" "$(rates "" 2000000 "$GETPPID")"
+printf '  %-44s %10s\n' "the same, --metrics, 20 scrapers every 0.2 s" "$(rates "" 2000000 "$GETPPID" 0.2)"
+printf '  %-44s %10s\n' "the same, 20 scrapers without a pause" "$(rates "" 2000000 "$GETPPID" 0)"
+printf '  %-44s %10s\n' "raw_syscalls:sys_enter /pid/ count()" "$(rates "" 2000000 "$RAW" 2>/dev/null)"
+printf '  %-44s %10s\n' "a function call, untraced" "$(rates -f 200000 "")"
+printf '  %-44s %10s\n' "uprobe on the function /pid/ count()" \
+  "$(rates -f 200000 "uprobe:$WORK/callgen:event /pid == PID/ { @ = count(); }")"

@@ -337,7 +337,10 @@ main() {
               "$ROOT"/tests/metrics/*.sh "$ROOT"/tests/docs/*.py; do
     [ -x "$file" ] || continue
     [ $# -gt 0 ] && ! matches_filter "$file" "$@" && continue
-    run_script_test "$file"
+    case $file in
+      */metrics/soak.sh) run_script_test "$file" 900 ;;   # ten minutes
+      *) run_script_test "$file" ;;
+    esac
   done
   file=$ROOT/tests/oracle/run.sh
   if [ $# -eq 0 ] || matches_filter "$file" "$@"; then

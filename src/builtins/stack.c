@@ -2,6 +2,7 @@
  * current task, kept in stack-trace maps by bpf_get_stackid (one map per
  * frame limit) — and the symbol builtins ksym, usym and uaddr. Values and
  * their layout: runtime/print_stack.h, which prints them. */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -268,6 +269,14 @@ static int emit_stack(Gen *g, Node *n) {
   emit(g, I_MOV64_IMM(BPF_REG_3, (int32_t)flags));
   emit_call(g, BPF_FUNC_get_stackid);
   emit(g, I_MOV64_IMM(r, 0));
+  int slot = g->c->maps[find_map(g, name)]->full_slot;
+  if (slot) {
+    /* no room for a new stack (its bucket holds another): counted as
+     * the refused updates of a full map are, -EEXIST each time */
+    int placed = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, -EEXIST, 0));
+    emit_count_slot(g, slot, BPF_REG_0);
+    patch_here(g, placed);
+  }
   int none = emit_jump(g, I_JMP_IMM(BPF_JSLT, BPF_REG_0, 0, 0));
   emit(g, I_MOV64_REG(r, BPF_REG_0));
   emit(g, I_ALU64_IMM(BPF_ADD, r, 1));

@@ -581,15 +581,18 @@ static void read_settings(Checker *c) {
 /* A hash map that is full refuses new keys (an LRU one evicts): each
  * gets a counter of the updates it refused, which user space turns into
  * a warning, as bpftrace warns. A keyless map, with its one key, is
- * never full. Slot 0 counts lost events; slot 1 holds the constant 1. */
+ * never full. A stack map that has no room for a new stack (its bucket
+ * holds another) gets one too: the stack would print empty, silently.
+ * Slot 0 counts lost events; slot 1 holds the constant 1. */
 static void add_map_full_counters(Checker *c) {
   c->out->ncounts = COUNT_SLOT_ONE + 1;
   if (c->d->no_warnings) return;
   for (int i = 0; i < c->out->nmaps; i++) {
     MapSym *m = c->out->maps[i];
-    if (m->internal || m->nkeys == 0 ||
-        (m->bpf_type != BPF_MAP_TYPE_HASH &&
-         m->bpf_type != BPF_MAP_TYPE_PERCPU_HASH))
+    bool stacks = m->internal && m->bpf_type == BPF_MAP_TYPE_STACK_TRACE;
+    if (!stacks && (m->internal || m->nkeys == 0 ||
+                    (m->bpf_type != BPF_MAP_TYPE_HASH &&
+                     m->bpf_type != BPF_MAP_TYPE_PERCPU_HASH)))
       continue;
     m->full_slot = c->out->ncounts++;
   }

@@ -5,6 +5,7 @@
 #ifndef LOUPE_MODEL_MAP_H
 #define LOUPE_MODEL_MAP_H
 
+#include <errno.h>
 #include <linux/bpf.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -94,8 +95,18 @@ typedef struct MapSym {
                                       (value_size bytes per entry),
                                       written after creation; or NULL */
   int full_slot;                   /* the counter of updates a full map
-                                      refused (loupe_counts); 0: none */
+                                      refused (loupe_counts), -E2BIG each;
+                                      of a stack map, the stacks it had
+                                      no room for, -EEXIST each; 0: none */
 } MapSym;
+
+/* How many times its full_slot counted, from the slot's sum (or the
+ * difference of two sums): the programs add the helper's own error each
+ * time, so that no register need hold a 1. */
+static inline uint64_t map_full_count(const MapSym *m, uint64_t sum) {
+  int err = m->bpf_type == BPF_MAP_TYPE_STACK_TRACE ? EEXIST : E2BIG;
+  return (uint64_t)-(int64_t)sum / (uint64_t)err;
+}
 
 /* Whether each CPU has its own copy of m's values. */
 static inline bool map_is_percpu(const MapSym *m) {

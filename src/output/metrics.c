@@ -336,17 +336,30 @@ static void put_self(Writer *w, const Compiled *c, const Loaded *ld,
 
   put_header(w, "loupe_map_updates_refused", "counter",
              "updates a full map refused (max_entries reached)");
+  /* every map of the script, those left out of the metrics too (a
+   * stack-keyed profile fills up as any other map does) */
   for (int i = 0; i < c->nmaps; i++) {
     const MapSym *m = c->maps[i];
-    const char *why;
-    if (m->internal || family_of(m, &why) == FAM_NONE) continue;
+    if (m->internal) continue;
     uint64_t refused =
-        have && m->full_slot ? (uint64_t)-(int64_t)counts[m->full_slot] / E2BIG
-                             : 0;
+        have && m->full_slot ? map_full_count(m, counts[m->full_slot]) : 0;
     fputs("loupe_map_updates_refused_total", w->out);
     put_map_label(w, m);
     put_int(w->out, refused, false);
   }
+  /* the stack maps' (one per frame limit) together */
+  uint64_t lost = 0;
+  for (int i = 0; i < c->nmaps; i++) {
+    const MapSym *m = c->maps[i];
+    if (have && m->internal && m->full_slot)
+      lost += map_full_count(m, counts[m->full_slot]);
+  }
+  put_header(w, "loupe_stacks_lost", "counter",
+             "stacks the stack map had no room for (max_map_keys): they "
+             "are keyed as an empty stack");
+  fputs("loupe_stacks_lost_total", w->out);
+  put_labels(w, NULL, NULL, NULL);
+  put_int(w->out, lost, false);
   put_header(w, "loupe_metrics_series_dropped", "gauge",
              "series of a map left out of these metrics: over the cap "
              "(metrics_max_series), or a sum() below zero");

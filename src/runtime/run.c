@@ -272,14 +272,18 @@ static void report_counts(RunState *st) {
   for (int i = 0; i < c->nmaps; i++) {
     const MapSym *m = c->maps[i];
     if (!m->full_slot) continue;
-    /* the slot sums -E2BIG, once for each refused update */
-    n = (uint64_t)-(int64_t)(now[m->full_slot] - st->seen[m->full_slot]) /
-        E2BIG;
+    n = map_full_count(m, now[m->full_slot] - st->seen[m->full_slot]);
     if (!n || st->no_warnings) continue;
     fflush(st->out);
-    fprintf(stderr, "WARNING: Map full; can't update element: %s refused "
-            "%llu update%s (max_entries %u)\n", m->name,
-            (unsigned long long)n, n == 1 ? "" : "s", m->max_entries);
+    if (m->bpf_type == BPF_MAP_TYPE_STACK_TRACE)
+      fprintf(stderr, "WARNING: %llu stack%s lost: the stack map had no "
+              "room for %s (max_map_keys %u); %s empty\n",
+              (unsigned long long)n, n == 1 ? "" : "s", n == 1 ? "it" : "them",
+              m->max_entries, n == 1 ? "it prints" : "they print");
+    else
+      fprintf(stderr, "WARNING: Map full; can't update element: %s refused "
+              "%llu update%s (max_entries %u)\n", m->name,
+              (unsigned long long)n, n == 1 ? "" : "s", m->max_entries);
   }
   memcpy(st->seen, now, sizeof now);
 }

@@ -76,16 +76,21 @@ static Proc *proc_find(int pid) {
 }
 
 /* The lines of /proc/PID/maps that name a file (libdwfl needs no
- * other), at most MAPS_BYTES_MAX of them; NULL if it cannot be read. */
+ * other), at most MAPS_BYTES_MAX of them; NULL if it cannot be read.
+ * They are gathered in one buffer kept for the run and copied into a
+ * block of their size: a block of MAPS_BYTES_MAX for each process, shrunk
+ * at once, left a hole that the next one never fitted in once small
+ * blocks of longer life were placed in it, and the heap grew with every
+ * process seen, past the PROCS_MAX kept (bench/soak.sh). */
 static char *maps_read(int pid, size_t *len) {
+  static char text[MAPS_BYTES_MAX];
   char path[64], line[PATH_MAX + 256];
   snprintf(path, sizeof path, "/proc/%d/maps", pid);
   FILE *f = fopen(path, "re");
   if (!f) return NULL;
-  char *text = malloc(MAPS_BYTES_MAX);
   size_t n = 0;
   bool partial = false;   /* the line read is the rest of a longer one */
-  while (text && fgets(line, sizeof line, f)) {
+  while (fgets(line, sizeof line, f)) {
     size_t k = strlen(line);
     bool whole = !partial && line[k - 1] == '\n';
     partial = line[k - 1] != '\n';
@@ -95,8 +100,8 @@ static char *maps_read(int pid, size_t *len) {
     n += k;
   }
   fclose(f);
-  char *fit = text ? realloc(text, n ? n : 1) : NULL;
-  if (!fit) free(text);
+  char *fit = malloc(n ? n : 1);
+  if (fit) memcpy(fit, text, n);
   *len = n;
   return fit;
 }

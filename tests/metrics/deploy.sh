@@ -128,6 +128,12 @@ if command -v curl >/dev/null && command -v python3 >/dev/null; then
   kill -TERM "$UNIT_PID"; wait "$UNIT_PID"
   grep -q "$want" <<<"$got" ||
     fail "the unit's command line served no ticks: $got $(cat "$WORK/unit.err")"
+  if command -v promtool >/dev/null; then
+    . "$ROOT/tests/metrics/payload.sh"
+    echo "$got" >"$WORK/unit.payload"
+    out=$(check_payload "$WORK/unit.payload" "what the unit's command line served") ||
+      fail "$out"
+  fi
 fi
 
 # the Prometheus configuration and alert rules of deploy/prometheus check,

@@ -5,7 +5,8 @@
 # a Prometheus agent of its own (--enable-feature=agent) that remote-writes
 # to one central Prometheus (--web.enable-remote-write-receiver). A
 # `sum by (host)` on the central server must return each host's exact
-# count. Every process is started here and stopped by pid.
+# count; promtool accepts what each loupe serves. Every process is
+# started here and stopped by pid.
 #
 # Exits 0, 1 with what failed, or 77 when Prometheus is not installed.
 set -u
@@ -34,9 +35,11 @@ PROM=127.0.0.1:$CPORT
 wait_http "http://$PROM/-/ready" 30 || { fail "the central Prometheus did not start"; exit 1; }
 
 # three hosts: loupe, its workload (a copy named after the host) and an agent
+PORTS=()
 for host in alpha beta gamma; do
   cp "$WORK/fleetgen" "$WORK/gen_$host"
   port=$(free_port)
+  PORTS+=("$port")
   start_bg "$LOUPE" -q --metrics "127.0.0.1:$port" --metrics-label "host=$host" \
     -e "tracepoint:syscalls:sys_enter_getppid /comm == \"gen_$host\"/ { @calls = count(); }"
   aport=$(free_port)
@@ -70,6 +73,11 @@ wait_query 'sum by (host) (loupe_calls_total)' 'host="beta".* 2222$' 30 || fail 
 wait_query 'sum by (host) (loupe_calls_total)' 'host="gamma".* 3333$' 30 || fail "gamma's count"
 n=$(prom_query 'count(loupe_up)' | awk '{ print $NF }')
 [ "$n" = 3 ] || fail "the central server sees $n loupes, not 3"
+# promtool accepts what each loupe serves, in either format
+for port in "${PORTS[@]}"; do
+  scrape "http://127.0.0.1:$port/metrics" "$WORK/served.$port"
+  scrape "http://127.0.0.1:$port/metrics" "$WORK/served_om.$port" openmetrics
+done
 
 [ $failures = 0 ] || exit 1
 echo "three hosts through three agents: each host's exact count centrally"

@@ -15,6 +15,11 @@
 #   wait_http URL SECS            waits until URL answers
 #   fail MESSAGE                  prints FAIL and counts it in $failures
 #   start_bg CMD...               runs CMD in the background, stopped at exit
+#   check_payload FILE WHAT       promtool check metrics on a payload loupe
+#                                 served or wrote (payload.sh)
+#   scrape URL FILE [openmetrics] fetches URL into FILE (as Prometheus asks
+#                                 for OpenMetrics, or as curl asks) and
+#                                 checks the payload; fails the test if not
 #
 # $WORK is a scratch directory, removed at exit.
 [ "$(id -u)" = 0 ] || { echo "needs root"; exit 77; }
@@ -36,6 +41,16 @@ _stop_all() {
   rm -rf "$WORK"
 }
 trap _stop_all EXIT
+. "$(dirname "${BASH_SOURCE[0]}")/payload.sh"
+
+scrape() {
+  local accept=()
+  [ "${3:-}" = openmetrics ] &&
+    accept=(-H 'Accept: application/openmetrics-text;version=1.0.0,text/plain;version=0.0.4;q=0.5')
+  curl -sf --max-time 5 "${accept[@]}" -o "$2" "$1" || { fail "no answer from $1"; return 1; }
+  local out
+  out=$(check_payload "$2" "$1${3:+ ($3)}") || { fail "$out"; return 1; }
+}
 
 start_bg() {
   "$@" >>"$WORK/servers.log" 2>&1 &

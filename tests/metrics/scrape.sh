@@ -4,8 +4,9 @@
 # constant in a histogram (hist()) and in stats(), and keeps a max();
 # Prometheus, scraping loupe every second, must then hold exactly those
 # values, with the script's and --metrics-label's labels. Also: promtool
-# finds the text format clean, OpenMetrics is served when asked for (and
-# ends with # EOF), garbage on the port does not stop the scrapes, the
+# accepts every payload (the text format and OpenMetrics, and the file of
+# the series cap's run), OpenMetrics is served when asked for (and ends
+# with # EOF), garbage on the port does not stop the scrapes, the
 # generated code is the same with and without --metrics, and a port in
 # use or a malformed address fail before anything is loaded.
 #
@@ -61,8 +62,7 @@ URL=http://127.0.0.1:$PORT/metrics
 curl -sf -D "$WORK/text.headers" -o "$WORK/text" "$URL" || fail "no /metrics"
 grep -qi '^content-type: text/plain; version=0.0.4' "$WORK/text.headers" ||
   fail "the text format's content type: $(cat "$WORK/text.headers")"
-promtool check metrics <"$WORK/text" >"$WORK/promtool" 2>&1 ||
-  fail "promtool check metrics: $(cat "$WORK/promtool")"
+out=$(check_payload "$WORK/text" "the text format") || fail "$out"
 for want in \
   'loupe_syscalls_total{script="stdin",host="testhost",comm="metricsgen"} 1000' \
   'loupe_sizes_bucket{script="stdin",host="testhost",le="3"} 0' \
@@ -86,6 +86,7 @@ curl -sf -D "$WORK/om.headers" -o "$WORK/om" \
 grep -qi '^content-type: application/openmetrics-text; version=1.0.0' "$WORK/om.headers" ||
   fail "OpenMetrics' content type: $(cat "$WORK/om.headers")"
 [ "$(tail -n 1 "$WORK/om")" = "# EOF" ] || fail "OpenMetrics does not end with # EOF"
+out=$(check_payload "$WORK/om" "OpenMetrics") || fail "$out"
 grep -qxF '# TYPE loupe_syscalls counter' "$WORK/om" ||
   fail "an OpenMetrics counter's family is named without _total"
 
@@ -105,7 +106,7 @@ s.close()
 half = socket.create_connection(("127.0.0.1", port))
 half.sendall(b"GET /metr")
 PY
-curl -sf --max-time 5 -o /dev/null "$URL" || fail "after garbage, a scrape went unanswered"
+scrape "$URL" "$WORK/after_garbage" || fail "after garbage, a scrape went unanswered"
 
 start_prometheus "127.0.0.1:$PORT" || { fail "Prometheus did not start"; exit 1; }
 wait_query 'loupe_syscalls_total{comm="metricsgen",host="testhost",script="stdin"}' ' 1000$' 30 ||
@@ -159,12 +160,20 @@ grep -q "not a label name loupe can give" "$WORK/label.err" ||
   fail "--metrics-label le=1: $(cat "$WORK/label.err")"
 
 # the cap on series (config metrics_max_series) keeps a map's largest
-# entries and counts the others; a sum below zero is no counter
+# entries and counts the others; a sum below zero is no counter; a full
+# map's refused updates are counted, a stack-keyed one's too
 out=$("$LOUPE" -q -f prometheus -e 'config = { metrics_max_series = 2 }
-  BEGIN { @m[1] = 5; @m[2] = 6; @m[3] = 7; @neg = sum(-3); exit(); }' 2>&1)
+  let @p = percpuhash(1);
+  BEGIN { @m[1] = 5; @m[2] = 6; @m[3] = 7; @neg = sum(-3);
+    @p[ustack, 1] = count(); @p[ustack, 2] = count(); exit(); }' 2>"$WORK/cap.err")
+echo "$out" >"$WORK/cap"
+grep -q "WARNING: Map full; can't update element: @p refused 1 update" "$WORK/cap.err" ||
+  fail "the full @p: $(cat "$WORK/cap.err")"
+lint=$(check_payload "$WORK/cap" "the series cap's run") || fail "$lint"
 for want in 'loupe_m{script="stdin",key0="2"} 6' 'loupe_m{script="stdin",key0="3"} 7' \
   'loupe_metrics_series_dropped{script="stdin",map="@m"} 1' \
-  'loupe_metrics_series_dropped{script="stdin",map="@neg"} 1'; do
+  'loupe_metrics_series_dropped{script="stdin",map="@neg"} 1' \
+  'loupe_map_updates_refused_total{script="stdin",map="@p"} 1'; do
   grep -qxF "$want" <<<"$out" || fail "the series cap: no $want in: $out"
 done
 grep -q 'key0="1"' <<<"$out" && fail "the series cap kept the smallest entry"
