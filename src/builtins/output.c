@@ -278,36 +278,77 @@ static void check_strftime(Checker *c, Node *n) {
 
 static int emit_strftime(Gen *g, Node *n) { return gen_int(g, n->args->next); }
 
+/* Whether a record of the arguments from `first` on can be reserved in
+ * the ring buffer and filled in place, as a hand-written program does
+ * (no copy of it), and how many of its first arguments are then
+ * evaluated before the reservation (*before): those up to the last
+ * with effects (expr_has_effects), which must happen, in order, even
+ * when the ring is full and the filling is skipped. They must be
+ * integers (kept on the stack meanwhile), and the strings after them
+ * ones gen_buf_at writes in place. Otherwise the record is built on the
+ * stack and copied (emit_output), as it is in iterators and with -k,
+ * whose reports of a failed read would be sent during the filling and
+ * so come after the record instead of before it. */
+static bool record_in_place(Gen *g, Node *first, int *before) {
+  if (!record_can_be_in_place(g) || g->st->helper_errors) return false;
+  int i = 0, last = -1;
+  for (Node *a = first; a; a = a->next, i++)
+    if (expr_has_effects(a)) last = i;
+  i = 0;
+  for (Node *a = first; a; a = a->next, i++)
+    if (is_buffer(a->type) && (i <= last || !gen_buf_at_ok(g, a)))
+      return false;
+  *before = last + 1;
+  return true;
+}
+
 void emit_record(Gen *g, Node *n, Node *first, uint32_t kind) {
   PrintfDef *def = &g->c->printfs[n->printf_id];
   if (def->nargs == 0) {
     emit_event(g, kind, (uint32_t)n->printf_id);
     return;
   }
-  int rec = emit_header(g, def->size, kind, (uint32_t)n->printf_id);
-  int base = rec + (int)sizeof(EventHeader);
+  int before = 0, slot[MAX_PRINTF_ARGS];
+  bool in_place = record_in_place(g, first, &before);
+  Node *a = first;
+  for (int i = 0; i < before; a = a->next, i++) {
+    slot[i] = stack_alloc(g, 8);
+    gen_store_int(g, a, BPF_REG_10, slot[i]);
+  }
+  OutRec r = record_begin(g, (int)sizeof(EventHeader) + def->size,
+                          in_place, true);
+  emit_header_at(g, r.base, r.off, kind, (uint32_t)n->printf_id);
+  int base = r.off + (int)sizeof(EventHeader);
   int i = 0;
-  for (Node *a = first; a; a = a->next, i++) {
+  for (a = first; a; a = a->next, i++) {
     int at = base + def->args[i].offset;
-    if (is_buffer(a->type)) {
+    if (i < before) {
+      emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_10, slot[i]));
+      emit(g, I_STX(BPF_DW, r.base, BPF_REG_1, at));
+    } else if (in_place && is_buffer(a->type)) {
+      gen_buf_at(g, a, r.base, at, value_cap(a->type));
+    } else if (is_buffer(a->type)) {
       if (a->type.kind == TY_STR) g->unpadded = a;
       gen_buf(g, a, at, value_cap(a->type));
       g->unpadded = NULL;
     } else {
-      gen_store_int(g, a, SCRATCH, at);
+      gen_store_int(g, a, r.base, at);
     }
   }
-  emit_output(g, rec, (int)sizeof(EventHeader) + def->size);
+  record_end(g, &r);
 }
 
 /* join(argv): up to JOIN_MAX_ARGS strings read through a user array of
  * pointers; a NULL pointer ends the list (its slot is left empty). */
 static void gen_join(Gen *g, Node *n) {
   int payload = JOIN_MAX_ARGS * JOIN_ARG_SIZE;
-  int rec = emit_header(g, payload, EV_JOIN, (uint32_t)n->printf_id);
-  int base = rec + (int)sizeof(EventHeader);
   Held argv = hold(g, gen_int(g, n->args));
   int slot = stack_alloc(g, 8);
+  /* in place but with -k (see record_in_place) */
+  OutRec r = record_begin(g, (int)sizeof(EventHeader) + payload,
+                          !g->st->helper_errors, true);
+  emit_header_at(g, r.base, r.off, EV_JOIN, (uint32_t)n->printf_id);
+  int base = r.off + (int)sizeof(EventHeader);
   int ends[JOIN_MAX_ARGS];
   for (int i = 0; i < JOIN_MAX_ARGS; i++) {
     /* slot = argv[i] */
@@ -319,15 +360,15 @@ static void gen_join(Gen *g, Node *n) {
     emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, i * 8));
     emit_call(g, BPF_FUNC_probe_read_user);
     emit(g, I_LDX(BPF_DW, BPF_REG_3, BPF_REG_10, slot));
-    emit(g, I_ST(BPF_B, SCRATCH, base + i * JOIN_ARG_SIZE, 0));
+    emit(g, I_ST(BPF_B, r.base, base + i * JOIN_ARG_SIZE, 0));
     ends[i] = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_3, 0, 0));
-    emit_scratch(g, BPF_REG_1, base + i * JOIN_ARG_SIZE);
+    emit_addr(g, BPF_REG_1, r.base, base + i * JOIN_ARG_SIZE);
     emit(g, I_MOV64_IMM(BPF_REG_2, JOIN_ARG_SIZE));
     emit_call(g, BPF_FUNC_probe_read_user_str);
   }
   for (int i = 0; i < JOIN_MAX_ARGS; i++) patch_here(g, ends[i]);
   held_free(g, argv);
-  emit_output(g, rec, (int)sizeof(EventHeader) + payload);
+  record_end(g, &r);
 }
 
 static bool emit_printf(Gen *g, Node *n) {
