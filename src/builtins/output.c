@@ -424,26 +424,22 @@ static bool emit_exit(Gen *g, Node *n) {
 
 /* ---- user space ------------------------------------------------------ */
 
-/* The output of a printf-like record, formatted into a malloc'd string.
- * Returns NULL when out of memory. */
-static char *format_record(const PrintfDef *p, const uint8_t *payload,
-                           size_t *len) {
-  char *buf = NULL;
-  *len = 0;
-  FILE *f = open_memstream(&buf, len);
-  if (!f) return NULL;
-  print_printf(p, payload, f);
-  fclose(f);
-  return buf;
+/* The text of a printf-like record (printf id `index`), formatted with
+ * its format's plan, parsed when the run began: NUL-terminated, and
+ * valid until the next record's. NULL when out of memory. */
+static const char *format_record(const EventCtx *e, uint32_t index,
+                                 const uint8_t *payload, size_t *len) {
+  const TextBuf *b = printf_text(e->c, e->l, index, payload);
+  *len = b ? b->len : 0;
+  return b ? b->s : NULL;
 }
 
 /* The record's text, as the message of event `type`. */
-static void handle_printf(const PrintfDef *p, const uint8_t *payload,
-                          Output *o) {
+static void handle_printf(const EventCtx *e, uint32_t index,
+                          const uint8_t *payload) {
   size_t len;
-  char *text = format_record(p, payload, &len);
-  if (text) output_message(o, "printf", text, len, false);
-  free(text);
+  const char *text = format_record(e, index, payload, &len);
+  if (text) output_message(e->output, "printf", text, len, false);
 }
 
 /* time(fmt): the local time, through strftime. */
@@ -487,10 +483,11 @@ static char *read_fd(int fd, size_t max, size_t *len) {
 /* system(fmt, ...): runs the command with /bin/sh; what it writes on its
  * stdout becomes loupe's output, in order with the rest (bpftrace does the
  * same; its JSON record type is "syscall"). */
-static void handle_system(const PrintfDef *p, const uint8_t *payload,
-                          Output *o) {
+static void handle_system(const EventCtx *e, uint32_t index,
+                          const uint8_t *payload) {
+  Output *o = e->output;
   size_t len;
-  char *cmd = format_record(p, payload, &len);
+  const char *cmd = format_record(e, index, payload, &len);
   if (!cmd) return;
   fflush(o->out);
   fflush(stderr);
@@ -498,21 +495,21 @@ static void handle_system(const PrintfDef *p, const uint8_t *payload,
   if (!f) {
     fprintf(stderr, "loupe: system(\"%s\") failed: %s\n", cmd,
             strerror(errno));
-    free(cmd);
     return;
   }
   char *text = read_fd(fileno(f), 0, &len);
   pclose(f);
   if (text) output_message(o, "syscall", text, len, false);
   free(text);
-  free(cmd);
 }
 
 /* cat(fmt, ...): the file's contents, as they are (no newline added). */
-static void handle_cat(const PrintfDef *p, const uint8_t *payload,
-                       int max_bytes, Output *o) {
+static void handle_cat(const EventCtx *e, uint32_t index,
+                       const uint8_t *payload) {
+  Output *o = e->output;
+  int max_bytes = e->c->max_cat_bytes;
   size_t len;
-  char *path = format_record(p, payload, &len);
+  const char *path = format_record(e, index, payload, &len);
   if (!path) return;
   char *text = NULL;
   len = 0;
@@ -531,7 +528,6 @@ static void handle_cat(const PrintfDef *p, const uint8_t *payload,
    * record). */
   output_message(o, "cat", text ? text : "", text ? len : 0, false);
   free(text);
-  free(path);
 }
 
 /* join(argv[, delim]): the argument slots up to the first empty one,
@@ -575,8 +571,7 @@ static const PrintfDef *record_format(const Compiled *c, uint32_t index,
 
 static void on_printf(const EventCtx *e, uint32_t index,
                       const uint8_t *payload, size_t size) {
-  const PrintfDef *p = record_format(e->c, index, size);
-  if (p) handle_printf(p, payload, e->output);
+  if (record_format(e->c, index, size)) handle_printf(e, index, payload);
 }
 
 static void on_time(const EventCtx *e, uint32_t index,
@@ -587,14 +582,12 @@ static void on_time(const EventCtx *e, uint32_t index,
 
 static void on_system(const EventCtx *e, uint32_t index,
                       const uint8_t *payload, size_t size) {
-  const PrintfDef *p = record_format(e->c, index, size);
-  if (p) handle_system(p, payload, e->output);
+  if (record_format(e->c, index, size)) handle_system(e, index, payload);
 }
 
 static void on_cat(const EventCtx *e, uint32_t index, const uint8_t *payload,
                    size_t size) {
-  const PrintfDef *p = record_format(e->c, index, size);
-  if (p) handle_cat(p, payload, e->c->max_cat_bytes, e->output);
+  if (record_format(e->c, index, size)) handle_cat(e, index, payload);
 }
 
 static void on_join(const EventCtx *e, uint32_t index,
@@ -612,13 +605,12 @@ static void on_errorf(const EventCtx *e, uint32_t index,
   if (p->once && e->l->warn_repeats && e->l->warn_repeats[index]++ > 0)
     return;
   size_t len;
-  char *text = format_record(p, payload, &len);
+  const char *text = format_record(e, index, payload, &len);
   if (!text) return;
   fflush(e->output->out);
   fprintf(stderr, "%s%s%s%s", p->prefix ? p->prefix : "", text,
           len && text[len - 1] == '\n' ? "" : "\n",
           p->expansions ? p->expansions : "");
-  free(text);
 }
 
 /* bpftrace stops handling events once exit() is seen; loupe then exits
