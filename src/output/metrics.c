@@ -394,27 +394,17 @@ static void put_self(Writer *w, const Compiled *c, const Loaded *ld,
   free(infos);
 }
 
-static int compare_names(const void *pa, const void *pb) {
-  const MapSym *a = *(const MapSym *const *)pa;
-  const MapSym *b = *(const MapSym *const *)pb;
-  return strcmp(a->name, b->name);
-}
-
 int metrics_write(FILE *out, const Compiled *c, const Loaded *ld,
                   const MetricsLabels *l, bool openmetrics) {
   Writer w = {.out = out, .l = l, .om = openmetrics};
-  const MapSym **order = malloc(sizeof *order * (c->nmaps + 1));
+  int n, err = 0;
+  const MapSym **order = loaded_maps_by_name(c, ld, &n);
   long *dropped = calloc((size_t)c->nmaps + 1, sizeof *dropped);
-  int n = 0, err = 0;
   if (!order || !dropped) {
     free(order);
     free(dropped);
     return -1;
   }
-  for (int i = 0; i < c->nmaps; i++)
-    if (!c->maps[i]->internal && ld->maps[c->maps[i]->id].fd >= 0)
-      order[n++] = c->maps[i];
-  qsort(order, n, sizeof *order, compare_names);
   for (int i = 0; i < n; i++) {
     long d = put_map(&w, order[i], &ld->maps[order[i]->id]);
     if (d < 0) err = -1;

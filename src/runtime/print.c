@@ -674,22 +674,13 @@ int print_map(const MapSym *m, const MapState *st, FILE *out) {
   return print_map_as(m, st, 0, 1, OUT_TEXT, out);
 }
 
-static int compare_map_names(const void *pa, const void *pb) {
-  const MapSym *a = *(const MapSym *const *)pa;
-  const MapSym *b = *(const MapSym *const *)pb;
-  return strcmp(a->name, b->name);
-}
-
 /* Every map of the script, by name; exit's two empty lines first if
  * at_exit (bpftrace writes them in JSON mode too; not on SIGUSR1). */
 static void print_maps_by_name(const Compiled *c, const Loaded *l,
                                OutFormat fmt, FILE *out, bool at_exit) {
-  const MapSym **order = malloc(sizeof(MapSym *) * (c->nmaps + 1));
+  int n;
+  const MapSym **order = loaded_maps_by_name(c, l, &n);
   if (!order) return;
-  int n = 0;
-  for (int i = 0; i < c->nmaps; i++)
-    if (!c->maps[i]->internal && l->maps[i].fd >= 0) order[n++] = c->maps[i];
-  if (n > 0) qsort(order, n, sizeof *order, compare_map_names);
   Output o = output_for(fmt, out);
   o.enc->maps_begin(&o, order, n, at_exit);
   for (int i = 0; i < n; i++)

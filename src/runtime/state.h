@@ -41,6 +41,12 @@ typedef struct Loaded {
                                         formatted, its room kept */
 } Loaded;
 
+/* The script's own maps that load created (internal ones left out), in
+ * the order of their names, as every listing of all maps shows them:
+ * an array the caller frees, *n entries; NULL when out of memory. */
+const MapSym **loaded_maps_by_name(const Compiled *c, const Loaded *l,
+                                   int *n);
+
 struct Output;
 
 /* What the handler of a record works with (Builtin.on_event; runtime/run.c
