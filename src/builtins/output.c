@@ -308,13 +308,27 @@ void emit_record(Gen *g, Node *n, Node *first, uint32_t kind) {
     emit_event(g, kind, (uint32_t)n->printf_id);
     return;
   }
-  int before = 0, slot[MAX_PRINTF_ARGS];
+  int before = 0, slot[MAX_PRINTF_ARGS], reg[MAX_PRINTF_ARGS];
   bool in_place = record_in_place(g, first, &before);
   Node *a = first;
   for (int i = 0; i < before; a = a->next, i++) {
     slot[i] = stack_alloc(g, 8);
     gen_store_int(g, a, BPF_REG_10, slot[i]);
   }
+  /* Fields of the context are read before the reservation too, into
+   * registers that the helper calls keep, while the registers last: in
+   * a program's first statement r1 still holds the context then, and
+   * the prologue need not save it (the floor's printf reads
+   * args->flags so). One register stays for what comes after, and one
+   * for the record where r9 cannot hold it. */
+  int room = free_regs(g) - 1 - (g->buf_base == BPF_REG_10 ? 0 : 1);
+  for (int i = 0; a; a = a->next, i++) reg[i] = -1;
+  a = first;
+  for (int i = 0; a; a = a->next, i++)
+    if (in_place && i >= before && room > 0 && gen_is_ctx_field(g, a)) {
+      reg[i] = gen_int(g, a);
+      room--;
+    }
   OutRec r = record_begin(g, (int)sizeof(EventHeader) + def->size,
                           in_place, true);
   emit_header_at(g, r.base, r.off, kind, (uint32_t)n->printf_id);
@@ -325,6 +339,9 @@ void emit_record(Gen *g, Node *n, Node *first, uint32_t kind) {
     if (i < before) {
       emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_10, slot[i]));
       emit(g, I_STX(BPF_DW, r.base, BPF_REG_1, at));
+    } else if (reg[i] >= 0) {
+      emit(g, I_STX(BPF_DW, r.base, reg[i], at));
+      reg_free(g, reg[i]);
     } else if (in_place && is_buffer(a->type)) {
       gen_buf_at(g, a, r.base, at, value_cap(a->type));
     } else if (is_buffer(a->type)) {

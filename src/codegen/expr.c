@@ -191,6 +191,15 @@ bool expr_has_effects(Node *n) {
          ast_walk_children(n, find_effects, NULL);
 }
 
+/* Whether integer n is a field of the context, one load from it (a
+ * tracepoint's args->x: gen_field_int), which a record filled in place
+ * reads before its reservation, while r1 may still hold the context. */
+bool gen_is_ctx_field(Gen *g, Node *n) {
+  return n->kind == N_FIELD && n->type.kind == TY_INT &&
+         n->lhs->type.kind != TY_TUPLE && !in_memory(n) &&
+         !g->p->syscall_group && target_field(g, n);
+}
+
 /* Whether gen_buf_at can write value n in place: a variable (its buffer
  * copied whole, whatever it holds), a string literal, a tracepoint's
  * string field, or a builtin's string that it can (Builtin.emit_buf_at:

@@ -319,6 +319,7 @@ void emit_op(Gen *g, int op, int dst, int src, int32_t imm, bool is_signed);
 void gen_buf(Gen *g, Node *n, int dst, int cap);
 bool expr_has_effects(Node *n);
 bool gen_buf_at_ok(Gen *g, Node *n);
+bool gen_is_ctx_field(Gen *g, Node *n);
 void gen_buf_at(Gen *g, Node *n, int base, int off, int cap);
 int buf_ref(Gen *g, Node *n);
 int gen_str_compare(Gen *g, Node *n);
