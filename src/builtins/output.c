@@ -322,7 +322,7 @@ void emit_record(Gen *g, Node *n, Node *first, uint32_t kind) {
    * args->flags so). One register stays for what comes after, and one
    * for the record where r9 cannot hold it. */
   int room = free_regs(g) - 1 - (g->buf_base == BPF_REG_10 ? 0 : 1);
-  for (int i = 0; a; a = a->next, i++) reg[i] = -1;
+  for (int i = 0; i < MAX_PRINTF_ARGS; i++) reg[i] = -1;
   a = first;
   for (int i = 0; a; a = a->next, i++)
     if (in_place && i >= before && room > 0 && gen_is_ctx_field(g, a)) {
