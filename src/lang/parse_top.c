@@ -1,6 +1,7 @@
 /* parse_top: the top level of a script — probes and their attach points,
  * the config block, and struct, enum and macro definitions. */
 #include <ctype.h>
+#include <limits.h>
 #include <setjmp.h>
 #include <stdlib.h>
 #include <string.h>
@@ -471,30 +472,39 @@ Script *parse_script(const Source *src, const Settings *st, Diag *d) {
 }
 
 /* The attach point text with each $N replaced by the Nth word of the
- * command line, malloc'd; *missing is set to N if a word is not given. */
-static char *substitute(const char *text, char **params, int nparams,
-                        int *missing) {
-  size_t cap = strlen(text) + 1, len = 0;
-  for (int i = 0; i < nparams; i++) cap += strlen(params[i]);
-  char *out = malloc(cap);
-  if (!out) abort();
+ * command line, malloc'd; *missing is set to N if a word is not given.
+ * Two passes over the text: the first measures (a word may be used any
+ * number of times), the second writes into out when it is given. */
+static size_t substitute_into(const char *text, char **params, int nparams,
+                              int *missing, char *out) {
+  size_t len = 0;
   for (const char *p = text; *p;) {
     if (*p == '$' && isdigit((unsigned char)p[1])) {
       char *end;
       long n = strtol(p + 1, &end, 10);
       if (n >= 1 && n <= nparams) {
         size_t l = strlen(params[n - 1]);
-        memcpy(out + len, params[n - 1], l);
+        if (out) memcpy(out + len, params[n - 1], l);
         len += l;
       } else if (!*missing) {
-        *missing = (int)n;
+        *missing = n > INT_MAX ? INT_MAX : (int)n;
       }
       p = end;
     } else {
-      out[len++] = *p++;
+      if (out) out[len] = *p;
+      len++;
+      p++;
     }
   }
-  out[len] = 0;
+  if (out) out[len] = 0;
+  return len;
+}
+
+static char *substitute(const char *text, char **params, int nparams,
+                        int *missing) {
+  char *out = malloc(substitute_into(text, params, nparams, missing, NULL) + 1);
+  if (!out) abort();
+  substitute_into(text, params, nparams, missing, out);
   return out;
 }
 

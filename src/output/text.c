@@ -98,7 +98,7 @@ static void put_hist(const Hist *h, FILE *out) {
 
 /* The column of v on a scale from lo to hi (lo < hi). */
 static int column(int64_t v, int64_t lo, int64_t hi) {
-  return (int)((__int128)(v - lo) * (PLOT_WIDTH - 1) / ((__int128)hi - lo));
+  return (int)(((__int128)v - lo) * (PLOT_WIDTH - 1) / ((__int128)hi - lo));
 }
 
 /* "             lo          hi" over and under the plot. */
