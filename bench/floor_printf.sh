@@ -8,13 +8,16 @@
 #
 # -n: RUNS (default 7) rounds, each running every implementation once
 # alone, order rotating. -t: RUNS (default 0) of the paired measurement:
-# floor, floor-output, floor-wide, floor-asloupe and loupe attached at
-# once, attach order rotating (best a multiple of 5). EVENTS (default
+# floor, floor-output, floor-wide, floor-asloupe and loupe (and
+# loupe-before) attached at once, attach order rotating (best a multiple
+# of 5, or 6). EVENTS (default
 # 200000) openat calls per run. IMPLS: a comma list starting with floor
 # (default floor,floor-output,floor-wide,floor-asloupe,floor-wake,loupe,
 # bpftrace); bench/floor_printf/run.py says what each is.
 # LOUPE (default ./loupe) and BPFTRACE (default /usr/bin/bpftrace) pick the
-# tracers; BUILD (default /tmp/floor-printf-build) gets vmlinux.h, the
+# tracers; LOUPE_BEFORE, an earlier loupe binary, adds the implementation
+# loupe-before (before and after in one run: put it in IMPLS, or by default
+# after loupe); BUILD (default /tmp/floor-printf-build) gets vmlinux.h, the
 # binaries, the output of runs whose check failed (logs/), results.json
 # and listings/ (xlated dumps, loupe -d, objdump; -o DIR puts them there).
 set -euo pipefail
@@ -23,7 +26,7 @@ BUILD=${BUILD:-/tmp/floor-printf-build}
 LOUPE=${LOUPE:-./loupe}
 BPFTRACE=${BPFTRACE:-/usr/bin/bpftrace}
 RUNS=7 TOGETHER=0 EVENTS=200000 DUMP=
-IMPLS=floor,floor-output,floor-wide,floor-asloupe,floor-wake,loupe,bpftrace
+IMPLS=floor,floor-output,floor-wide,floor-asloupe,floor-wake,loupe${LOUPE_BEFORE:+,loupe-before},bpftrace
 while getopts n:t:e:i:o: opt; do
   case $opt in
     n) RUNS=$OPTARG ;;
@@ -31,7 +34,7 @@ while getopts n:t:e:i:o: opt; do
     e) EVENTS=$OPTARG ;;
     i) IMPLS=$OPTARG ;;
     o) DUMP=$OPTARG ;;
-    *) sed -n '2,19s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
+    *) sed -n '2,22s/^# \{0,1\}//p' "$0" >&2; exit 2 ;;
   esac
 done
 [ "$(id -u)" = 0 ] || { echo "floor_printf.sh: needs root" >&2; exit 1; }
@@ -65,7 +68,10 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 python3 "$SRC/run.py" --build "$BUILD" --runs "$RUNS" --together "$TOGETHER" --events "$EVENTS" \
-  --impls "$IMPLS" --loupe "$LOUPE" --bpftrace "$BPFTRACE" \
+  --impls "$IMPLS" \
+  --together-impls "floor,floor-output,floor-wide,floor-asloupe,loupe${LOUPE_BEFORE:+,loupe-before}" \
+  --loupe "$LOUPE" --bpftrace "$BPFTRACE" \
+  ${LOUPE_BEFORE:+--loupe-before "$LOUPE_BEFORE"} \
   --dump "${DUMP:-$BUILD/listings}" --json "$BUILD/results.json" &
 PY=$!
 wait "$PY"

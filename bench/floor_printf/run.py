@@ -3,7 +3,8 @@
 ring-buffer printf (printf3.bpf.c, clang -O2), side by side in one run.
 
   run.py --build DIR [--runs 7] [--together 0] [--events 200000]
-         [--loupe PATH] [--bpftrace PATH] [--impls floor,loupe,...]
+         [--loupe PATH] [--loupe-before PATH] [--bpftrace PATH]
+         [--impls floor,loupe,...]
          [--together-impls floor,...] [--dump DIR] [--json FILE]
 
 DIR holds what bench/floor_printf.sh builds: floorprintf, proginfo, opengen
@@ -41,7 +42,7 @@ SCRIPT = ('tracepoint:syscalls:sys_enter_openat '
           '{ printf("%d %s %d\\n", pid, comm, args->flags); }')
 FLAGS = os.O_RDONLY | os.O_CLOEXEC          # what opengen passes: 524288
 ALL = ("floor", "floor-output", "floor-wide", "floor-asloupe", "floor-wake", "loupe",
-       "bpftrace")
+       "loupe-before", "bpftrace")
 # name: (object, reader mode, what it is)
 FLOORS = {
     "floor": ("printf3", "poll", "reserve 24 B, fill, submit(BPF_RB_NO_WAKEUP); reader "
@@ -57,6 +58,7 @@ FLOORS = {
 }
 DESCR = {k: v[2] for k, v in FLOORS.items()}
 DESCR["loupe"] = "loupe -e SCRIPT"
+DESCR["loupe-before"] = "an earlier loupe (--loupe-before): before and after in one run"
 DESCR["bpftrace"] = "bpftrace -e SCRIPT"
 PROBE_TYPES = {2, 5, 7, 17, 26}   # kprobe, tracepoint, perf event, raw tp, tracing
 
@@ -68,7 +70,8 @@ def cmd_of(impl):
     if impl in FLOORS:
         obj, mode, _ = FLOORS[impl]
         return [f"{O.build}/floorprintf", "-m", mode, f"{O.build}/{obj}.bpf.o"]
-    return [O.loupe if impl == "loupe" else O.bpftrace, "-e", SCRIPT]
+    tool = {"loupe": O.loupe, "loupe-before": O.loupe_before}.get(impl, O.bpftrace)
+    return [tool, "-e", SCRIPT]
 
 
 def prog_ids(pid):
@@ -273,6 +276,8 @@ def header():
         f"machine: {os.uname().nodename}, kernel {os.uname().release}, {os.cpu_count()} CPUs, {cpu}",
         f"loupe: {sh(O.loupe + ' --version')} ({O.loupe}, commit {sh('git rev-parse --short HEAD')})",
         f"bpftrace: {sh(O.bpftrace + ' --version')} ({O.bpftrace})",
+        *([f"loupe-before: {sh(O.loupe_before + ' --version')} ({O.loupe_before})"]
+          if O.loupe_before else []),
         f"floor: clang {sh('clang --version | head -n 1')}; "
         f"libbpf-dev {libbpf}; "
         f"{sh('bpftool version | head -n 1')}",
@@ -288,6 +293,8 @@ def main():
     ap.add_argument("--events", type=int, default=200000)
     ap.add_argument("--loupe", default=os.environ.get("LOUPE", "./loupe"))
     ap.add_argument("--bpftrace", default=os.environ.get("BPFTRACE", "/usr/bin/bpftrace"))
+    ap.add_argument("--loupe-before", default=os.environ.get("LOUPE_BEFORE"),
+                    help="an earlier loupe binary, the loupe-before implementation")
     ap.add_argument("--impls", default=",".join(ALL))
     ap.add_argument("--together", type=int, default=0,
                     help="runs of the paired measurement, best a multiple of the number "
@@ -302,6 +309,8 @@ def main():
     for what, l in (("--impls", impls), ("--together-impls", timpls)):
         if l[0] != "floor" or any(i not in ALL for i in l):
             raise SystemExit(f"{what}: start with floor; known: {','.join(ALL)}")
+        if "loupe-before" in l and not O.loupe_before:
+            raise SystemExit(f"{what}: loupe-before needs --loupe-before PATH")
     O.tmp = f"{O.build}/logs"
     os.makedirs(O.tmp, exist_ok=True)
     if O.dump:

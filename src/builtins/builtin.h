@@ -45,6 +45,19 @@ typedef struct Builtin {
   /* Code, by the kind of use; NULL where that use cannot occur. */
   int (*emit_int)(Gen *g, Node *n);           /* value into a register */
   void (*emit_buf)(Gen *g, Node *n, int dst, int cap);  /* into a buffer */
+  /* A string straight into memory at register base + off, of `cap`
+   * bytes: a record reserved in the ring buffer, whose reader reads the
+   * string up to its NUL, so nothing after the NUL is written (no zero
+   * padding). NULL, or buf_at_ok false for n, where the builtin cannot
+   * (the record is then built on the stack: emit_record). */
+  void (*emit_buf_at)(Gen *g, Node *n, int base, int off, int cap);
+  bool (*buf_at_ok)(const Node *n);
+  /* Its value's code does more than read: it writes memory or a map, or
+   * sends a record of its own (delete, write_user, skboutput, ustack's
+   * first sight of a process). An output record reserves its place in
+   * the ring buffer only after such an argument is evaluated (see
+   * emit_record); a builtin with emit_stmt counts as one too. */
+  bool effects;
   /* As a statement; returns true when control never continues after it
    * (exit()). */
   bool (*emit_stmt)(Gen *g, Node *n);

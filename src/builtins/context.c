@@ -794,16 +794,24 @@ static int emit_register(Gen *g, Node *n) {
  * were, which would make comm map keys and comparisons differ by stack
  * garbage. Where the kernel was found to pad (kernel_pads_comm), only what
  * lies beyond the helper's 16 bytes is zeroed. */
+static void emit_comm_at(Gen *g, Node *n, int base, int off, int cap) {
+  emit_addr(g, BPF_REG_1, base, off);
+  emit(g, I_MOV64_IMM(BPF_REG_2, COMM_SIZE));
+  emit_call(g, BPF_FUNC_get_current_comm);
+}
+
 static void emit_comm(Gen *g, Node *n, int dst, int cap) {
   if (g->st->comm_padded && g->st->comm_padded()) {
     if (cap > COMM_SIZE) emit_zero(g, dst + COMM_SIZE, cap - COMM_SIZE);
   } else {
     emit_zero_padding(g, n, dst, COMM_SIZE, cap);
   }
-  emit_scratch(g, BPF_REG_1, dst);
-  emit(g, I_MOV64_IMM(BPF_REG_2, COMM_SIZE));
-  emit_call(g, BPF_FUNC_get_current_comm);
+  emit_comm_at(g, n, SCRATCH, dst, cap);
 }
+
+/* comm() of another task is read through it: only comm without one is
+ * written in place. */
+static bool comm_at_ok(const Node *n) { return !n->args; }
 
 static void emit_comm_call(Gen *g, Node *n, int dst, int cap) {
   if (!n->args) {
@@ -919,7 +927,8 @@ const Builtin builtins_context[] = {
      .has_value = true, .check = check_config},
     WORD("true", check_true, NULL),
     WORD("false", check_false, NULL),
-    STRING_WORD("comm", check_comm, emit_comm),
+    {.name = "comm", .form = BI_WORD, .check = check_comm,
+     .emit_buf = emit_comm, .emit_buf_at = emit_comm_at},
     STRING_WORD("probe", check_probe, emit_probe),
     STRING_WORD("func", check_func, emit_func),
     /* tracepoints: read through its fields; uprobes: a value too */
@@ -948,7 +957,8 @@ const Builtin builtins_context[] = {
     {.name = "ppid", .form = BI_CALL, .min_args = 0, .max_args = 1,
      .has_value = true, .check = check_ppid},
     {.name = "comm", .form = BI_CALL, .min_args = 0, .max_args = 1,
-     .has_value = true, .check = check_comm_call, .emit_buf = emit_comm_call},
+     .has_value = true, .check = check_comm_call, .emit_buf = emit_comm_call,
+     .emit_buf_at = emit_comm_at, .buf_at_ok = comm_at_ok},
     {.name = "pcomm", .form = BI_CALL, .min_args = 0, .max_args = 1,
      .has_value = true, .check = check_pcomm},
     WORD("ppid", check_ppid, NULL),   /* rewritten by check into fields */

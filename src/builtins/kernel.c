@@ -92,10 +92,11 @@ static void check_unwatch(Checker *c, Node *n) {
 
 static bool emit_unwatch(Gen *g, Node *n) {
   int addr = gen_int(g, n->args);
-  int rec = emit_header(g, 8, EV_UNWATCH, 0);
-  emit(g, I_STX(BPF_DW, SCRATCH, addr, rec + 8));
+  OutRec r = record_begin(g, (int)sizeof(EventHeader) + 8, true, false);
+  emit_header_at(g, r.base, r.off, EV_UNWATCH, 0);
+  emit(g, I_STX(BPF_DW, r.base, addr, r.off + 8));
   reg_free(g, addr);
-  emit_output(g, rec, 16);
+  record_end(g, &r);
   return false;
 }
 
@@ -424,7 +425,7 @@ const Builtin builtins_kernel[] = {
      .check = check_signal, .emit_stmt = emit_signal},
     {.name = "write_user", .form = BI_CALL, .min_args = 3, .max_args = 3,
      .has_value = true, .check = check_write_user, .emit_int = emit_write_user,
-     .emit_stmt = emit_write_user_stmt},
+     .emit_stmt = emit_write_user_stmt, .effects = true},
     {.name = "bswap", .form = BI_CALL, .min_args = 1, .max_args = 1,
      .has_value = true, .check = check_bswap, .emit_int = emit_bswap},
     {.name = "kptr", .form = BI_CALL, .min_args = 1, .max_args = 1,

@@ -154,11 +154,12 @@ static bool emit_print(Gen *g, Node *n) {
   }
   Node *top = n->args->next;
   Node *div = top ? top->next : NULL;
-  int rec = emit_header(g, 16, EV_PRINT_MAP, (uint32_t)n->args->map->id);
-  int payload = rec + (int)sizeof(EventHeader);
-  emit(g, I_ST(BPF_DW, SCRATCH, payload, top ? (int32_t)top->ival : 0));
-  emit(g, I_ST(BPF_DW, SCRATCH, payload + 8, div ? (int32_t)div->ival : 0));
-  emit_output(g, rec, (int)sizeof(EventHeader) + 16);
+  OutRec r = record_begin(g, (int)sizeof(EventHeader) + 16, true, false);
+  emit_header_at(g, r.base, r.off, EV_PRINT_MAP, (uint32_t)n->args->map->id);
+  int payload = r.off + (int)sizeof(EventHeader);
+  emit(g, I_ST(BPF_DW, r.base, payload, top ? (int32_t)top->ival : 0));
+  emit(g, I_ST(BPF_DW, r.base, payload + 8, div ? (int32_t)div->ival : 0));
+  record_end(g, &r);
   return false;
 }
 
@@ -296,7 +297,7 @@ const Builtin builtins_maps[] = {
      .on_event = on_zero},
     {.name = "delete", .form = BI_CALL, .min_args = 1, .max_args = 2,
      .has_value = true, .check = check_delete, .emit_int = emit_delete_value,
-     .emit_stmt = emit_delete},
+     .emit_stmt = emit_delete, .effects = true},
     {.name = "has_key", .form = BI_CALL, .min_args = 1, .max_args = 2,
      .check = check_has_key, .emit_int = emit_has_key},
     {.name = "len", .form = BI_CALL, .min_args = 1, .max_args = 1,

@@ -264,7 +264,8 @@ static int emit_skboutput(Gen *g, Node *n) {
 
 const Builtin builtins_net[] = {
     {.name = "skboutput", .form = BI_CALL, .min_args = 4, .max_args = 4,
-     .has_value = true, .check = check_skboutput, .emit_int = emit_skboutput},
+     .has_value = true, .check = check_skboutput, .emit_int = emit_skboutput,
+     .effects = true},
     {.name = "socket_cookie", .form = BI_CALL, .min_args = 1, .max_args = 1,
      .has_value = true, .check = check_socket_cookie,
      .emit_int = emit_socket_cookie},

@@ -278,36 +278,94 @@ static void check_strftime(Checker *c, Node *n) {
 
 static int emit_strftime(Gen *g, Node *n) { return gen_int(g, n->args->next); }
 
+/* Whether a record of the arguments from `first` on can be reserved in
+ * the ring buffer and filled in place, as a hand-written program does
+ * (no copy of it), and how many of its first arguments are then
+ * evaluated before the reservation (*before): those up to the last
+ * with effects (expr_has_effects), which must happen, in order, even
+ * when the ring is full and the filling is skipped. They must be
+ * integers (kept on the stack meanwhile), and the strings after them
+ * ones gen_buf_at writes in place. Otherwise the record is built on the
+ * stack and copied (emit_output), as it is in iterators and with -k,
+ * whose reports of a failed read would be sent during the filling and
+ * so come after the record instead of before it. */
+static bool record_in_place(Gen *g, Node *first, int *before) {
+  if (!record_can_be_in_place(g) || g->st->helper_errors) return false;
+  int i = 0, last = -1;
+  for (Node *a = first; a; a = a->next, i++)
+    if (expr_has_effects(a)) last = i;
+  i = 0;
+  for (Node *a = first; a; a = a->next, i++)
+    if (is_buffer(a->type) && (i <= last || !gen_buf_at_ok(g, a)))
+      return false;
+  *before = last + 1;
+  return true;
+}
+
 void emit_record(Gen *g, Node *n, Node *first, uint32_t kind) {
   PrintfDef *def = &g->c->printfs[n->printf_id];
   if (def->nargs == 0) {
     emit_event(g, kind, (uint32_t)n->printf_id);
     return;
   }
-  int rec = emit_header(g, def->size, kind, (uint32_t)n->printf_id);
-  int base = rec + (int)sizeof(EventHeader);
+  int before = 0, slot[MAX_PRINTF_ARGS], reg[MAX_PRINTF_ARGS];
+  bool in_place = record_in_place(g, first, &before);
+  Node *a = first;
+  for (int i = 0; i < before; a = a->next, i++) {
+    slot[i] = stack_alloc(g, 8);
+    gen_store_int(g, a, BPF_REG_10, slot[i]);
+  }
+  /* Fields of the context are read before the reservation too, into
+   * registers that the helper calls keep, while the registers last: in
+   * a program's first statement r1 still holds the context then, and
+   * the prologue need not save it (the floor's printf reads
+   * args->flags so). One register stays for what comes after, and one
+   * for the record where r9 cannot hold it. */
+  int room = free_regs(g) - 1 - (g->buf_base == BPF_REG_10 ? 0 : 1);
+  for (int i = 0; i < MAX_PRINTF_ARGS; i++) reg[i] = -1;
+  a = first;
+  for (int i = 0; a; a = a->next, i++)
+    if (in_place && i >= before && room > 0 && gen_is_ctx_field(g, a)) {
+      reg[i] = gen_int(g, a);
+      room--;
+    }
+  OutRec r = record_begin(g, (int)sizeof(EventHeader) + def->size,
+                          in_place, true);
+  emit_header_at(g, r.base, r.off, kind, (uint32_t)n->printf_id);
+  int base = r.off + (int)sizeof(EventHeader);
   int i = 0;
-  for (Node *a = first; a; a = a->next, i++) {
+  for (a = first; a; a = a->next, i++) {
     int at = base + def->args[i].offset;
-    if (is_buffer(a->type)) {
+    if (i < before) {
+      emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_10, slot[i]));
+      emit(g, I_STX(BPF_DW, r.base, BPF_REG_1, at));
+    } else if (reg[i] >= 0) {
+      emit(g, I_STX(BPF_DW, r.base, reg[i], at));
+      reg_free(g, reg[i]);
+    } else if (in_place && is_buffer(a->type)) {
+      gen_buf_at(g, a, r.base, at, value_cap(a->type));
+    } else if (is_buffer(a->type)) {
       if (a->type.kind == TY_STR) g->unpadded = a;
       gen_buf(g, a, at, value_cap(a->type));
       g->unpadded = NULL;
     } else {
-      gen_store_int(g, a, SCRATCH, at);
+      gen_store_int(g, a, r.base, at);
     }
   }
-  emit_output(g, rec, (int)sizeof(EventHeader) + def->size);
+  record_end(g, &r);
 }
 
 /* join(argv): up to JOIN_MAX_ARGS strings read through a user array of
  * pointers; a NULL pointer ends the list (its slot is left empty). */
 static void gen_join(Gen *g, Node *n) {
   int payload = JOIN_MAX_ARGS * JOIN_ARG_SIZE;
-  int rec = emit_header(g, payload, EV_JOIN, (uint32_t)n->printf_id);
-  int base = rec + (int)sizeof(EventHeader);
   Held argv = hold(g, gen_int(g, n->args));
   int slot = stack_alloc(g, 8);
+  /* in place but with -k (see record_in_place) */
+  OutRec r = record_begin(g, (int)sizeof(EventHeader) + payload,
+                          !g->st->helper_errors, true);
+  emit_header_at(g, r.base, r.off, EV_JOIN, (uint32_t)n->printf_id);
+  int base = r.off + (int)sizeof(EventHeader);
   int ends[JOIN_MAX_ARGS];
   for (int i = 0; i < JOIN_MAX_ARGS; i++) {
     /* slot = argv[i] */
@@ -319,15 +377,15 @@ static void gen_join(Gen *g, Node *n) {
     emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, i * 8));
     emit_call(g, BPF_FUNC_probe_read_user);
     emit(g, I_LDX(BPF_DW, BPF_REG_3, BPF_REG_10, slot));
-    emit(g, I_ST(BPF_B, SCRATCH, base + i * JOIN_ARG_SIZE, 0));
+    emit(g, I_ST(BPF_B, r.base, base + i * JOIN_ARG_SIZE, 0));
     ends[i] = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_3, 0, 0));
-    emit_scratch(g, BPF_REG_1, base + i * JOIN_ARG_SIZE);
+    emit_addr(g, BPF_REG_1, r.base, base + i * JOIN_ARG_SIZE);
     emit(g, I_MOV64_IMM(BPF_REG_2, JOIN_ARG_SIZE));
     emit_call(g, BPF_FUNC_probe_read_user_str);
   }
   for (int i = 0; i < JOIN_MAX_ARGS; i++) patch_here(g, ends[i]);
   held_free(g, argv);
-  emit_output(g, rec, (int)sizeof(EventHeader) + payload);
+  record_end(g, &r);
 }
 
 static bool emit_printf(Gen *g, Node *n) {
@@ -383,26 +441,22 @@ static bool emit_exit(Gen *g, Node *n) {
 
 /* ---- user space ------------------------------------------------------ */
 
-/* The output of a printf-like record, formatted into a malloc'd string.
- * Returns NULL when out of memory. */
-static char *format_record(const PrintfDef *p, const uint8_t *payload,
-                           size_t *len) {
-  char *buf = NULL;
-  *len = 0;
-  FILE *f = open_memstream(&buf, len);
-  if (!f) return NULL;
-  print_printf(p, payload, f);
-  fclose(f);
-  return buf;
+/* The text of a printf-like record (printf id `index`), formatted with
+ * its format's plan, parsed when the run began: NUL-terminated, and
+ * valid until the next record's. NULL when out of memory. */
+static const char *format_record(const EventCtx *e, uint32_t index,
+                                 const uint8_t *payload, size_t *len) {
+  const TextBuf *b = printf_text(e->c, e->l, index, payload);
+  *len = b ? b->len : 0;
+  return b ? b->s : NULL;
 }
 
 /* The record's text, as the message of event `type`. */
-static void handle_printf(const PrintfDef *p, const uint8_t *payload,
-                          Output *o) {
+static void handle_printf(const EventCtx *e, uint32_t index,
+                          const uint8_t *payload) {
   size_t len;
-  char *text = format_record(p, payload, &len);
-  if (text) output_message(o, "printf", text, len, false);
-  free(text);
+  const char *text = format_record(e, index, payload, &len);
+  if (text) output_message(e->output, "printf", text, len, false);
 }
 
 /* time(fmt): the local time, through strftime. */
@@ -446,10 +500,11 @@ static char *read_fd(int fd, size_t max, size_t *len) {
 /* system(fmt, ...): runs the command with /bin/sh; what it writes on its
  * stdout becomes loupe's output, in order with the rest (bpftrace does the
  * same; its JSON record type is "syscall"). */
-static void handle_system(const PrintfDef *p, const uint8_t *payload,
-                          Output *o) {
+static void handle_system(const EventCtx *e, uint32_t index,
+                          const uint8_t *payload) {
+  Output *o = e->output;
   size_t len;
-  char *cmd = format_record(p, payload, &len);
+  const char *cmd = format_record(e, index, payload, &len);
   if (!cmd) return;
   fflush(o->out);
   fflush(stderr);
@@ -457,21 +512,21 @@ static void handle_system(const PrintfDef *p, const uint8_t *payload,
   if (!f) {
     fprintf(stderr, "loupe: system(\"%s\") failed: %s\n", cmd,
             strerror(errno));
-    free(cmd);
     return;
   }
   char *text = read_fd(fileno(f), 0, &len);
   pclose(f);
   if (text) output_message(o, "syscall", text, len, false);
   free(text);
-  free(cmd);
 }
 
 /* cat(fmt, ...): the file's contents, as they are (no newline added). */
-static void handle_cat(const PrintfDef *p, const uint8_t *payload,
-                       int max_bytes, Output *o) {
+static void handle_cat(const EventCtx *e, uint32_t index,
+                       const uint8_t *payload) {
+  Output *o = e->output;
+  int max_bytes = e->c->max_cat_bytes;
   size_t len;
-  char *path = format_record(p, payload, &len);
+  const char *path = format_record(e, index, payload, &len);
   if (!path) return;
   char *text = NULL;
   len = 0;
@@ -490,7 +545,6 @@ static void handle_cat(const PrintfDef *p, const uint8_t *payload,
    * record). */
   output_message(o, "cat", text ? text : "", text ? len : 0, false);
   free(text);
-  free(path);
 }
 
 /* join(argv[, delim]): the argument slots up to the first empty one,
@@ -534,8 +588,7 @@ static const PrintfDef *record_format(const Compiled *c, uint32_t index,
 
 static void on_printf(const EventCtx *e, uint32_t index,
                       const uint8_t *payload, size_t size) {
-  const PrintfDef *p = record_format(e->c, index, size);
-  if (p) handle_printf(p, payload, e->output);
+  if (record_format(e->c, index, size)) handle_printf(e, index, payload);
 }
 
 static void on_time(const EventCtx *e, uint32_t index,
@@ -546,14 +599,12 @@ static void on_time(const EventCtx *e, uint32_t index,
 
 static void on_system(const EventCtx *e, uint32_t index,
                       const uint8_t *payload, size_t size) {
-  const PrintfDef *p = record_format(e->c, index, size);
-  if (p) handle_system(p, payload, e->output);
+  if (record_format(e->c, index, size)) handle_system(e, index, payload);
 }
 
 static void on_cat(const EventCtx *e, uint32_t index, const uint8_t *payload,
                    size_t size) {
-  const PrintfDef *p = record_format(e->c, index, size);
-  if (p) handle_cat(p, payload, e->c->max_cat_bytes, e->output);
+  if (record_format(e->c, index, size)) handle_cat(e, index, payload);
 }
 
 static void on_join(const EventCtx *e, uint32_t index,
@@ -571,13 +622,12 @@ static void on_errorf(const EventCtx *e, uint32_t index,
   if (p->once && e->l->warn_repeats && e->l->warn_repeats[index]++ > 0)
     return;
   size_t len;
-  char *text = format_record(p, payload, &len);
+  const char *text = format_record(e, index, payload, &len);
   if (!text) return;
   fflush(e->output->out);
   fprintf(stderr, "%s%s%s%s", p->prefix ? p->prefix : "", text,
           len && text[len - 1] == '\n' ? "" : "\n",
           p->expansions ? p->expansions : "");
-  free(text);
 }
 
 /* bpftrace stops handling events once exit() is seen; loupe then exits

@@ -41,11 +41,21 @@ const Builtin *builtin_at(int i) {
   return NULL;
 }
 
+/* Looked up for every record: found once per kind, then kept. */
 const Builtin *builtin_for_event(uint32_t kind) {
-  for (int g = 0; groups[g]; g++)
-    for (const Builtin *b = groups[g]; b->name; b++)
-      if (b->on_event && b->event == kind) return b;
-  return NULL;
+  static const Builtin *by_kind[32];
+  static bool looked[32];
+  if (kind >= 32) return NULL;
+  if (!looked[kind]) {
+    for (int g = 0; groups[g] && !by_kind[kind]; g++)
+      for (const Builtin *b = groups[g]; b->name; b++)
+        if (b->on_event && b->event == kind) {
+          by_kind[kind] = b;
+          break;
+        }
+    looked[kind] = true;
+  }
+  return by_kind[kind];
 }
 
 /* Printing asks for a map's AggOps for every entry it sorts: the records

@@ -226,6 +226,14 @@ static void check_str_concat(Checker *c, Node *n) {
 /* ---- code ------------------------------------------------------------ */
 
 
+/* str(p)'s read of the string at r3, r2 bytes at most, into register
+ * base + off. */
+static void emit_str_read(Gen *g, Node *n, int base, int off) {
+  AddrSpace as = n->args->type.as;
+  emit_addr(g, BPF_REG_1, base, off);
+  emit_call(g, as ? probe_read_str_helper(as) : unknown_space_str_helper(g));
+}
+
 static void gen_str_fn(Gen *g, Node *n, int dst, int cap) {
   Node *arg = n->args;
   if (arg->type.kind == TY_STR) {
@@ -259,9 +267,22 @@ static void gen_str_fn(Gen *g, Node *n, int dst, int cap) {
   } else {
     emit(g, I_MOV64_IMM(BPF_REG_2, n->type.size));
   }
-  emit_scratch(g, BPF_REG_1, dst);
-  emit_call(g, arg->type.as ? probe_read_str_helper(arg->type.as)
-                            : unknown_space_str_helper(g));
+  emit_str_read(g, n, SCRATCH, dst);
+}
+
+/* str(p) straight into a reserved record: the helper writes the string
+ * and its NUL, and nothing after them needs writing. */
+static void gen_str_at(Gen *g, Node *n, int base, int off, int cap) {
+  int r = gen_int(g, n->args);
+  emit(g, I_MOV64_REG(BPF_REG_3, r));
+  reg_free(g, r);
+  emit(g, I_MOV64_IMM(BPF_REG_2, n->type.size));
+  emit_str_read(g, n, base, off);
+}
+
+/* Only str() of an address, and of a length known when compiling. */
+static bool str_at_ok(const Node *n) {
+  return n->args->type.kind == TY_INT && !n->ival;
 }
 
 /* buf(p, len) with len known only at run time: up to `size` bytes are
@@ -657,7 +678,8 @@ static void gen_str_concat(Gen *g, Node *n, int dst, int cap) {
 
 const Builtin builtins_strings[] = {
     {.name = "str", .form = BI_CALL, .min_args = 1, .max_args = 2,
-     .has_value = true, .check = check_str, .emit_buf = gen_str_fn},
+     .has_value = true, .check = check_str, .emit_buf = gen_str_fn,
+     .emit_buf_at = gen_str_at, .buf_at_ok = str_at_ok},
     {.name = "buf", .form = BI_CALL, .min_args = 1, .max_args = 2,
      .check = check_buf, .emit_buf = gen_buf_fn},
     {.name = "strncmp", .form = BI_CALL, .min_args = 3, .max_args = 3,

@@ -102,11 +102,14 @@ void emit_scratch_base(Gen *g) {
     emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_9, g->scratch_bias));
 }
 
-/* reg = scratch area + off */
-void emit_scratch(Gen *g, int reg, int off) {
-  emit(g, I_MOV64_REG(reg, SCRATCH));
+/* reg = base + off */
+void emit_addr(Gen *g, int reg, int base, int off) {
+  emit(g, I_MOV64_REG(reg, base));
   if (off) emit(g, I_ALU64_IMM(BPF_ADD, reg, off));
 }
+
+/* reg = scratch area + off */
+void emit_scratch(Gen *g, int reg, int off) { emit_addr(g, reg, SCRATCH, off); }
 
 /* -k: the helpers whose failures are reported, as bpftrace's -k does:
  * reads of memory. */
@@ -283,10 +286,10 @@ void held_free(Gen *g, Held h) {
   if (h.reg >= 0) reg_free(g, h.reg);
 }
 
-/* bpf_probe_read_kernel(scratch + dst, n, r3): one helper call copies a
+/* bpf_probe_read_kernel(base + dst, n, r3): one helper call copies a
  * big buffer (r3 set by the caller; r0..r5 are lost). */
-static void emit_read_into(Gen *g, int dst, int n) {
-  emit_scratch(g, BPF_REG_1, dst);
+static void emit_read_into(Gen *g, int base, int dst, int n) {
+  emit_addr(g, BPF_REG_1, base, dst);
   emit_imm64(g, BPF_REG_2, n);
   emit_call(g, BPF_FUNC_probe_read_kernel);
 }
@@ -316,7 +319,7 @@ void emit_zero(Gen *g, int dst, int cap) {
     int missing = emit_lookup_slot0(g, zero)
         ? emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0)) : -1;
     emit(g, I_MOV64_REG(BPF_REG_3, BPF_REG_0));
-    emit_read_into(g, dst + i, n);
+    emit_read_into(g, SCRATCH, dst + i, n);
     if (missing >= 0) patch_here(g, missing);
   }
 }
@@ -327,20 +330,30 @@ void emit_zero(Gen *g, int dst, int cap) {
  * big buffer is copied by a helper, which loses r0..r5. */
 void emit_copy_from(Gen *g, int base, int src_off, int dst, int n,
                            int cap) {
-  int i = 0;
-  if (n > BIG_BUFFER && cap > BIG_BUFFER) {
-    i = n < cap ? n : cap;
-    emit(g, I_MOV64_REG(BPF_REG_3, base));
-    if (src_off) emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, src_off));
-    emit_read_into(g, dst, i);
-    if (i < cap) emit_zero(g, dst + i, cap - i);
+  int len = n < cap ? n : cap;
+  emit_copy_to(g, base, src_off, SCRATCH, dst, len);
+  if (len > BIG_BUFFER) {
+    if (len < cap) emit_zero(g, dst + len, cap - len);
     return;
   }
-  for (; i < n && i < cap; i += 8) {
-    emit(g, I_LDX(BPF_DW, BPF_REG_2, base, src_off + i));
-    emit(g, I_STX(BPF_DW, SCRATCH, BPF_REG_2, dst + i));
+  for (int i = len; i < cap; i += 8) emit(g, I_ST(BPF_DW, SCRATCH, dst + i, 0));
+}
+
+/* Copies len bytes (a multiple of 8) from register base + src_off to
+ * register dst_base + dst: word by word through r2, or for a big buffer
+ * by a helper, which loses r0..r5. */
+void emit_copy_to(Gen *g, int base, int src_off, int dst_base, int dst,
+                  int len) {
+  if (len > BIG_BUFFER) {
+    emit(g, I_MOV64_REG(BPF_REG_3, base));
+    if (src_off) emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, src_off));
+    emit_read_into(g, dst_base, dst, len);
+    return;
   }
-  for (; i < cap; i += 8) emit(g, I_ST(BPF_DW, SCRATCH, dst + i, 0));
+  for (int i = 0; i < len; i += 8) {
+    emit(g, I_LDX(BPF_DW, BPF_REG_2, base, src_off + i));
+    emit(g, I_STX(BPF_DW, dst_base, BPF_REG_2, dst + i));
+  }
 }
 
 void emit_copy(Gen *g, int src, int dst, int n, int cap) {
@@ -350,11 +363,17 @@ void emit_copy(Gen *g, int src, int dst, int n, int cap) {
 
 /* Stores literal bytes (zero-padded to cap) into a scratch buffer. */
 void emit_literal(Gen *g, const char *s, int len, int dst, int cap) {
+  emit_literal_at(g, s, len, SCRATCH, dst, cap);
+}
+
+/* The same at register base + dst. */
+void emit_literal_at(Gen *g, const char *s, int len, int base, int dst,
+                     int cap) {
   for (int i = 0; i < cap; i += 4) {
     uint32_t word = 0;
     for (int b = 0; b < 4; b++)
       if (i + b < len) word |= (uint32_t)(unsigned char)s[i + b] << (8 * b);
-    emit(g, I_ST(BPF_W, SCRATCH, dst + i, (int32_t)word));
+    emit(g, I_ST(BPF_W, base, dst + i, (int32_t)word));
   }
 }
 
@@ -389,18 +408,95 @@ static void emit_seq_ctx(Gen *g) {
   emit_ctx(g, BPF_REG_5);
 }
 
+/* reg = the flags user space keeps in loupe_wake for each record sent
+ * (whether to wake it). */
+static void emit_wake_flags(Gen *g, int reg) {
+  emit_map_value(g, reg, MAP_ID_WAKE, 0);
+  emit(g, I_LDX(BPF_DW, reg, reg, 0));
+}
+
 /* Sends the record at r2, r3 bytes long, to the ring buffer, with the
- * flags user space keeps in loupe_wake (whether to wake it); if the ring
- * refused it (r0 < 0), one more in the count user space reports as lost
- * events. Only the failure path does any work. */
+ * wake flags; if the ring refused it (r0 < 0), one more in the count user
+ * space reports as lost events. Only the failure path does any work. */
 static void emit_ringbuf_send(Gen *g) {
   emit_map(g, BPF_REG_1, MAP_ID_RINGBUF);
-  emit_map_value(g, BPF_REG_4, MAP_ID_WAKE, 0);
-  emit(g, I_LDX(BPF_DW, BPF_REG_4, BPF_REG_4, 0));
+  emit_wake_flags(g, BPF_REG_4);
   emit_call(g, BPF_FUNC_ringbuf_output);
   int sent = emit_jump(g, I_JMP_IMM(BPF_JEQ, BPF_REG_0, 0, 0));
   emit_count_failure(g, COUNT_SLOT_LOST);
   patch_here(g, sent);
+}
+
+/* r0 = `size` bytes reserved in the ring buffer for a record filled in
+ * place, as a hand-written program sends one: no copy. When the ring is
+ * full there is none: one more in the lost events' count, and a jump
+ * (returned) that emit_submit aims past the filling and the submit. So
+ * nothing between the two may leave the program: the verifier wants the
+ * reservation submitted on every path. */
+int emit_reserve(Gen *g, int size) {
+  emit_map(g, BPF_REG_1, MAP_ID_RINGBUF);
+  emit(g, I_MOV64_IMM(BPF_REG_2, size));
+  emit(g, I_MOV64_IMM(BPF_REG_3, 0));
+  emit_call(g, BPF_FUNC_ringbuf_reserve);
+  int got = emit_jump(g, I_JMP_IMM(BPF_JNE, BPF_REG_0, 0, 0));
+  emit_count_failure(g, COUNT_SLOT_LOST);
+  int lost = emit_jump(g, I_JA(0));
+  patch_here(g, got);
+  return lost;
+}
+
+/* Commits the reserved record at register rec, with the wake flags;
+ * `lost` (emit_reserve's jump) comes here. */
+void emit_submit(Gen *g, int rec, int lost) {
+  if (rec != BPF_REG_1) emit(g, I_MOV64_REG(BPF_REG_1, rec));
+  emit_wake_flags(g, BPF_REG_2);
+  emit_call(g, BPF_FUNC_ringbuf_submit);
+  patch_here(g, lost);
+}
+
+/* The register a reservation is kept in across calls: r9 where buffers
+ * are on the stack (it then holds nothing), so that r6-r8 stay free for
+ * the values filled in; else one of those. */
+static int record_reg(Gen *g) {
+  return g->buf_base == BPF_REG_10 ? BPF_REG_9 : reg_alloc(g);
+}
+
+bool record_can_be_in_place(Gen *g) {
+  return !g->seq_output &&
+         free_regs(g) >= (g->buf_base == BPF_REG_10 ? 1 : 2);
+}
+
+OutRec record_begin(Gen *g, int size, bool in_place, bool calls) {
+  OutRec r = {.size = size, .in_place = in_place && !g->seq_output};
+  if (!r.in_place) {
+    r.base = SCRATCH;
+    r.off = scratch_alloc(g, size);
+    return r;
+  }
+  r.lost = emit_reserve(g, size);
+  r.base = BPF_REG_0;
+  if (calls) {
+    r.base = record_reg(g);
+    emit(g, I_MOV64_REG(r.base, BPF_REG_0));
+  }
+  return r;
+}
+
+void record_end(Gen *g, const OutRec *r) {
+  if (!r->in_place) {
+    emit_output(g, r->off, r->size);
+    return;
+  }
+  emit_submit(g, r->base, r->lost);
+  reg_free(g, r->base);
+}
+
+/* A record that is only a header, reserved, written and submitted in
+ * place. */
+static void emit_bare_event(Gen *g, uint32_t kind, uint32_t index) {
+  OutRec r = record_begin(g, (int)sizeof(EventHeader), true, false);
+  emit_header_at(g, r.base, r.off, kind, index);
+  record_end(g, &r);
 }
 
 /* The call of output subprogram `sub` (SUB_OUTPUT, or SUB_EVENT + kind
@@ -428,13 +524,12 @@ void emit_output(Gen *g, int rec, int size) {
 void emit_event(Gen *g, uint32_t kind, uint32_t index) {
   int sub = SUB_EVENT + (int)kind;
   if (g->out_inline[sub]) {
-    int rec = emit_header(g, 0, kind, index);
-    emit_scratch(g, BPF_REG_2, rec);
-    emit(g, I_MOV64_IMM(BPF_REG_3, (int32_t)sizeof(EventHeader)));
-  } else {
-    emit(g, I_MOV64_IMM(BPF_REG_1, (int32_t)index));
-    emit_seq_ctx(g);
+    g->out_sites[sub]++;
+    emit_bare_event(g, kind, index);
+    return;
   }
+  emit(g, I_MOV64_IMM(BPF_REG_1, (int32_t)index));
+  emit_seq_ctx(g);
   emit_send(g, sub);
 }
 
@@ -442,14 +537,18 @@ void emit_event(Gen *g, uint32_t kind, uint32_t index) {
 void emit_event_r1(Gen *g, uint32_t kind) {
   int sub = SUB_EVENT + (int)kind;
   if (g->out_inline[sub]) {
-    int rec = scratch_alloc(g, (int)sizeof(EventHeader));
-    emit(g, I_ST(BPF_W, SCRATCH, rec, (int32_t)kind));
-    emit(g, I_STX(BPF_W, SCRATCH, BPF_REG_1, rec + 4));
-    emit_scratch(g, BPF_REG_2, rec);
-    emit(g, I_MOV64_IMM(BPF_REG_3, (int32_t)sizeof(EventHeader)));
-  } else {
-    emit_seq_ctx(g);
+    /* the header waits on the stack while the ring is asked */
+    g->out_sites[sub]++;
+    int slot = stack_alloc(g, (int)sizeof(EventHeader));
+    emit(g, I_ST(BPF_W, BPF_REG_10, slot, (int32_t)kind));
+    emit(g, I_STX(BPF_W, BPF_REG_10, BPF_REG_1, slot + 4));
+    int lost = emit_reserve(g, (int)sizeof(EventHeader));
+    emit(g, I_LDX(BPF_DW, BPF_REG_1, BPF_REG_10, slot));
+    emit(g, I_STX(BPF_DW, BPF_REG_0, BPF_REG_1, 0));
+    emit_submit(g, BPF_REG_0, lost);
+    return;
   }
+  emit_seq_ctx(g);
   emit_send(g, sub);
 }
 
@@ -562,15 +661,26 @@ void emit_subprograms(Gen *g) {
       emit(g, I_MOV64_IMM(BPF_REG_1, 1));
       emit(g, I_ATOMIC_ADD(BPF_DW, BPF_REG_4, BPF_REG_1, 0));
       emit_return(g);
+    } else if (sub >= SUB_EVENT && !g->seq_output) {
+      /* r1 = the index: the header (index, then kind, as a u64) waits
+       * in r6 while the ring is asked, then is written in place */
+      mark_global(g, start, 1);
+      emit(g, I_MOV64_REG(BPF_REG_6, BPF_REG_1));
+      emit(g, I_ALU64_IMM(BPF_LSH, BPF_REG_6, 32));
+      emit(g, I_ALU64_IMM(BPF_OR, BPF_REG_6, sub - SUB_EVENT));
+      int lost = emit_reserve(g, (int)sizeof(EventHeader));
+      emit(g, I_STX(BPF_DW, BPF_REG_0, BPF_REG_6, 0));
+      emit_submit(g, BPF_REG_0, lost);
+      emit_return(g);
     } else if (sub >= SUB_EVENT) {
-      if (!g->seq_output) mark_global(g, start, 1);
       emit(g, I_ST(BPF_W, BPF_REG_10, -8, sub - SUB_EVENT));
       emit(g, I_STX(BPF_W, BPF_REG_10, BPF_REG_1, -4));
       emit(g, I_MOV64_REG(BPF_REG_2, BPF_REG_10));
       emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_2, -8));
       emit(g, I_MOV64_IMM(BPF_REG_3, (int32_t)sizeof(EventHeader)));
     }
-    if (sub >= SUB_FULL || sub == SUB_COUNT) {
+    if (sub >= SUB_FULL || sub == SUB_COUNT ||
+        (sub >= SUB_EVENT && !g->seq_output)) {
       /* done above */
     } else if (g->seq_output) {
       emit_seq_write(g);
@@ -588,15 +698,20 @@ void emit_subprograms(Gen *g) {
   }
 }
 
-int emit_header(Gen *g, int payload, uint32_t kind, uint32_t index) {
-  int rec = scratch_alloc(g, (int)sizeof(EventHeader) + payload);
+void emit_header_at(Gen *g, int base, int off, uint32_t kind,
+                    uint32_t index) {
   if (index == 0 && kind <= INT32_MAX) {
     /* both halves in one store: kind, then the zero its sign extends to */
-    emit(g, I_ST(BPF_DW, SCRATCH, rec, (int32_t)kind));
-    return rec;
+    emit(g, I_ST(BPF_DW, base, off, (int32_t)kind));
+    return;
   }
-  emit(g, I_ST(BPF_W, SCRATCH, rec, (int32_t)kind));
-  emit(g, I_ST(BPF_W, SCRATCH, rec + 4, (int32_t)index));
+  emit(g, I_ST(BPF_W, base, off, (int32_t)kind));
+  emit(g, I_ST(BPF_W, base, off + 4, (int32_t)index));
+}
+
+int emit_header(Gen *g, int payload, uint32_t kind, uint32_t index) {
+  int rec = scratch_alloc(g, (int)sizeof(EventHeader) + payload);
+  emit_header_at(g, SCRATCH, rec, kind, index);
   return rec;
 }
 

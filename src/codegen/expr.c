@@ -164,6 +164,92 @@ static void gen_buf_here(Gen *g, Node *n, int dst, int cap) {
   }
 }
 
+/* Whether evaluating n may do more than read (ast_walk's visitor; ctx
+ * unused): an assignment, ++ or --, a block of statements, a builtin with
+ * effects (Builtin.effects, or one that is a statement), a function
+ * loupe does not know, or a division that warns of a zero divisor (a
+ * record of its own). */
+static AstStep find_effects(Node *n, void *ctx) {
+  switch (n->kind) {
+  case N_INT: case N_STR: case N_VAR: case N_MAP: case N_UNOP:
+  case N_FIELD: case N_TERNARY: case N_INDEX: case N_CAST: case N_TUPLE:
+  case N_SIZEOF: case N_OFFSETOF: case N_TYPEOF:
+    return AST_ENTER;
+  case N_BINOP:
+    return (n->op == '/' || n->op == '%') && n->ival ? AST_STOP : AST_ENTER;
+  case N_BUILTIN:
+  case N_CALL:
+    return !n->builtin || n->builtin->effects || n->builtin->emit_stmt
+               ? AST_STOP : AST_ENTER;
+  default:
+    return AST_STOP;
+  }
+}
+
+bool expr_has_effects(Node *n) {
+  return find_effects(n, NULL) == AST_STOP ||
+         ast_walk_children(n, find_effects, NULL);
+}
+
+/* Whether integer n is a field of the context, one load from it (a
+ * tracepoint's args->x: gen_field_int), which a record filled in place
+ * reads before its reservation, while r1 may still hold the context. */
+bool gen_is_ctx_field(Gen *g, Node *n) {
+  return n->kind == N_FIELD && n->type.kind == TY_INT &&
+         n->lhs->type.kind != TY_TUPLE && !in_memory(n) &&
+         !g->p->syscall_group && target_field(g, n);
+}
+
+/* Whether gen_buf_at can write value n in place: a variable (its buffer
+ * copied whole, whatever it holds), a string literal, a tracepoint's
+ * string field, or a builtin's string that it can (Builtin.emit_buf_at:
+ * comm, str() of an address). Other buffers (tuples, a map's value, a
+ * ternary, ntop(), ...) are built on the stack first: emit_record. */
+bool gen_buf_at_ok(Gen *g, Node *n) {
+  if (n->kind == N_VAR) return true;   /* a copy of its buffer, whole */
+  if (n->type.kind != TY_STR) return false;
+  switch (n->kind) {
+  case N_STR:
+    return true;
+  case N_FIELD: {
+    if (n->lhs->type.kind == TY_TUPLE || in_memory(n) ||
+        g->p->syscall_group)
+      return false;
+    const TpField *f = target_field(g, n);
+    return f && !(f->is_array && !f->is_string);
+  }
+  case N_BUILTIN:
+  case N_CALL:
+    return n->builtin && n->builtin->emit_buf_at &&
+           (!n->builtin->buf_at_ok || n->builtin->buf_at_ok(n));
+  default:
+    return false;
+  }
+}
+
+/* Value n straight into memory at register base + off, `cap` bytes: a
+ * record reserved in the ring buffer, whose reader reads a string up to
+ * its NUL, so what lies after the NUL is not written. For the values
+ * gen_buf_at_ok accepts. */
+void gen_buf_at(Gen *g, Node *n, int base, int off, int cap) {
+  Span saved = g->span;
+  if (n->span.line) g->span = n->span;
+  if (n->kind == N_VAR) {
+    int len = value_cap(n->var->type);
+    emit_copy_to(g, SCRATCH, n->var->stack_off, base, off,
+                 len < cap ? len : cap);
+  } else if (n->kind == N_STR) {
+    /* the words up to its NUL */
+    int len = (n->slen + 1 + 3) & ~3;
+    emit_literal_at(g, n->sval, n->slen, base, off, len < cap ? len : cap);
+  }
+  else if (n->kind == N_FIELD)
+    gen_field_str_at(g, n, base, off, cap);
+  else
+    n->builtin->emit_buf_at(g, n, base, off, cap);
+  g->span = saved;
+}
+
 /* The scratch offset of a string value: a variable's own buffer, or a new
  * temporary holding it. */
 int buf_ref(Gen *g, Node *n) {

@@ -162,6 +162,8 @@ void emit_count_failure(Gen *g, int slot);
 void emit_count_slot(Gen *g, int slot, int reg);
 bool emit_lookup_slot0(Gen *g, int map_id);
 void emit_scratch_base(Gen *g);
+/* reg = base + off */
+void emit_addr(Gen *g, int reg, int base, int off);
 void emit_scratch(Gen *g, int reg, int off);
 /* Calls helper; with -k, a memory read that fails is also reported. */
 void emit_call(Gen *g, int helper);
@@ -188,7 +190,11 @@ void emit_zero(Gen *g, int dst, int cap);
 void emit_zero_padding(Gen *g, const Node *n, int dst, int filled, int cap);
 void emit_copy_from(Gen *g, int base, int src_off, int dst, int n, int cap);
 void emit_copy(Gen *g, int src, int dst, int n, int cap);
+void emit_copy_to(Gen *g, int base, int src_off, int dst_base, int dst,
+                  int len);
 void emit_literal(Gen *g, const char *s, int len, int dst, int cap);
+void emit_literal_at(Gen *g, const char *s, int len, int base, int dst,
+                     int cap);
 void emit_ctx(Gen *g, int reg);
 void emit_subcall(Gen *g, int sub);
 void emit_output(Gen *g, int rec, int size);
@@ -196,6 +202,35 @@ void emit_event(Gen *g, uint32_t kind, uint32_t index);
 void emit_event_r1(Gen *g, uint32_t kind);
 void emit_subprograms(Gen *g);
 int emit_header(Gen *g, int payload, uint32_t kind, uint32_t index);
+/* A record's header (kind, index) at base + off. */
+void emit_header_at(Gen *g, int base, int off, uint32_t kind,
+                    uint32_t index);
+/* Records filled in place (emit_reserve's comment): r0 = the record, or
+ * the returned jump when the ring is full; emit_submit sends the record
+ * at register rec and aims that jump after it. */
+int emit_reserve(Gen *g, int size);
+void emit_submit(Gen *g, int rec, int lost);
+
+/* A record of `size` bytes (its header included) being filled at base +
+ * off: reserved in the ring buffer and filled in place when in_place
+ * (base a register: r0, or r6-r8 when the filling makes calls), else
+ * built at SCRATCH + off and sent by record_end with emit_output. An
+ * iterator's records are always built (they go out through
+ * bpf_seq_write). Between record_begin and record_end in place nothing
+ * may leave the program, and what the filling evaluates is skipped when
+ * the ring is full: see emit_record. */
+typedef struct OutRec {
+  int base, off;
+  int size;
+  int lost;        /* in place: emit_reserve's jump */
+  bool in_place;
+} OutRec;
+OutRec record_begin(Gen *g, int size, bool in_place, bool calls);
+/* Whether a record that evaluates expressions while it is filled can be
+ * in place here: not in an iterator, and with a register to keep it in
+ * and one left for the expressions. */
+bool record_can_be_in_place(Gen *g);
+void record_end(Gen *g, const OutRec *r);
 int find_map(Gen *g, const char *name);
 /* A new internal array of codegen's own (one of CODEGEN_MAPS), of
  * max_entries string values of value_size bytes, all zero until its
@@ -218,6 +253,8 @@ int gen_field_int(Gen *g, Node *n);
 int probe_read_str_helper(AddrSpace as);
 int unknown_space_str_helper(Gen *g);
 void gen_field_str(Gen *g, Node *n, int dst, int cap);
+/* A string field straight into memory at register base + off (gen_buf_at). */
+void gen_field_str_at(Gen *g, Node *n, int base, int off, int cap);
 bool in_memory(Node *n);
 int read_helper(AddrSpace as);
 /* Zeroes dst up to cap, then reads len bytes at the address in register
@@ -280,6 +317,10 @@ int alu_code(int op, bool is_signed);
 int jmp_code(int op, bool is_signed);
 void emit_op(Gen *g, int op, int dst, int src, int32_t imm, bool is_signed);
 void gen_buf(Gen *g, Node *n, int dst, int cap);
+bool expr_has_effects(Node *n);
+bool gen_buf_at_ok(Gen *g, Node *n);
+bool gen_is_ctx_field(Gen *g, Node *n);
+void gen_buf_at(Gen *g, Node *n, int base, int off, int cap);
 int buf_ref(Gen *g, Node *n);
 int gen_str_compare(Gen *g, Node *n);
 void gen_tuple(Gen *g, Node *n, int dst, int cap);

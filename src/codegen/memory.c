@@ -80,6 +80,11 @@ void gen_field_str(Gen *g, Node *n, int dst, int cap) {
     return;
   }
   emit_zero(g, dst, cap);
+  gen_field_str_at(g, n, SCRATCH, dst, cap);
+}
+
+void gen_field_str_at(Gen *g, Node *n, int base, int off, int cap) {
+  const TpField *f = target_field(g, n);
   emit_ctx(g, BPF_REG_3);
   int size = n->type.size;
   if (f->data_loc) {
@@ -90,7 +95,7 @@ void gen_field_str(Gen *g, Node *n, int dst, int cap) {
     emit(g, I_ALU64_IMM(BPF_ADD, BPF_REG_3, f->offset));
     size = f->size + 1 < cap ? f->size + 1 : cap;
   }
-  emit_scratch(g, BPF_REG_1, dst);
+  emit_addr(g, BPF_REG_1, base, off);
   emit(g, I_MOV64_IMM(BPF_REG_2, size < cap ? size : cap));
   emit_call(g, BPF_FUNC_probe_read_kernel_str);
 }

@@ -291,8 +291,9 @@ static bool *jump_targets(const BpfProg *p) {
   return t;
 }
 
-/* A copy `rD = rS` whose only use is the store right after it, to the
- * stack, stores rS itself: `r0 >>= 32; w6 = w0; *(u64 *)(r10 - 48) = r6`
+/* A copy `rD = rS` whose only use is the store right after it (to the
+ * stack, or through another register: a record reserved in the ring
+ * buffer) stores rS itself: `r0 >>= 32; w6 = w0; *(u64 *)(r10 - 48) = r6`
  * (pid, kept out of r0 in case a call came first) becomes
  * `r0 >>= 32; *(u64 *)(r10 - 48) = r0`; likewise a conditional jump
  * right after that tests rD (`if r6 != 1234`) tests rS. A 32-bit copy qualifies when a
@@ -319,7 +320,7 @@ void forward_copies(BpfProg *p) {
     if (!copy || d == s || d == BPF_REG_10 || target[i + 1]) continue;
     bool store = BPF_CLASS(st->code) == BPF_STX &&
                  BPF_MODE(st->code) == BPF_MEM && st->src_reg == d &&
-                 st->dst_reg == BPF_REG_10;
+                 st->dst_reg != d;
     bool test = is_jump(st) && BPF_OP(st->code) != BPF_JA &&
                 st->dst_reg == d && st->off >= 0 &&
                 (BPF_SRC(st->code) == BPF_K || st->src_reg != d);

@@ -32,6 +32,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <string.h>
 #include <time.h>
 
@@ -225,14 +226,53 @@ static void format_timestamp(const char *fmt, uint64_t ns, char *buf,
     buf[0] = '\0';
 }
 
-/* Literal text between conversions goes through C's printf in bpftrace, so
- * "%%" becomes "%"; anything else is copied. */
-static void put_literal(const char *s, int len, FILE *out) {
-  for (int i = 0; i < len; i++) {
-    fputc(s[i], out);
-    if (s[i] == '%' && i + 1 < len && s[i + 1] == '%') i++;
-  }
+/* ---- a growing text ------------------------------------------------- */
+
+/* Room for `more` bytes and a NUL after len; false when out of memory. */
+static bool tb_room(TextBuf *b, size_t more) {
+  if (b->len + more < b->cap) return true;
+  size_t cap = b->cap ? b->cap : 256;
+  while (cap <= b->len + more) cap *= 2;
+  char *s = realloc(b->s, cap);
+  if (!s) return false;
+  b->s = s;
+  b->cap = cap;
+  return true;
 }
+
+static void tb_put(TextBuf *b, const void *data, size_t n) {
+  if (!n || !tb_room(b, n)) return;
+  memcpy(b->s + b->len, data, n);
+  b->len += n;
+  b->s[b->len] = '\0';
+}
+
+/* Appends what snprintf makes of spec, up to its first NUL byte (a "%c"
+ * of 0): bpftrace handles each piece as a C string. */
+__attribute__((format(printf, 2, 3)))
+static void tb_printf(TextBuf *b, const char *spec, ...) {
+  va_list ap;
+  va_start(ap, spec);
+  int n = tb_room(b, 64) ? vsnprintf(b->s + b->len, b->cap - b->len, spec, ap)
+                         : -1;
+  va_end(ap);
+  if (n < 0) return;
+  if ((size_t)n >= b->cap - b->len) {
+    if (!tb_room(b, (size_t)n)) return;
+    va_start(ap, spec);
+    vsnprintf(b->s + b->len, b->cap - b->len, spec, ap);
+    va_end(ap);
+  }
+  b->len += strnlen(b->s + b->len, (size_t)n);
+  b->s[b->len] = '\0';
+}
+
+void text_free(TextBuf *b) {
+  free(b->s);
+  *b = (TextBuf){0};
+}
+
+/* ---- printf records ------------------------------------------------- */
 
 /* The C conversion spec for cv: its flags, width and precision, then
  * `length` and `letter`. */
@@ -258,43 +298,25 @@ static uint64_t narrow(uint64_t v, int bits, bool sign) {
  * (%r), every byte as \xNN (%rx), or as "NN NN" (%rh). */
 typedef enum BufStyle { BUF_ASCII, BUF_HEX, BUF_SPACED } BufStyle;
 
-static void print_buf_bytes(const uint8_t *data, size_t len, BufStyle style,
-                            FILE *out) {
+static void put_buf_bytes(const uint8_t *data, size_t len, BufStyle style,
+                          TextBuf *out) {
   for (size_t i = 0; i < len; i++) {
     if (style == BUF_SPACED)
-      fprintf(out, "%s%02x", i ? " " : "", data[i]);
+      tb_printf(out, "%s%02x", i ? " " : "", data[i]);
     else if (style == BUF_ASCII && data[i] >= 0x20 && data[i] < 0x7f)
-      fputc(data[i], out);
+      tb_put(out, &data[i], 1);
     else
-      fprintf(out, "\\x%02x", data[i]);
+      tb_printf(out, "\\x%02x", data[i]);
   }
 }
 
 /* The bytes of a TY_BUF value: its 8-byte length, then up to type.size
  * bytes of data. */
 void print_buf_escaped(const uint8_t *data, size_t len, FILE *out) {
-  print_buf_bytes(data, len, BUF_ASCII, out);
-}
-
-static void put_buf(const Type *t, const uint8_t *p, BufStyle style,
-                    FILE *out) {
-  uint64_t len;
-  memcpy(&len, p, 8);
-  if (len > (uint64_t)t->size) len = t->size;
-  print_buf_bytes(p + 8, len, style, out);
-}
-
-/* %r, %rx and %rh of a buf(). bpftrace knows no flags, width or precision
- * for them: such a conversion takes its argument but prints as written. */
-static void put_buf_conv(const Conv *cv, const FmtArg *arg,
-                         const uint8_t *payload, const char *fmt, FILE *out) {
-  if (!cv->plain || arg->type.kind != TY_BUF) {
-    fwrite(fmt + cv->start, 1, cv->end - cv->start, out);
-    return;
-  }
-  put_buf(&arg->type, payload + arg->offset,
-          cv->letter == 'R' ? BUF_HEX : cv->letter == 'H' ? BUF_SPACED
-                                                          : BUF_ASCII, out);
+  TextBuf b = {0};
+  put_buf_bytes(data, len, BUF_ASCII, &b);
+  if (b.len) fwrite(b.s, 1, b.len, out);
+  text_free(&b);
 }
 
 /* The text of an integer of an enum type: its enumerator's name, or the
@@ -328,128 +350,316 @@ static const char *enum_text(const Type *t, uint64_t v, char *buf,
   return buf;
 }
 
-/* Writes the formatted conversion. Output stops at a NUL byte (from "%c"
- * of 0) because bpftrace handles each piece as a C string. */
-static void put_conv(const Conv *cv, const FmtArg *arg, const uint8_t *payload,
-                     FILE *out) {
-  char spec[48];
-  char small[256];
-  char *buf = small;
-  size_t need = (size_t)(cv->width > 0 ? cv->width : 0) +
-                (size_t)(cv->prec > 0 ? cv->prec : 0) + 64;
-  if (arg->type.kind == TY_STR)
-    need += arg->type.size + strlen(trunc_trailer);
-  if (cv->letter == 's' && arg->type.kind != TY_STR) need += 512;  /* text */
-  if (need > sizeof small) buf = malloc(need);
-  if (!buf) return;
 
-  if (arg->type.kind == TY_BUF) {   /* %s of an address: its text */
-    char text[64];
-    c_spec(cv, "", 's', spec, sizeof spec);
-    snprintf(buf, need, spec,
-             named_buf_text(&arg->type, payload + arg->offset, text,
-                            sizeof text));
+/* What a piece of a format does with its argument. */
+typedef enum PieceKind {
+  P_NONE,      /* the text after the last conversion */
+  P_SIGNED,    /* an integer, narrowed and sign-extended: spec of a long long */
+  P_UNSIGNED,  /* narrowed: spec of an unsigned long long */
+  P_CHAR,      /* %c: its low byte */
+  P_POINTER,   /* %p */
+  P_INT_TEXT,  /* %s of an integer that prints as text (print_int_text) */
+  P_GFP,       /* %gr */
+  P_NUMBER,    /* any other conversion of an integer: the number */
+  P_STR,       /* a string, with its trailer; `spec` NULL: written as is */
+  P_BUF_NAME,  /* %s of a buffer with a name (ntop, macaddr) */
+  P_BUF,       /* %r, %rx, %rh of a buf(): its bytes */
+  P_AS_WRITTEN,  /* a %r that takes its argument but prints as written */
+} PieceKind;
+
+/* One piece of a format: the literal text before a conversion, as it
+ * prints ("%%" made "%"; between the NUL-free stretches of a format with
+ * NULs, the NUL), then the conversion of argument `arg`. */
+typedef struct FmtPiece {
+  size_t text, text_len;   /* in PrintfPlan.text */
+  PieceKind kind;
+  int arg;
+  int bits;                /* P_SIGNED, P_UNSIGNED: bits kept */
+  BufStyle style;          /* P_BUF */
+  char *spec;              /* the C conversion, for snprintf */
+} FmtPiece;
+
+struct PrintfPlan {
+  char *text;              /* the literal text of all the pieces */
+  size_t text_len;
+  FmtPiece *pieces;
+  int n;
+};
+
+/* Sets piece pc to conversion cv (in fmt) of argument arg. */
+static bool plan_conv(FmtPiece *pc, const Conv *cv, const FmtArg *arg,
+                      const char *fmt) {
+  char spec[48];
+  const char *length = "";
+  char letter = 's';
+  if (cv->letter == 'r' || cv->letter == 'R' || cv->letter == 'H') {
+    if (!cv->plain || arg->type.kind != TY_BUF) {
+      pc->kind = P_AS_WRITTEN;
+      snprintf(spec, sizeof spec, "%.*s", cv->end - cv->start, fmt + cv->start);
+      pc->spec = strdup(spec);
+      return pc->spec != NULL;
+    }
+    pc->kind = P_BUF;
+    pc->style = cv->letter == 'R' ? BUF_HEX
+                : cv->letter == 'H' ? BUF_SPACED : BUF_ASCII;
+    return true;
+  }
+  if (arg->type.kind == TY_BUF) {
+    pc->kind = P_BUF_NAME;
   } else if (arg->type.kind == TY_STR) {
-    int size = arg->type.size;
-    const char *text = (const char *)payload + arg->offset;
-    size_t len = strnlen(text, size);
-    const char *trailer = print_str_trailer(&arg->type, size, len);
-    char *s = malloc(len + strlen(trailer) + 1);
-    if (s) {
-      memcpy(s, text, len);
-      strcpy(s + len, trailer);
-      c_spec(cv, "", 's', spec, sizeof spec);
-      if (cv->letter != 's') snprintf(spec, sizeof spec, "%%s");
-      snprintf(buf, need, spec, s);
-      free(s);
-    } else {
-      buf[0] = '\0';
+    pc->kind = P_STR;
+    if (cv->plain && cv->letter == 's') return true;  /* as is */
+    if (cv->letter != 's') {
+      pc->spec = strdup("%s");
+      return pc->spec != NULL;
     }
   } else {
-    uint64_t v;
-    memcpy(&v, payload + arg->offset, 8);
     switch (cv->letter) {
     case 'd':
     case 'i':
-      c_spec(cv, "ll", 'd', spec, sizeof spec);
-      snprintf(buf, need, spec, (long long)narrow(v, cv->bits, true));
+      pc->kind = P_SIGNED, length = "ll", letter = 'd';
       break;
     case 'u':
     case 'x':
     case 'X':
     case 'o':
-      c_spec(cv, "ll", cv->letter, spec, sizeof spec);
-      snprintf(buf, need, spec,
-               (unsigned long long)narrow(v, cv->bits, false));
+      pc->kind = P_UNSIGNED, length = "ll", letter = cv->letter;
       break;
     case 'c':
-      c_spec(cv, "", 'c', spec, sizeof spec);
-      snprintf(buf, need, spec, (int)(unsigned char)v);
+      pc->kind = P_CHAR, letter = 'c';
       break;
     case 'p':
-      c_spec(cv, "", 'p', spec, sizeof spec);
-      snprintf(buf, need, spec, (void *)(uintptr_t)v);
+      pc->kind = P_POINTER, letter = 'p';
       break;
-    case 'G': {   /* %gr */
-      char text[512];
-      gfp_flags_text(v, text, sizeof text);
-      c_spec(cv, "", 's', spec, sizeof spec);
-      snprintf(buf, need, spec, text);
+    case 'G':
+      pc->kind = P_GFP;
       break;
-    }
-    case 's': {   /* an integer printed as text: a time, a name, a stack */
-      char text[512];
-      const char *s = print_int_text(&arg->type, v, text, sizeof text);
-      size_t slen = s ? strlen(s) : 0;
-      if (slen + 64 > need) {   /* a stack can be long */
-        char *bigger = malloc(slen + need);
-        if (!bigger) { buf[0] = 0; break; }
-        if (buf != small) free(buf);
-        buf = bigger;
-        need += slen;
-      }
-      c_spec(cv, "", 's', spec, sizeof spec);
-      snprintf(buf, need, spec, s ? s : "");
+    case 's':
+      pc->kind = P_INT_TEXT;
       break;
-    }
     default: /* the checker allows no other conversion of an integer */
-      snprintf(buf, need, "%" PRId64, (int64_t)v);
-      break;
+      pc->kind = P_NUMBER;
+      pc->spec = strdup("%" PRId64);
+      return pc->spec != NULL;
     }
   }
-  fputs(buf, out);
-  if (buf != small) free(buf);
+  pc->bits = cv->bits;
+  c_spec(cv, length, letter, spec, sizeof spec);
+  pc->spec = strdup(spec);
+  return pc->spec != NULL;
+}
+
+/* Literal text of the format from s, len bytes, appended to the plan's:
+ * with "%%" made "%" when `collapse` (text before a conversion goes
+ * through C's printf in bpftrace; after the last one it is written as
+ * is). */
+static bool plan_text(PrintfPlan *pl, const char *s, size_t len,
+                      bool collapse) {
+  char *t = realloc(pl->text, pl->text_len + len + 1);
+  if (!t) return false;
+  pl->text = t;
+  for (size_t i = 0; i < len; i++) {
+    t[pl->text_len++] = s[i];
+    if (collapse && s[i] == '%' && i + 1 < len && s[i + 1] == '%') i++;
+  }
+  t[pl->text_len] = '\0';
+  return true;
+}
+
+static FmtPiece *plan_piece(PrintfPlan *pl) {
+  FmtPiece *p = realloc(pl->pieces, sizeof *p * (size_t)(pl->n + 1));
+  if (!p) return NULL;
+  pl->pieces = p;
+  p += pl->n++;
+  *p = (FmtPiece){.text = pl->text_len};
+  return p;
 }
 
 /* One NUL-free stretch of a format, its conversions taking the record's
- * arguments from *arg on. */
-static void print_format_part(const PrintfDef *p, const char *fmt, int *arg,
-                              const void *payload, FILE *out) {
+ * arguments from *arg on; the text after its last conversion goes into
+ * the piece that follows (*tail). */
+static bool plan_stretch(PrintfPlan *pl, const PrintfDef *p, const char *fmt,
+                         int *arg, FmtPiece **tail) {
   int pos = 0, done = 0;
   Conv cv;
   for (; *arg < p->nargs && next_conv(fmt, &pos, &cv); (*arg)++) {
-    put_literal(fmt + done, cv.start - done, out);
-    if (cv.letter == 'r' || cv.letter == 'R' || cv.letter == 'H')
-      put_buf_conv(&cv, &p->args[*arg], payload, fmt, out);
-    else
-      put_conv(&cv, &p->args[*arg], payload, out);
+    if (!plan_text(pl, fmt + done, (size_t)(cv.start - done), true))
+      return false;
+    (*tail)->text_len = pl->text_len - (*tail)->text;
+    if (!plan_conv(*tail, &cv, &p->args[*arg], fmt)) return false;
+    (*tail)->arg = *arg;
+    if (!(*tail = plan_piece(pl))) return false;
     done = cv.end;
   }
-  fputs(fmt + done, out);
+  if (!plan_text(pl, fmt + done, strlen(fmt + done), false)) return false;
+  (*tail)->text_len = pl->text_len - (*tail)->text;
+  return true;
+}
+
+PrintfPlan *printf_plan_new(const PrintfDef *p) {
+  PrintfPlan *pl = calloc(1, sizeof *pl);
+  FmtPiece *tail = pl ? plan_piece(pl) : NULL;
+  if (!tail) {
+    printf_plan_free(pl);
+    return NULL;
+  }
+  size_t len = p->fmt_len ? (size_t)p->fmt_len : strlen(p->fmt);
+  int arg = 0;
+  for (size_t at = 0;;) {
+    if (!plan_stretch(pl, p, p->fmt + at, &arg, &tail)) {
+      printf_plan_free(pl);
+      return NULL;
+    }
+    at += strlen(p->fmt + at);
+    if (at >= len) break;
+    /* a NUL between stretches, as bpftrace prints it */
+    if (!plan_text(pl, "", 1, false)) {
+      printf_plan_free(pl);
+      return NULL;
+    }
+    tail->text_len = pl->text_len - tail->text;
+    at++;
+  }
+  return pl;
+}
+
+void printf_plan_free(PrintfPlan *pl) {
+  if (!pl) return;
+  for (int i = 0; i < pl->n; i++) free(pl->pieces[i].spec);
+  free(pl->pieces);
+  free(pl->text);
+  free(pl);
+}
+
+/* A string argument: its bytes up to the NUL, then the trailer of a cut
+ * one; through the piece's spec when it has flags, a width or a
+ * precision. */
+static void put_str(const FmtPiece *pc, const FmtArg *arg, const char *text,
+                    TextBuf *out) {
+  int size = arg->type.size;
+  size_t len = strnlen(text, size);
+  const char *trailer = print_str_trailer(&arg->type, size, len);
+  if (!pc->spec) {
+    tb_put(out, text, len);
+    tb_put(out, trailer, strlen(trailer));
+    return;
+  }
+  char *s = malloc(len + strlen(trailer) + 1);
+  if (!s) return;
+  memcpy(s, text, len);
+  strcpy(s + len, trailer);
+  tb_printf(out, pc->spec, s);
+  free(s);
+}
+
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wformat-nonliteral"
+static void put_piece(const FmtPiece *pc, const FmtArg *arg,
+                      const uint8_t *payload, TextBuf *out) {
+  const uint8_t *at = payload + arg->offset;
+  uint64_t v = 0;
+  if (arg->type.kind != TY_STR && arg->type.kind != TY_BUF)
+    memcpy(&v, at, 8);
+  char text[512];
+  switch (pc->kind) {
+  case P_NONE:
+    break;
+  case P_SIGNED:
+    tb_printf(out, pc->spec, (long long)narrow(v, pc->bits, true));
+    break;
+  case P_UNSIGNED:
+    tb_printf(out, pc->spec, (unsigned long long)narrow(v, pc->bits, false));
+    break;
+  case P_CHAR:
+    tb_printf(out, pc->spec, (int)(unsigned char)v);
+    break;
+  case P_POINTER:
+    tb_printf(out, pc->spec, (void *)(uintptr_t)v);
+    break;
+  case P_INT_TEXT: {   /* a time, a name, a stack */
+    const char *s = print_int_text(&arg->type, v, text, sizeof text);
+    tb_printf(out, pc->spec, s ? s : "");
+    break;
+  }
+  case P_GFP:
+    gfp_flags_text(v, text, sizeof text);
+    tb_printf(out, pc->spec, text);
+    break;
+  case P_NUMBER:
+    tb_printf(out, pc->spec, (int64_t)v);
+    break;
+  case P_STR:
+    put_str(pc, arg, (const char *)at, out);
+    break;
+  case P_BUF_NAME:
+    tb_printf(out, pc->spec, named_buf_text(&arg->type, at, text,
+                                            sizeof text));
+    break;
+  case P_BUF: {
+    uint64_t len;
+    memcpy(&len, at, 8);
+    if (len > (uint64_t)arg->type.size) len = arg->type.size;
+    put_buf_bytes(at + 8, len, pc->style, out);
+    break;
+  }
+  case P_AS_WRITTEN:
+    tb_put(out, pc->spec, strlen(pc->spec));
+    break;
+  }
+}
+#pragma GCC diagnostic pop
+
+void printf_format(const PrintfPlan *pl, const PrintfDef *p,
+                   const void *payload, TextBuf *out) {
+  for (int i = 0; i < pl->n; i++) {
+    const FmtPiece *pc = &pl->pieces[i];
+    tb_put(out, pl->text + pc->text, pc->text_len);
+    if (pc->kind != P_NONE) put_piece(pc, &p->args[pc->arg], payload, out);
+  }
+}
+
+void printf_plans_make(const Compiled *c, Loaded *l) {
+  l->printf_plans = calloc((size_t)c->nprintfs, sizeof *l->printf_plans);
+  l->printf_text = calloc(1, sizeof *l->printf_text);
+  for (int i = 0; l->printf_plans && i < c->nprintfs; i++)
+    if (c->printfs[i].fmt)
+      l->printf_plans[i] = printf_plan_new(&c->printfs[i]);
+}
+
+void printf_plans_free(const Compiled *c, Loaded *l) {
+  for (int i = 0; l->printf_plans && i < c->nprintfs; i++)
+    printf_plan_free(l->printf_plans[i]);
+  free(l->printf_plans);
+  l->printf_plans = NULL;
+  if (l->printf_text) text_free(l->printf_text);
+  free(l->printf_text);
+  l->printf_text = NULL;
+}
+
+const TextBuf *printf_text(const Compiled *c, Loaded *l, uint32_t index,
+                           const void *payload) {
+  const PrintfDef *p = &c->printfs[index];
+  if (!l->printf_plans) printf_plans_make(c, l);   /* not from run_begin */
+  if (!l->printf_plans || !l->printf_plans[index] || !l->printf_text)
+    return NULL;
+  TextBuf *b = l->printf_text;
+  b->len = 0;
+  if (!tb_room(b, 0)) return NULL;
+  b->s[0] = '\0';
+  printf_format(l->printf_plans[index], p, payload, b);
+  return b;
 }
 
 /* A format with NUL bytes in it ("a\0b") prints them, as bpftrace does:
  * it is formatted a stretch at a time, with a NUL between stretches. */
 void print_printf(const PrintfDef *p, const void *payload, FILE *out) {
-  size_t len = p->fmt_len ? (size_t)p->fmt_len : strlen(p->fmt);
-  int arg = 0;
-  for (size_t at = 0;;) {
-    print_format_part(p, p->fmt + at, &arg, payload, out);
-    at += strlen(p->fmt + at);
-    if (at >= len) break;
-    fputc('\0', out);
-    at++;
-  }
+  PrintfPlan *pl = printf_plan_new(p);
+  if (!pl) return;
+  TextBuf b = {0};
+  printf_format(pl, p, payload, &b);
+  if (b.len) fwrite(b.s, 1, b.len, out);
+  text_free(&b);
+  printf_plan_free(pl);
 }
 
 /* ---- maps ------------------------------------------------------------- */

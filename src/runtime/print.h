@@ -16,7 +16,39 @@ typedef enum OutFormat { OUT_TEXT, OUT_JSON, OUT_FOLDED } OutFormat;
  * printing adds the trailer after them, as bpftrace does. */
 void print_set_truncation(int max_strlen, const char *trailer);
 
-/* Formats one printf record (payload after the EventHeader) as text. */
+/* A growing text: formatting appends to it; s is NUL-terminated once
+ * something was appended. */
+typedef struct TextBuf {
+  char *s;
+  size_t len, cap;
+} TextBuf;
+void text_free(TextBuf *b);
+
+/* A printf format parsed once, for every record printed with it: its
+ * literal text and conversions in order, each conversion's C spec made.
+ * NULL when out of memory. */
+typedef struct PrintfPlan PrintfPlan;
+PrintfPlan *printf_plan_new(const PrintfDef *p);
+void printf_plan_free(PrintfPlan *pl);
+
+/* One printf record (payload after the EventHeader) formatted as text
+ * with p's plan, appended to out. */
+void printf_format(const PrintfPlan *pl, const PrintfDef *p,
+                   const void *payload, TextBuf *out);
+
+/* A plan for each printf id with a format, made when the run begins
+ * (Loaded.printf_plans), and freed when it ends. */
+void printf_plans_make(const Compiled *c, Loaded *l);
+void printf_plans_free(const Compiled *c, Loaded *l);
+
+/* The text of record `index` (a valid printf id with a format), made
+ * with its plan (the plans are made now if the run did not) in l's
+ * buffer, which the next record's text replaces (NUL-terminated, and may
+ * hold NULs: its len counts them). NULL when out of memory. */
+const TextBuf *printf_text(const Compiled *c, Loaded *l, uint32_t index,
+                           const void *payload);
+
+/* The same with a plan made for this record alone, written to out. */
 void print_printf(const PrintfDef *p, const void *payload, FILE *out);
 
 /* Finds the conversions of a printf format as print_printf will format

@@ -829,8 +829,10 @@ Run *run_begin(const Compiled *c, Loaded *l, const RunOptions *opts) {
                      .every = opts->every, .every_arg = opts->every_arg,
                      .every_ms = opts->every_ms};
   r->st.seen = calloc((size_t)count_slots(c), sizeof(uint64_t));
-  if (c->nprintfs > 0)
+  if (c->nprintfs > 0) {
     l->warn_repeats = calloc((size_t)c->nprintfs, sizeof *l->warn_repeats);
+    printf_plans_make(c, l);
+  }
   stack_maps_use(c, l);
 #ifdef SYS_pidfd_open
   if (opts->target_pid > 0)
@@ -938,6 +940,7 @@ void run_abandon(Run *r) {
   restore_signals(&r->saved);
   free(r->begin_text);
   free(r->st.seen);
+  printf_plans_free(r->st.c, r->st.l);
   free(r);
 }
 

@@ -35,6 +35,10 @@ typedef struct Loaded {
                               (MAP_ID_SKB_OUTPUT) */
   unsigned long long *warn_repeats;  /* run: how often each once-only
                                         warning came, by printf id */
+  struct PrintfPlan **printf_plans;  /* run: each printf id's format,
+                                        parsed once (runtime/print.h) */
+  struct TextBuf *printf_text;       /* run: the text of the record being
+                                        formatted, its room kept */
 } Loaded;
 
 /* The script's own maps that load created (internal ones left out), in
