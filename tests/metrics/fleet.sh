@@ -14,15 +14,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LOUPE=${LOUPE:-$ROOT/loupe}
 . "$ROOT/tests/metrics/lib.sh"
 
-cat >"$WORK/fleetgen.c" <<'C'
-#include <stdlib.h>
-#include <unistd.h>
-int main(int argc, char **argv) {
-  for (long i = atol(argv[1]); i > 0; i--) getppid();
-  return 0;
-}
-C
-gcc -O1 -o "$WORK/fleetgen" "$WORK/fleetgen.c" || { echo "needs gcc"; exit 77; }
+build_getppid_gen fleetgen || { echo "needs gcc"; exit 77; }
 
 # the central server
 CPORT=$(free_port)

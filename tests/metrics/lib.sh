@@ -52,6 +52,16 @@ scrape() {
   out=$(check_payload "$2" "$1${3:+ ($3)}") || { fail "$out"; return 1; }
 }
 
+# $WORK/NAME: a program that calls getppid() as many times as its one
+# argument says, then exits; its name is the comm a script filters on.
+build_getppid_gen() {
+  printf '%s\n' '#include <stdlib.h>' '#include <unistd.h>' \
+    'int main(int argc, char **argv) {' \
+    '  for (long i = argc > 1 ? atol(argv[1]) : 0; i > 0; i--) getppid();' \
+    '  return 0;' '}' >"$WORK/$1.c" &&
+    gcc -O1 -o "$WORK/$1" "$WORK/$1.c"
+}
+
 start_bg() {
   "$@" >>"$WORK/servers.log" 2>&1 &
   _PIDS+=($!)

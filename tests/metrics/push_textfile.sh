@@ -16,15 +16,7 @@ ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 LOUPE=${LOUPE:-$ROOT/loupe}
 . "$ROOT/tests/metrics/lib.sh"
 
-cat >"$WORK/pushgen.c" <<'C'
-#include <stdlib.h>
-#include <unistd.h>
-int main(int argc, char **argv) {
-  for (long i = atol(argv[1]); i > 0; i--) getppid();
-  return 0;
-}
-C
-gcc -O1 -o "$WORK/pushgen" "$WORK/pushgen.c" || { echo "needs gcc"; exit 77; }
+build_getppid_gen pushgen || { echo "needs gcc"; exit 77; }
 cat >"$WORK/calls.bt" <<'BT'
 tracepoint:syscalls:sys_enter_getppid /comm == "pushgen"/ {
   @calls[comm] = count();
