@@ -75,6 +75,7 @@ static BpfProg *new_prog(Compiled *c, Probe *probe, AttachPoint *ap,
 static void gen_body(Gen *g, Probe *probe, int buf_base, bool big) {
   g->p->ninsns = 0;
   g->p->nglobals = 0;
+  g->p->nvar_frames = 0;
   g->buf_base = g->main_base = buf_base;
   g->scratch_bias = big ? SCRATCH_SLOT : 0;
   g->too_big = false;
@@ -131,6 +132,7 @@ static void gen_body(Gen *g, Probe *probe, int buf_base, bool big) {
   if (buf_base == BPF_REG_9) emit_scratch_base(g);
 
   place_vars(g, probe);
+  note_var_frame(g, 0);
   /* a variable read after the block it was assigned in (bpftrace 0.17's
    * probe-wide variables) reads 0 until assigned */
   for (VarSym *v = probe->vars; v; v = v->next) {
@@ -251,9 +253,11 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
   if (!g->failed) {
     prune_unreachable(p);
     drop_redundant_loads(p);
+    promote_vars(p);
     drop_dead_writes(p);
     forward_copies(p);
     coalesce_copies(p);
+    compute_in_place(p);
     share_returns(p);
     drop_unread_ctx_save(p);
     hoist_frame_address(p);
