@@ -4,7 +4,9 @@
  * - integers are computed in registers r6..r8 (callee-saved, so they
  *   survive helper calls), handed out by a small allocator; a value that
  *   must be kept while a sibling is computed goes to a stack slot only
- *   when no register is free; scratch variables live in stack slots;
+ *   when no register is free; scratch variables live in stack slots,
+ *   which a last pass (regvars.c) moves into registers where their
+ *   lives allow;
  * - strings, map keys, map values, tuples and event records ("buffers")
  *   live at offsets fixed at compile time: on the stack when a probe's
  *   buffers fit in it, else in a per-CPU scratch area (one array map
@@ -16,8 +18,9 @@
  *
  * Known values are folded (constant propagation through variables keeps
  * unrolled loops cheap), conditions compile to jumps, events go out
- * through small shared subprograms, and a last pass drops unreachable
- * code and reloads a register already holds.
+ * through small shared subprograms, and the last passes drop unreachable
+ * code and reloads a register already holds, and put variables in
+ * registers.
  *
  * Every buffer has a capacity rounded up to 8 bytes and is zero-padded
  * after its string, so strings compare and hash by whole words. */

@@ -378,7 +378,7 @@ bool mirror_step(int *m, const struct bpf_insn *in);
 void drop_redundant_loads(BpfProg *p);
 /* Removes moves and stack reloads nothing reads before they are overwritten. */
 void drop_dead_writes(BpfProg *p);
-/* Stores the source of a copy whose only use is a store to the stack. */
+/* Uses the source of a copy whose only use is the instruction after it. */
 void forward_copies(BpfProg *p);
 /* Makes a value in the register it is copied to, when the copy is its
  * only use. */

@@ -217,6 +217,8 @@ static bool writes_reg(const struct bpf_insn *in, int r) {
   return false;
 }
 
+enum { LOOK_AHEAD = 64 };   /* instructions dead_from may look at */
+
 /* Whether register d, from instruction j on, is written again (or the
  * program leaves) before anything reads it, on every path: forward jumps
  * are followed, a backward jump says no, and so does running out of
@@ -244,14 +246,47 @@ static bool dead_from(const BpfProg *p, const bool *keep, int j, int d,
   return false;
 }
 
+/* What dead_after knows of a program: what is live after each
+ * instruction (regs_live_after's, computed when first asked), and
+ * whether that is worth computing (-1: not decided yet). */
+typedef struct Liveness {
+  uint64_t *live;
+  int exact;
+} Liveness;
+
+/* Whether nothing reads register r after instruction i (on any path):
+ * dead_from's look ahead first; where that cannot tell, what is live
+ * after i, in programs where the look ahead falls short: those that
+ * jump back (loops), and those with variables, whose registers hold
+ * values for long (promote_vars). A pass may ask this after changing a
+ * few instructions: those it drops stay in p until it compacts, and only
+ * make more registers live. */
+static bool dead_after(const BpfProg *p, const bool *keep, int i, int r,
+                       Liveness *lv) {
+  const struct bpf_insn *in = &p->insns[i];
+  int budget = LOOK_AHEAD;
+  bool jump = is_jump(in), ja = jump && BPF_OP(in->code) == BPF_JA;
+  if (in->code == (BPF_JMP | BPF_EXIT)) return true;
+  if ((ja || dead_from(p, keep, i + (is_ld_imm64(in) ? 2 : 1), r, &budget)) &&
+      (!jump || (in->off >= 0 &&
+                 dead_from(p, keep, i + 1 + in->off, r, &budget))))
+    return true;
+  if (lv->exact < 0) {
+    lv->exact = p->nvar_frames > 0;
+    for (int k = 0; k < p->ninsns && !lv->exact; k++)
+      lv->exact = is_jump(&p->insns[k]) && p->insns[k].off < 0;
+  }
+  if (!lv->exact) return false;
+  if (!lv->live) lv->live = regs_live_after(p);
+  return !(lv->live[i] >> r & 1);
+}
+
 /* A keep[] for compact() that keeps every instruction of p. */
 static bool *keep_all(const BpfProg *p) {
   bool *keep = malloc(sizeof(bool) * ((size_t)p->ninsns + 1));
   for (int i = 0; i < p->ninsns; i++) keep[i] = true;
   return keep;
 }
-
-enum { LOOK_AHEAD = 64 };   /* instructions dead_from may look at */
 
 /* Removes a move or a reload of a stack slot whose register is written
  * again, or the program leaves, before anything reads it (what the
@@ -303,13 +338,15 @@ static bool *jump_targets(const BpfProg *p) {
  * buffer) stores rS itself: `r0 >>= 32; w6 = w0; *(u64 *)(r10 - 48) = r6`
  * (pid, kept out of r0 in case a call came first) becomes
  * `r0 >>= 32; *(u64 *)(r10 - 48) = r0`; likewise a conditional jump
- * right after that tests rD (`if r6 != 1234`) tests rS. A 32-bit copy qualifies when a
- * shift right by 32 or more just emptied rS's upper half. */
+ * right after that tests rD (`if r6 != 1234`) tests rS, and an operation
+ * or a jump right after that takes rD as its operand takes rS (`r7 = r9;
+ * r6 += r7`, a variable in r9: `r6 += r9`). A 32-bit copy qualifies when
+ * a shift right by 32 or more just emptied rS's upper half. */
 void forward_copies(BpfProg *p) {
   int n = p->ninsns;
   bool *keep = keep_all(p);
   bool *target = jump_targets(p);
-  uint64_t *live = regs_live_after(p);
+  Liveness lv = {NULL, -1};
   bool dropped = false;
   for (int i = 0; i + 1 < n; i++) {
     struct bpf_insn *in = &p->insns[i], *st = &p->insns[i + 1];
@@ -341,8 +378,10 @@ void forward_copies(BpfProg *p) {
                      BPF_OP(st->code) != BPF_NEG) ||
                     (is_jump(st) && BPF_OP(st->code) != BPF_JA &&
                      st->off >= 0));
-    /* and nothing reads d after, on any path */
-    if (!(store || test || operand) || (live[i + 1] >> d & 1)) continue;
+    /* and nothing reads d after, on any path (the copies already
+     * dropped only make more registers live) */
+    if (!(store || test || operand) || !dead_after(p, keep, i + 1, d, &lv))
+      continue;
     if (store || operand)
       st->src_reg = (uint8_t)s;
     else
@@ -353,7 +392,7 @@ void forward_copies(BpfProg *p) {
   if (dropped) compact(p, keep);
   free(keep);
   free(target);
-  free(live);
+  free(lv.live);
 }
 
 /* Whether `in` gives its destination a value without reading it, so
@@ -374,7 +413,7 @@ void coalesce_copies(BpfProg *p) {
   int n = p->ninsns;
   bool *keep = keep_all(p);
   bool *target = jump_targets(p);
-  uint64_t *live = regs_live_after(p);
+  Liveness lv = {NULL, -1};
   bool dropped = false;
   for (int i = 0; i + 1 < n; i++) {
     struct bpf_insn *in = &p->insns[i];
@@ -386,7 +425,7 @@ void coalesce_copies(BpfProg *p) {
         cp->src_reg == s && d != s && d != BPF_REG_10 &&
         s != BPF_REG_10 && !target[next] &&
         !(in->code == (BPF_ALU64 | BPF_MOV | BPF_X) && in->src_reg == d) &&
-        !(live[next] >> s & 1)) {
+        dead_after(p, keep, next, s, &lv)) {
       in->dst_reg = (uint8_t)d;
       keep[next] = false;
       dropped = true;
@@ -398,7 +437,7 @@ void coalesce_copies(BpfProg *p) {
   if (dropped) compact(p, keep);
   free(keep);
   free(target);
-  free(live);
+  free(lv.live);
 }
 
 static bool callee_saved(int r) { return r >= BPF_REG_6 && r <= BPF_REG_9; }
@@ -446,7 +485,7 @@ void compute_in_place(BpfProg *p) {
   int n = p->ninsns;
   bool *keep = keep_all(p);
   bool *target = jump_targets(p);
-  uint64_t *live = regs_live_after(p);
+  Liveness lv = {NULL, -1};
   bool dropped = false;
   for (int j = 0; j < n; j++) {
     struct bpf_insn *cp = &p->insns[j];
@@ -456,11 +495,11 @@ void compute_in_place(BpfProg *p) {
     }
     int r = cp->dst_reg, t = cp->src_reg;
     if (cp->code != (BPF_ALU64 | BPF_MOV | BPF_X) || r == t ||
-        !callee_saved(r) || !callee_saved(t) ||
-        (live[j] >> t & 1))
+        !callee_saved(r) || !callee_saved(t))
       continue;
     int d = chain_start(p, keep, target, j, r, t);
     if (d < 0) continue;
+    if (!dead_after(p, keep, j, t, &lv)) continue;
     for (int k = d; k < j; k++) {
       if (keep[k]) rename_reg(&p->insns[k], t, r);
       if (is_ld_imm64(&p->insns[k])) k++;
@@ -473,7 +512,7 @@ void compute_in_place(BpfProg *p) {
   if (dropped) compact(p, keep);
   free(keep);
   free(target);
-  free(live);
+  free(lv.live);
 }
 
 /* r0 = 0; exit at insns[i]: a return. */

@@ -28,6 +28,7 @@ enum {
   ARGS = 0x3e,        /* r1..r5 */
   MAX_SLOTS = 54,     /* candidate slots, bits 10..63 */
   MAX_EVICTIONS = 64, /* values moved aside for one slot, at most */
+  MAX_WEB = 1024,     /* instructions of a value moved aside, at most */
   SLOTS_PER_MASK = 64 /* 8-byte slots of the 512-byte frame */
 };
 
@@ -42,12 +43,12 @@ static int slot_off(int k) { return -8 * (k + 1); }
 
 /* What instruction `in` reads and writes of r0-r9 (use, def) and of the
  * candidate slots: the slot at r10 - 8 * (k + 1) is candidate cand[k]
- * (its bit NPHYS + cand[k]), or none when that is -1. A call reads the
- * registers of r1-r5 that `args` has: those set since the last call (a
- * call reads no argument the program did not set, which the verifier
- * refuses; after a call r1-r5 are unset again). */
+ * (its bit NPHYS + cand[k]), or none when that is -1. A call's reads of
+ * r1-r5 are analyze's: those set since the last call (a call reads no
+ * argument the program did not set, which the verifier refuses; after a
+ * call r1-r5 are unset again). */
 static void use_def(const struct bpf_insn *in, const signed char *cand,
-                    Live args, Live *use, Live *def) {
+                    Live *use, Live *def) {
   int cls = BPF_CLASS(in->code), mode = BPF_MODE(in->code);
   int op = BPF_OP(in->code);
   Live u = 0, d = 0;
@@ -84,8 +85,8 @@ static void use_def(const struct bpf_insn *in, const signed char *cand,
     break;
   default:
     if (in->code == (BPF_JMP | BPF_CALL)) {
-      /* the arguments set may be read; r0-r5 are lost, r6-r9 kept */
-      u |= args & ARGS;
+      /* r0-r5 are lost, r6-r9 kept; which arguments it reads, analyze
+       * adds */
       d |= 0x3f;
       break;
     }
@@ -101,99 +102,127 @@ static void use_def(const struct bpf_insn *in, const signed char *cand,
   *def = d;
 }
 
-/* Whether `in` accesses the 8 bytes of the frame at off other than as a
- * whole 8-byte load or store, or forms their address. */
-static bool slot_escapes(const struct bpf_insn *in, const struct bpf_insn *next,
-                         int off) {
+/* The slots (bits of a frame's mask) `in` reaches other than by a whole
+ * 8-byte load or store at a slot's offset: a narrower or wider access, an
+ * atomic one, or the slot's address formed (`rX = r10; rX += off`, with
+ * `next` the instruction after). *exact gets the bit of the slot it loads
+ * or stores whole, if any. */
+static uint64_t slots_escaping(const struct bpf_insn *in,
+                               const struct bpf_insn *next, uint64_t *exact) {
   int cls = BPF_CLASS(in->code), size = BPF_SIZE(in->code);
   int bytes = size == BPF_DW ? 8 : size == BPF_W ? 4 : size == BPF_H ? 2 : 1;
   bool mem = (cls == BPF_LDX && in->src_reg == BPF_REG_10) ||
              ((cls == BPF_STX || cls == BPF_ST) && in->dst_reg == BPF_REG_10);
-  if (mem && in->off < off + 8 && off < in->off + bytes)
-    return in->off != off || size != BPF_DW ||
-           (BPF_MODE(in->code) != BPF_MEM);
-  /* rX = r10; rX += off */
-  return next && in->code == (BPF_ALU64 | BPF_MOV | BPF_X) &&
-         in->src_reg == BPF_REG_10 &&
-         next->code == (BPF_ALU64 | BPF_ADD | BPF_K) &&
-         next->dst_reg == in->dst_reg && next->imm == off;
+  int lo = 0, hi = -1;   /* the bytes reached, below r10 */
+  *exact = 0;
+  if (mem) {
+    lo = in->off, hi = in->off + bytes - 1;
+  } else if (next && in->code == (BPF_ALU64 | BPF_MOV | BPF_X) &&
+             in->src_reg == BPF_REG_10 &&
+             next->code == (BPF_ALU64 | BPF_ADD | BPF_K) &&
+             next->dst_reg == in->dst_reg) {
+    lo = hi = next->imm;
+  }
+  uint64_t reached = 0;
+  for (int k = 0; k < SLOTS_PER_MASK; k++) {
+    int off = slot_off(k);
+    if (lo <= off + 7 && off <= hi) reached |= (uint64_t)1 << k;
+  }
+  if (mem && size == BPF_DW && BPF_MODE(in->code) == BPF_MEM &&
+      in->off < 0 && in->off % 8 == 0 && -in->off / 8 <= SLOTS_PER_MASK) {
+    *exact = (uint64_t)1 << (-in->off / 8 - 1);
+    reached &= ~*exact;
+  }
+  return reached;
 }
 
-/* set[i]: which of r0-r5 may have been set when instruction i of [s, e)
- * runs (since the function's entry, where `entry` are, or since the
- * last call); at other functions' starts inside, the arguments are. */
-static void args_set(const BpfProg *p, int s, int e, Live entry, Live *set) {
-  bool *start = calloc((size_t)(e - s + 1), sizeof(bool));
+/* What is live after each instruction of [s, e) (live[i - s]), and at
+ * its entry (live[e - s]), by iteration to the fixed point over the
+ * function's control flow; calls read the argument registers that may
+ * have been set since the function's entry (where `entry` are) or the
+ * last call. Other functions' starts inside get all their arguments.
+ * The use, def, use_out and def_out arrays (NULL: not wanted) get what
+ * each instruction reads and writes. */
+static void analyze(const BpfProg *p, int s, int e, const signed char *cand,
+                    Live entry, Live *live, Live *use_out, Live *def_out) {
+  size_t size = (size_t)(e - s);
+  Live *use = malloc(sizeof(Live) * (size + 1));
+  Live *def = malloc(sizeof(Live) * (size + 1));
+  Live *set = calloc(size + 1, sizeof(Live));
+  Live *in_of = calloc(size + 1, sizeof(Live));
+  int (*next)[2] = malloc(sizeof(*next) * (size + 1));
+  bool *call = calloc(size + 1, sizeof(bool));
+  bool *half = calloc(size + 1, sizeof(bool));   /* an ld_imm64's 2nd */
   for (int i = s; i < e; i++) {
     const struct bpf_insn *in = &p->insns[i];
-    int t = is_pseudo_call(in) || is_pseudo_func(in) ? i + in->imm + 1 : -1;
-    if (t > s && t < e) start[t - s] = true;
-    if (is_ld_imm64(in)) i++;
-  }
-  for (int k = 0; k < p->nglobals; k++)
-    if (p->globals[k] > s && p->globals[k] < e) start[p->globals[k] - s] = true;
-  memset(set, 0, sizeof(Live) * (size_t)(e - s + 1));
-  set[0] = entry;
-  for (int i = 1; i < e - s; i++)
-    if (start[i]) set[i] = ARGS;
-  bool changed = true;
-  while (changed) {
-    changed = false;
-    for (int i = s; i < e; i++) {
-      const struct bpf_insn *in = &p->insns[i];
-      int len = is_ld_imm64(in) ? 2 : 1;
-      Live u, d, now = set[i - s];
-      use_def(in, NULL, 0, &u, &d);
-      now = in->code == (BPF_JMP | BPF_CALL) ? reg_bit(BPF_REG_0)
-                                             : (now | d) & 0x3f;
-      bool falls = in->code != (BPF_JMP | BPF_EXIT) &&
-                   !(is_jump(in) && BPF_OP(in->code) == BPF_JA);
-      int next[2] = {falls && i + len < e ? i + len : -1,
-                     is_jump(in) ? i + in->off + 1 : -1};
-      for (int j = 0; j < 2; j++)
-        if (next[j] >= s && next[j] < e && (set[next[j] - s] | now) != set[next[j] - s]) {
-          set[next[j] - s] |= now;
-          changed = true;
-        }
-      i += len - 1;
+    int x = i - s, len = is_ld_imm64(in) ? 2 : 1;
+    use_def(in, cand, &use[x], &def[x]);
+    call[x] = in->code == (BPF_JMP | BPF_CALL);
+    bool falls = in->code != (BPF_JMP | BPF_EXIT) &&
+                 !(is_jump(in) && BPF_OP(in->code) == BPF_JA);
+    int t = is_jump(in) ? i + in->off + 1 : -1;
+    next[x][0] = falls && i + len < e ? x + len : -1;
+    next[x][1] = t >= s && t < e ? t - s : -1;
+    int f = is_pseudo_call(in) || is_pseudo_func(in) ? i + in->imm + 1 : -1;
+    if (f > s && f < e) set[f - s] = ARGS;
+    if (len == 2 && x + 1 < (int)size) {
+      half[x + 1] = true;
+      use[x + 1] = def[x + 1] = 0;
+      next[x + 1][0] = next[x + 1][1] = -1;
+      i++;
     }
   }
-  free(start);
-}
-
-/* live[i]: what is live after instruction i of [s, e), by iteration to
- * the fixed point over the function's control flow (set: args_set's);
- * live[e - s], what is live at entry. */
-static void liveness(const BpfProg *p, int s, int e, const signed char *cand,
-                     const Live *set, Live *live) {
-  Live *in_of = calloc((size_t)(e - s + 1), sizeof(Live));
-  bool changed = true;
-  while (changed) {
+  for (int k = 0; k < p->nglobals; k++)
+    if (p->globals[k] > s && p->globals[k] < e) set[p->globals[k] - s] = ARGS;
+  if (size) set[0] = entry;
+  /* without a jump back, one pass each way is the fixed point */
+  bool loops = false;
+  for (size_t x = 0; x < size && !loops; x++)
+    loops = next[x][1] >= 0 && (size_t)next[x][1] <= x;
+  /* which of r0-r5 may be set when each instruction runs */
+  for (bool changed = true; changed; changed = changed && loops) {
     changed = false;
-    for (int i = e - 1; i >= s; i--) {
-      const struct bpf_insn *in = &p->insns[i];
-      if (i > s && is_ld_imm64(&p->insns[i - 1])) continue;   /* 2nd half */
-      int len = is_ld_imm64(in) ? 2 : 1;
-      Live out = 0;
-      bool falls = in->code != (BPF_JMP | BPF_EXIT) &&
-                   !(is_jump(in) && BPF_OP(in->code) == BPF_JA);
-      if (falls && i + len < e) out |= in_of[i + len - s];
-      if (is_jump(in)) {
-        int t = i + in->off + 1;
-        if (t >= s && t < e) out |= in_of[t - s];
+    for (size_t x = 0; x < size; x++) {
+      if (half[x]) continue;
+      Live now = call[x] ? reg_bit(BPF_REG_0) : (set[x] | def[x]) & 0x3f;
+      for (int j = 0; j < 2; j++) {
+        int y = next[x][j];
+        if (y >= 0 && (set[y] | now) != set[y]) {
+          set[y] |= now;
+          changed = true;
+        }
       }
-      Live u, d;
-      use_def(in, cand, set[i - s], &u, &d);
-      Live li = u | (out & ~d);
-      live[i - s] = out;
-      if (li != in_of[i - s]) {
-        in_of[i - s] = li;
+    }
+  }
+  for (size_t x = 0; x < size; x++)
+    if (call[x]) use[x] |= set[x] & ARGS;
+  for (bool changed = true; changed; changed = changed && loops) {
+    changed = false;
+    for (size_t x = size; x-- > 0;) {
+      if (half[x]) continue;
+      Live out = 0;
+      for (int j = 0; j < 2; j++)
+        if (next[x][j] >= 0) out |= in_of[next[x][j]];
+      Live li = use[x] | (out & ~def[x]);
+      live[x] = out;
+      if (li != in_of[x]) {
+        in_of[x] = li;
         changed = true;
       }
     }
   }
-  live[e - s] = in_of[0];   /* what is live at entry */
+  for (size_t x = 0; x < size; x++)
+    if (half[x]) live[x] = 0;
+  live[size] = size ? in_of[0] : 0;
+  if (use_out) memcpy(use_out, use, sizeof(Live) * size);
+  if (def_out) memcpy(def_out, def, sizeof(Live) * size);
+  free(use);
+  free(def);
+  free(set);
   free(in_of);
+  free(next);
+  free(call);
+  free(half);
 }
 
 /* A function being worked on: [s, e) of p, and per instruction (index
@@ -274,16 +303,19 @@ enum { IN_WEB = 1, WENT_ON = 2, WENT_BACK = 4 };
 /* The web of register r's value at instruction x (written or live
  * there): every instruction where that value is written or live before,
  * including the other writes that reach its reads, into f->web. Its
- * size, or -1 when the value comes from before the function. */
+ * size, or -1 when the value comes from before the function, or the web
+ * is larger than MAX_WEB (one that long rarely finds a free register). */
 static int collect_web(Fn *f, int r, int x) {
   Live rb = reg_bit(r);
   int top = 0, n = 0, next[2];
+  bool whole = true;
   f->stack[top++] = x;
-  while (top) {
+  while (top && whole) {
     int y = f->stack[--top];
     if (!(f->mark[y] & IN_WEB)) {
       f->mark[y] |= IN_WEB;
       f->web[n++] = y;
+      whole = n < MAX_WEB;
     }
     if (!(f->mark[y] & WENT_ON) && (f->out[y] & rb)) {
       f->mark[y] |= WENT_ON;
@@ -292,24 +324,31 @@ static int collect_web(Fn *f, int r, int x) {
     }
     if (!(f->mark[y] & WENT_BACK) && (live_in(f, y) & rb)) {
       f->mark[y] |= WENT_BACK;
-      if (y == 0) n = -1;
+      whole = whole && y != 0;
       for (int j = f->pred_at[y]; j < f->pred_at[y + 1]; j++)
         f->stack[top++] = f->preds[j];
     }
-    if (n < 0) break;
   }
-  for (int i = 0; i < (n < 0 ? 0 : n); i++) f->mark[f->web[i]] = 0;
-  if (n < 0) memset(f->mark, 0, (size_t)(f->e - f->s));
-  return n;
+  for (int i = 0; i < n; i++) f->mark[f->web[i]] = 0;
+  return whole ? n : -1;
 }
 
 static Live swap_bit(Live m, Live from, Live to) {
   return m & from ? (m & ~from) | to : m;
 }
 
+/* What move_web changed, to undo it: the instruction and its masks as
+ * they were. */
+typedef struct Undo {
+  int x;
+  struct bpf_insn in;
+  Live out, use, def;
+} Undo;
+
 /* Moves the web just collected (n instructions) from register r to
- * another of r6-r9 that is free over it; false if none is. */
-static bool move_web(Fn *f, int n, int r) {
+ * another of r6-r9 that is free over it, logging what it changes at
+ * log + *nlog; false if none is free. */
+static bool move_web(Fn *f, int n, int r, Undo *log, int *nlog) {
   Live busy = 0;
   for (int i = 0; i < n; i++) {
     int y = f->web[i];
@@ -326,6 +365,7 @@ static bool move_web(Fn *f, int n, int r) {
   for (int i = 0; i < n; i++) {
     int y = f->web[i];
     struct bpf_insn *in = &f->p->insns[f->s + y];
+    log[(*nlog)++] = (Undo){y, *in, f->out[y], f->use[y], f->def[y]};
     if ((f->use[y] | f->def[y]) & from) {
       int cls = BPF_CLASS(in->code);
       if (in->dst_reg == r) in->dst_reg = (uint8_t)to;
@@ -349,30 +389,25 @@ static bool evict(Fn *f, int k, int off, int r) {
   int size = f->e - f->s, nat;
   int *at = malloc(sizeof(int) * ((size_t)size + 1));
   conflicts(f, k, off, r, at, &nat);
-  size_t words = (size_t)size + 1;
-  struct bpf_insn *insns = malloc(sizeof(*insns) * words);
-  Live *saved = malloc(sizeof(Live) * 3 * words);
-  memcpy(insns, f->p->insns + f->s, sizeof(*insns) * (size_t)size);
-  memcpy(saved, f->out, sizeof(Live) * words);
-  memcpy(saved + words, f->use, sizeof(Live) * words);
-  memcpy(saved + 2 * words, f->def, sizeof(Live) * words);
   bool ok = nat <= MAX_EVICTIONS;
+  Undo *log = ok ? malloc(sizeof(Undo) * (size_t)nat * MAX_WEB) : NULL;
+  int nlog = 0;
   for (int i = 0; i < nat && ok; i++) {
     /* an earlier move may have taken this one's value already */
     if (!((f->def[at[i]] | f->out[at[i]]) & reg_bit(r))) continue;
     int n = collect_web(f, r, at[i]);
-    ok = n > 0 && move_web(f, n, r);
+    ok = n > 0 && move_web(f, n, r, log, &nlog);
   }
   ok = ok && !(conflicts(f, k, off, r, NULL, NULL) & reg_bit(r));
-  if (!ok) {
-    memcpy(f->p->insns + f->s, insns, sizeof(*insns) * (size_t)size);
-    memcpy(f->out, saved, sizeof(Live) * words);
-    memcpy(f->use, saved + words, sizeof(Live) * words);
-    memcpy(f->def, saved + 2 * words, sizeof(Live) * words);
+  for (int i = nlog; !ok && i-- > 0;) {
+    Undo *u = &log[i];
+    f->p->insns[f->s + u->x] = u->in;
+    f->out[u->x] = u->out;
+    f->use[u->x] = u->use;
+    f->def[u->x] = u->def;
   }
   free(at);
-  free(insns);
-  free(saved);
+  free(log);
   return ok;
 }
 
@@ -426,29 +461,25 @@ static int candidates(const BpfProg *p, int s, int e, uint64_t slots,
     if (is_ld_imm64(in)) i++;
   }
   for (int i = s + 1; i < e; i++) depth[i - s] += depth[i - 1 - s];
-  int nc = 0;
-  for (int k = 0; k < SLOTS_PER_MASK; k++) {
-    if (!(slots >> k & 1)) continue;
-    int off = slot_off(k);
-    long w = 0;
-    bool ok = true;
-    for (int i = s; i < e && ok; i++) {
-      const struct bpf_insn *in = &p->insns[i];
-      if (is_ld_imm64(in)) {
-        i++;
-        continue;
-      }
-      ok = !slot_escapes(in, i + 1 < e ? &p->insns[i + 1] : NULL, off);
-      bool mem = (BPF_CLASS(in->code) == BPF_LDX && in->src_reg == BPF_REG_10) ||
-                 ((BPF_CLASS(in->code) == BPF_STX ||
-                   BPF_CLASS(in->code) == BPF_ST) && in->dst_reg == BPF_REG_10);
-      if (mem && in->off == off) {
-        int dp = depth[i - s] < 4 ? depth[i - s] : 4;
-        w += 1L << (3 * dp);
-      }
+  long weight[SLOTS_PER_MASK] = {0};
+  uint64_t escaped = 0;
+  for (int i = s; i < e; i++) {
+    const struct bpf_insn *in = &p->insns[i];
+    if (is_ld_imm64(in)) {
+      i++;
+      continue;
     }
-    if (ok && w) cand[nc++] = (Cand){off, w};
+    uint64_t exact;
+    escaped |= slots_escaping(in, i + 1 < e ? &p->insns[i + 1] : NULL, &exact);
+    if (exact & slots) {
+      int dp = depth[i - s] < 4 ? depth[i - s] : 4;
+      weight[__builtin_ctzll(exact)] += 1L << (3 * dp);
+    }
   }
+  int nc = 0;
+  for (int k = 0; k < SLOTS_PER_MASK; k++)
+    if ((slots & ~escaped) >> k & 1 && weight[k])
+      cand[nc++] = (Cand){slot_off(k), weight[k]};
   free(depth);
   qsort(cand, (size_t)nc, sizeof *cand, by_weight);
   return nc < MAX_SLOTS ? nc : MAX_SLOTS;
@@ -473,16 +504,10 @@ static void promote_function(BpfProg *p, int s, int e, uint64_t slots,
   f.mark = calloc(size + 1, 1);
   f.stack = malloc(sizeof(int) * (5 * size + 5));   /* collect_web's */
   f.web = malloc(sizeof(int) * (size + 1));
-  Live *set = malloc(sizeof(Live) * (size + 1));
-  args_set(p, s, e, s == 0 ? reg_bit(BPF_REG_1) : ARGS, set);
-  liveness(p, s, e, index, set, f.out);
+  analyze(p, s, e, index, s == 0 ? reg_bit(BPF_REG_1) : ARGS, f.out, f.use,
+          f.def);
   Live entry = f.out[size];
   f.out[size] = 0;
-  for (int i = s; i < e; i++) {
-    use_def(&p->insns[i], index, set[i - s], &f.use[i - s], &f.def[i - s]);
-    if (is_ld_imm64(&p->insns[i])) i++;
-  }
-  free(set);
   find_preds(&f);
   for (int k = 0; k < nc; k++) {
     Live kb = (Live)1 << (NPHYS + k);
@@ -538,10 +563,7 @@ static int function_end(const BpfProg *p, int s) {
 
 uint64_t *regs_live_after(const BpfProg *p) {
   uint64_t *live = calloc((size_t)p->ninsns + 1, sizeof(uint64_t));
-  Live *set = malloc(sizeof(Live) * ((size_t)p->ninsns + 1));
-  args_set(p, 0, p->ninsns, reg_bit(BPF_REG_1), set);
-  liveness(p, 0, p->ninsns, NULL, set, live);
-  free(set);
+  analyze(p, 0, p->ninsns, NULL, reg_bit(BPF_REG_1), live, NULL, NULL);
   return live;
 }
 
