@@ -140,6 +140,12 @@ FUZZERS := $(patsubst tests/fuzz/%.c,build/fuzz/%,$(wildcard tests/fuzz/fuzz_*.c
 build/fuzz/fuzz_%: tests/fuzz/fuzz_%.c $(wildcard tests/fuzz/*.h) $(FUZZ_OBJS)
 	$(FUZZ_CC) $(BASE_CFLAGS) $(FUZZ_FLAGS) -fsanitize=fuzzer -o $@ $(filter-out %.h,$^) $(LDLIBS)
 
+# The symbols fuzz_usdt_args reads (an object beside it, not linked in).
+build/fuzz/fuzz_usdt_args: | build/fuzz/usdt_syms.o
+build/fuzz/usdt_syms.o: tests/fuzz/usdt_syms.c
+	@mkdir -p $(dir $@)
+	$(FUZZ_CC) -O0 -c -o $@ $<
+
 # make fuzz [FUZZ_SECONDS=N]: a fuzzing run of each harness from its seeds.
 FUZZ_SECONDS ?= 60
 fuzz: $(FUZZERS)

@@ -348,6 +348,9 @@ main() {
   fi
   file=$ROOT/tests/fuzz/smoke.sh
   if [ $# -eq 0 ] || matches_filter "$file" "$@"; then
+    # the harnesses' build first, outside the time limit (a failed build
+    # is reported by the timed run, which builds again)
+    LOUPE_FUZZ_BUILD_ONLY=1 "$file" >/dev/null 2>&1
     run_script_test "$file" 600
   fi
   file=$ROOT/tests/differential/run.sh   # its fixed corpus

@@ -33,9 +33,10 @@ static struct {
   CType **by_id;        /* converted kernel types, indexed by BTF id */
   int ntypes;
   /* Texts already resolved by ctype_parse: BTF finds names by a linear
-   * scan, so each text is looked up once. Emptied when script structs
-   * change, since they take precedence. */
-  struct { char *text; const CType *type; } *parsed;
+   * scan, so each text is looked up once, those it does not name too (the
+   * error is kept instead of the type). Emptied when script structs or
+   * the user lookup change, since they take precedence. */
+  struct { char *text; const CType *type; char *err; } *parsed;
   int nparsed, capparsed;
   CTypeLookup user;     /* types of probed user programs (DWARF), or NULL */
   /* The kernel's enumerators by name, built on the first lookup: an open
@@ -645,24 +646,30 @@ static const CType *plain_named(const char *name, char *err, size_t errlen) {
   return t;
 }
 
-static const CType *parsed_before(const char *text) {
+static int parsed_before(const char *text) {
   for (int i = 0; i < reg.nparsed; i++)
-    if (!strcmp(reg.parsed[i].text, text)) return reg.parsed[i].type;
-  return NULL;
+    if (!strcmp(reg.parsed[i].text, text)) return i;
+  return -1;
 }
 
-static void remember_parsed(const char *text, const CType *t) {
+/* `err` is the message of a text that names no type (t NULL). */
+static void remember_parsed(const char *text, const CType *t,
+                            const char *err) {
   if (reg.nparsed == reg.capparsed) {
     reg.capparsed = reg.capparsed ? 2 * reg.capparsed : 16;
     reg.parsed = realloc(reg.parsed, sizeof *reg.parsed * (size_t)reg.capparsed);
     if (!reg.parsed) abort();
   }
   reg.parsed[reg.nparsed].text = xstrdup(text);
+  reg.parsed[reg.nparsed].err = t ? NULL : xstrdup(err);
   reg.parsed[reg.nparsed++].type = t;
 }
 
 static void forget_parsed(void) {
-  for (int i = 0; i < reg.nparsed; i++) free(reg.parsed[i].text);
+  for (int i = 0; i < reg.nparsed; i++) {
+    free(reg.parsed[i].text);
+    free(reg.parsed[i].err);
+  }
   reg.nparsed = 0;
 }
 
@@ -670,10 +677,15 @@ static const CType *parse_uncached(const char *text, char *err,
                                    size_t errlen);
 
 const CType *ctype_parse(const char *text, char *err, size_t errlen) {
-  const CType *t = parsed_before(text);
-  if (t) return t;
-  t = parse_uncached(text, err, errlen);
-  if (t) remember_parsed(text, t);
+  int i = parsed_before(text);
+  if (i >= 0) {
+    if (!reg.parsed[i].type) set_err(err, errlen, "%s", reg.parsed[i].err);
+    return reg.parsed[i].type;
+  }
+  char msg[512] = "";
+  const CType *t = parse_uncached(text, msg, sizeof msg);
+  if (!t) set_err(err, errlen, "%s", msg);
+  remember_parsed(text, t, msg);
   return t;
 }
 

@@ -78,6 +78,7 @@ typedef struct RunState {
   int target_fd;     /* its pidfd (readable once it exits), else -1 */
   RunMode mode;      /* --mode */
   uint64_t *seen;    /* each loupe_counts slot as last reported */
+  long long *warned_at;   /* per slot: when its warning was last given (ms) */
   long long drain_until;  /* after Ctrl-C: queued records are handled
                              until this time (ms), then dropped */
   unsigned long long dropped;  /* records dropped once drain_until passed */
@@ -249,15 +250,22 @@ static void drain(RunState *st, struct ring_buffer *rb) {
   ring_buffer__consume(rb);
 }
 
+/* A full map's warning comes again at most this often while its
+ * refusals go on; what it did not say meanwhile is summed into the next
+ * one, and the last is said when the run ends. */
+#define FULL_WARN_EVERY_MS 10000
+
 /* Reports what the programs counted since the last report: the records
  * the ring buffer refused, as bpftrace does ("Lost N events" in the
  * output, or a lost_events record with -f json), and the updates each
- * full map refused, as a warning. */
-static void report_counts(RunState *st) {
+ * full map refused, as a warning (at once the first time, then at most
+ * every FULL_WARN_EVERY_MS, and whatever is left when the run ends:
+ * `final`). */
+static void report_counts(RunState *st, bool final) {
   const Compiled *c = st->c;
   uint64_t now[count_slots(c)];
   uint32_t key = 0;
-  if (st->l->counts_fd < 0 || !st->seen ||
+  if (st->l->counts_fd < 0 || !st->seen || !st->warned_at ||
       bpf_map_lookup_elem(st->l->counts_fd, &key, now) < 0)
     return;
   uint64_t n = now[COUNT_SLOT_LOST] - st->seen[COUNT_SLOT_LOST];
@@ -269,11 +277,20 @@ static void report_counts(RunState *st) {
       fprintf(st->out, "Lost %llu events\n", (unsigned long long)n);
     st->handled++;
   }
+  st->seen[COUNT_SLOT_LOST] = now[COUNT_SLOT_LOST];
+  long long ms = now_ms();
   for (int i = 0; i < c->nmaps; i++) {
     const MapSym *m = c->maps[i];
-    if (!m->full_slot) continue;
-    n = map_full_count(m, now[m->full_slot] - st->seen[m->full_slot]);
-    if (!n || st->no_warnings) continue;
+    int slot = m->full_slot;
+    if (!slot) continue;
+    n = map_full_count(m, now[slot] - st->seen[slot]);
+    if (!n) continue;
+    if (!final && st->warned_at[slot] &&
+        ms - st->warned_at[slot] < FULL_WARN_EVERY_MS)
+      continue;   /* said at the next turn, with what comes meanwhile */
+    st->seen[slot] = now[slot];
+    st->warned_at[slot] = ms;
+    if (st->no_warnings) continue;
     fflush(st->out);
     if (m->bpf_type == BPF_MAP_TYPE_STACK_TRACE)
       fprintf(stderr, "WARNING: %llu stack%s lost: the stack map had no "
@@ -285,7 +302,6 @@ static void report_counts(RunState *st) {
               "%llu update%s (max_entries %u)\n", m->name,
               (unsigned long long)n, n == 1 ? "" : "s", m->max_entries);
   }
-  memcpy(st->seen, now, sizeof now);
 }
 
 /* How often each warning said only once came again (PrintfDef.once). */
@@ -786,7 +802,7 @@ static void event_loop(RunState *st, struct ring_buffer *rb, int timeout_ms) {
         st->every_next = now + st->every_ms;
       }
     }
-    report_counts(st);
+    report_counts(st, false);
     skb_writer_poll(st->skb);
     if (usr1_pending) {
       usr1_pending = 0;
@@ -829,6 +845,7 @@ Run *run_begin(const Compiled *c, Loaded *l, const RunOptions *opts) {
                      .every = opts->every, .every_arg = opts->every_arg,
                      .every_ms = opts->every_ms};
   r->st.seen = calloc((size_t)count_slots(c), sizeof(uint64_t));
+  r->st.warned_at = calloc((size_t)count_slots(c), sizeof(long long));
   if (c->nprintfs > 0) {
     l->warn_repeats = calloc((size_t)c->nprintfs, sizeof *l->warn_repeats);
     printf_plans_make(c, l);
@@ -911,7 +928,7 @@ int run_finish(Run *r) {
             "were not handled (handling them took more than a second)\n",
             st->dropped, st->dropped == 1 ? "" : "s");
   st->drain_until = 0;
-  report_counts(st);
+  report_counts(st, true);
   int status = st->exit_seen ? st->exit_seen - 1 : 0;
   st->exit_seen = 0;
   /* END runs whole however the run stopped: each of its printf, print()
@@ -919,7 +936,7 @@ int run_finish(Run *r) {
    * the probes' records, never END's). */
   st->ending = true;
   run_special(st, r->rb, RUN_AT_END);
-  report_counts(st);
+  report_counts(st, true);
   fflush(st->out);
   report_warn_repeats(st->c, st->l);
 
@@ -940,6 +957,7 @@ void run_abandon(Run *r) {
   restore_signals(&r->saved);
   free(r->begin_text);
   free(r->st.seen);
+  free(r->st.warned_at);
   printf_plans_free(r->st.c, r->st.l);
   free(r);
 }

@@ -1,6 +1,7 @@
 /* libFuzzer harness: USDT argument specs (the third string of a
  * .note.stapsdt note, which the traced program's file controls) through
- * stapsdt_parse_args, symbols looked up in this executable. A spec that
+ * stapsdt_parse_args, symbols looked up in build/fuzz/usdt_syms.o (from
+ * tests/fuzz/usdt_syms.c, found beside the harness). A spec that
  * parses must describe an argument loupe can read: the invariants below
  * abort otherwise. Findings: tests/fuzz/regressions/usdt_args/. */
 #include <fcntl.h>
@@ -8,9 +9,6 @@
 
 #include "fuzz_util.h"
 #include "sym/stapsdt.h"
-
-/* sym(%rip) specs can name it (the dictionary has it). */
-long fuzz_usdt_symbol = 1;
 
 static bool valid_reg(int reg) {
   return reg >= 0 && reg <= 152 && reg % 8 == 0;
@@ -46,18 +44,29 @@ static void check(const UsdtNote *n) {
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
-  static Elf *self;
-  if (!self) {
+  static Elf *syms;
+  if (!syms) {
     elf_version(EV_CURRENT);
-    int fd = open("/proc/self/exe", O_RDONLY | O_CLOEXEC);
-    self = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
-    if (!self) abort();
+    char path[4096];
+    ssize_t n = readlink("/proc/self/exe", path, sizeof path - 32);
+    if (n <= 0) abort();
+    path[n] = '\0';
+    char *slash = strrchr(path, '/');
+    if (!slash) abort();
+    strcpy(slash + 1, "usdt_syms.o");
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    syms = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+    if (!syms) {
+      fprintf(stderr, "fuzz_usdt_args: cannot read %s (make builds it)\n",
+              path);
+      abort();
+    }
   }
   if (size > 4096) return 0;
   UsdtNote n = {0};
   /* exactly the input's bytes and a NUL: ASan sees any read past it */
   n.args_text = fuzz_text(data, size);
-  stapsdt_parse_args(self, 0x401000, &n);
+  stapsdt_parse_args(syms, 0x401000, &n);
   check(&n);
   free(n.args_text);
   free(n.args_error);

@@ -510,6 +510,19 @@ static void test_kernel_errors(void) {
              !strcmp(err, "Unknown struct/union: 'struct no_such_struct_x'"));
   EXPECT("unknown_type", !ctype_parse("no_such_type_x *", err, sizeof err) &&
                              !strcmp(err, "Unknown type: 'no_such_type_x'"));
+  /* A text that names nothing is remembered with its message: asked
+   * again, the same answer, without another scan of the kernel's BTF. */
+  strcpy(err, "");
+  double start = now_ms();
+  EXPECT("unknown_type_again",
+         !ctype_parse("no_such_type_x *", err, sizeof err) &&
+             !strcmp(err, "Unknown type: 'no_such_type_x'"));
+  char small[12];
+  EXPECT("unknown_type_again_cut",
+         !ctype_parse("no_such_type_x *", small, sizeof small) &&
+             !strcmp(small, "Unknown typ"));
+  printf("test_ctype: an unknown type asked again %.3f ms\n",
+         now_ms() - start);
   CField f;
   EXPECT("field_of_int", !ctype_field(type_of("int"), "x", &f));
 }
