@@ -954,6 +954,13 @@ static int write_metrics_at_end(const Options *o, const MetricsSource *m) {
 static int load_and_run(const Compiled *c, Loaded *l, const Options *o,
                         const Settings *st, Diag *d) {
   FILE *svg = NULL;
+  if (o->metrics || o->metrics_push || o->metrics_format != METRICS_NONE) {
+    char why[512];
+    if (!metrics_names_ok(c, why, sizeof why)) {
+      fprintf(stderr, "loupe: %s\n", why);
+      return 1;
+    }
+  }
   if (o->flamegraph && !(svg = flamegraph_open(c, o->flamegraph)))
     return 1;
   FILE *out = open_output(o);

@@ -200,6 +200,15 @@ static void put_histogram(Writer *w, const MapSym *m, const char *base,
   }
 }
 
+/* The name of m's family (loupe_NAME); a counter's without the _total
+ * its samples add. */
+static void family_base(const MapSym *m, Family fam, char *base, size_t len) {
+  prom_metric_name(m->name, base, len);
+  size_t bl = strlen(base);
+  if (fam == FAM_COUNTER && bl > 6 && !strcmp(base + bl - 6, "_total"))
+    base[bl - 6] = 0;
+}
+
 /* One map, at most max_series of its entries (those print() would show
  * last: the largest). Returns how many it left out, or -1. */
 static long put_map(Writer *w, const MapSym *m, const MapState *st) {
@@ -213,10 +222,7 @@ static long put_map(Writer *w, const MapSym *m, const MapState *st) {
     return -1;
   }
   char base[160], help[256];
-  prom_metric_name(m->name, base, sizeof base);
-  size_t bl = strlen(base);
-  if (fam == FAM_COUNTER && bl > 6 && !strcmp(base + bl - 6, "_total"))
-    base[bl - 6] = 0;
+  family_base(m, fam, base, sizeof base);
   int max = w->l->max_series > 0 ? w->l->max_series
                                  : METRICS_MAX_SERIES_DEFAULT;
   int first = d.n > max ? d.n - max : 0;
@@ -441,6 +447,74 @@ char *metrics_render(const Compiled *c, const Loaded *ld,
     return NULL;
   }
   return buf;
+}
+
+/* A name a family writes or stands for, and whose it is. */
+typedef struct NameUse {
+  char name[176];
+  const char *owner;   /* the map's name, or NULL: loupe's own */
+} NameUse;
+
+/* Adds the names of a family of kind fam and name base to u. */
+static int add_family_names(NameUse *u, int n, Family fam, const char *base,
+                            const char *owner) {
+  static const char *const suffixes[][5] = {
+      [FAM_COUNTER] = {"", "_total"},
+      [FAM_GAUGE] = {""},
+      [FAM_HISTOGRAM] = {"", "_bucket", "_count", "_sum"},
+      [FAM_SUMMARY] = {"", "_count", "_sum", "_average"}};
+  for (int i = 0; i < 5 && suffixes[fam][i]; i++) {
+    snprintf(u[n].name, sizeof u[n].name, "%s%s", base, suffixes[fam][i]);
+    u[n++].owner = owner;
+  }
+  return n;
+}
+
+bool metrics_names_ok(const Compiled *c, char *err, size_t errlen) {
+  static const struct { const char *base; Family fam; } own[] = {
+      {"loupe_up", FAM_GAUGE}, {"loupe_build_info", FAM_GAUGE},
+      {"loupe_events_lost", FAM_COUNTER},
+      {"loupe_map_updates_refused", FAM_COUNTER},
+      {"loupe_stacks_lost", FAM_COUNTER},
+      {"loupe_metrics_series_dropped", FAM_GAUGE},
+      {"loupe_probe_runs", FAM_COUNTER},
+      {"loupe_probe_run_seconds", FAM_COUNTER}};
+  size_t nown = sizeof own / sizeof own[0];
+  NameUse *u = calloc(4 * ((size_t)c->nmaps + nown), sizeof *u);
+  if (!u) {
+    snprintf(err, errlen, "out of memory");
+    return false;
+  }
+  int n = 0;
+  for (size_t i = 0; i < nown; i++)
+    n = add_family_names(u, n, own[i].fam, own[i].base, NULL);
+  bool ok = true;
+  for (int i = 0; i < c->nmaps && ok; i++) {
+    const MapSym *m = c->maps[i];
+    const char *why;
+    Family fam = m->internal ? FAM_NONE : family_of(m, &why);
+    if (fam == FAM_NONE) continue;
+    char base[160];
+    family_base(m, fam, base, sizeof base);
+    int from = n;
+    n = add_family_names(u, n, fam, base, m->name);
+    for (int j = from; j < n && ok; j++)
+      for (int k = 0; k < from && ok; k++) {
+        if (strcmp(u[j].name, u[k].name)) continue;
+        ok = false;
+        if (u[k].owner)
+          snprintf(err, errlen,
+                   "the metrics of %s and %s would share the name %s, which "
+                   "Prometheus refuses: rename one of the maps",
+                   u[k].owner, m->name, u[j].name);
+        else
+          snprintf(err, errlen,
+                   "the metrics of %s would be named %s, one of loupe's own: "
+                   "rename the map", m->name, u[j].name);
+      }
+  }
+  free(u);
+  return ok;
 }
 
 void metrics_left_out(const Compiled *c, FILE *err) {

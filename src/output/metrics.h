@@ -68,6 +68,13 @@ int metrics_write_file(const char *path, const Compiled *c, const Loaded *ld,
 int metrics_push(const char *url, const Compiled *c, const Loaded *ld,
                  const MetricsLabels *l, char *err, size_t errlen);
 
+/* Whether every map's metrics have names of their own: false, with a
+ * message in err, where two maps' families (@x = count() and @x_total, a
+ * gauge, are both loupe_x_total; @h = hist() writes loupe_h_count, as a
+ * gauge @h_count would) or a map's and one of loupe's own metrics
+ * (@up) would share a name. */
+bool metrics_names_ok(const Compiled *c, char *err, size_t errlen);
+
 /* Says on err, once, which maps metrics leave out and why. */
 void metrics_left_out(const Compiled *c, FILE *err);
 
