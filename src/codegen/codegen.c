@@ -4,7 +4,9 @@
  * - integers are computed in registers r6..r8 (callee-saved, so they
  *   survive helper calls), handed out by a small allocator; a value that
  *   must be kept while a sibling is computed goes to a stack slot only
- *   when no register is free; scratch variables live in stack slots;
+ *   when no register is free; scratch variables live in stack slots,
+ *   which a last pass (regvars.c) moves into registers where their
+ *   lives allow;
  * - strings, map keys, map values, tuples and event records ("buffers")
  *   live at offsets fixed at compile time: on the stack when a probe's
  *   buffers fit in it, else in a per-CPU scratch area (one array map
@@ -16,8 +18,9 @@
  *
  * Known values are folded (constant propagation through variables keeps
  * unrolled loops cheap), conditions compile to jumps, events go out
- * through small shared subprograms, and a last pass drops unreachable
- * code and reloads a register already holds.
+ * through small shared subprograms, and the last passes drop unreachable
+ * code and reloads a register already holds, and put variables in
+ * registers.
  *
  * Every buffer has a capacity rounded up to 8 bytes and is zero-padded
  * after its string, so strings compare and hash by whole words. */
@@ -75,6 +78,7 @@ static BpfProg *new_prog(Compiled *c, Probe *probe, AttachPoint *ap,
 static void gen_body(Gen *g, Probe *probe, int buf_base, bool big) {
   g->p->ninsns = 0;
   g->p->nglobals = 0;
+  g->p->nvar_frames = 0;
   g->buf_base = g->main_base = buf_base;
   g->scratch_bias = big ? SCRATCH_SLOT : 0;
   g->too_big = false;
@@ -131,6 +135,7 @@ static void gen_body(Gen *g, Probe *probe, int buf_base, bool big) {
   if (buf_base == BPF_REG_9) emit_scratch_base(g);
 
   place_vars(g, probe);
+  note_var_frame(g, 0);
   /* a variable read after the block it was assigned in (bpftrace 0.17's
    * probe-wide variables) reads 0 until assigned */
   for (VarSym *v = probe->vars; v; v = v->next) {
@@ -251,9 +256,11 @@ static int gen_prog(Gen *g, Probe *probe, AttachPoint *ap, Target *t,
   if (!g->failed) {
     prune_unreachable(p);
     drop_redundant_loads(p);
+    promote_vars(p);
     drop_dead_writes(p);
     forward_copies(p);
     coalesce_copies(p);
+    compute_in_place(p);
     share_returns(p);
     drop_unread_ctx_save(p);
     hoist_frame_address(p);

@@ -358,6 +358,9 @@ void gen_while(Gen *g, Node *n);
 bool gen_stmt(Gen *g, Node *n);
 bool gen_block(Gen *g, Node *n);
 void place_vars(Gen *g, Probe *p);
+/* Records the frame just placed, starting at instruction start, and its
+ * scalar variables' slots, for promote_vars. */
+void note_var_frame(Gen *g, int start);
 
 /* ---- peephole.c ---- */
 bool is_ld_imm64(const struct bpf_insn *in);
@@ -375,15 +378,24 @@ bool mirror_step(int *m, const struct bpf_insn *in);
 void drop_redundant_loads(BpfProg *p);
 /* Removes moves and stack reloads nothing reads before they are overwritten. */
 void drop_dead_writes(BpfProg *p);
-/* Stores the source of a copy whose only use is a store to the stack. */
+/* Uses the source of a copy whose only use is the instruction after it. */
 void forward_copies(BpfProg *p);
 /* Makes a value in the register it is copied to, when the copy is its
  * only use. */
 void coalesce_copies(BpfProg *p);
+/* Computes a value in the register it is copied to, when the stretch
+ * that computes it allows (compute_in_place's comment). */
+void compute_in_place(BpfProg *p);
 /* Turns `if C goto +2; r0 = 0; exit` into a jump to main's closing return. */
 void share_returns(BpfProg *p);
 /* Removes the prologue's store of the context if nothing reads it. */
 void drop_unread_ctx_save(BpfProg *p);
+/* Moves scalar variables from their stack slots into free registers
+ * (regvars.c). */
+void promote_vars(BpfProg *p);
+/* Per instruction, which of r0-r9 (bit r for rr) something reads after
+ * it before writing them (a new array of ninsns + 1). */
+uint64_t *regs_live_after(const BpfProg *p);
 /* Forms the stack address used most (three times or more) once, at entry. */
 void hoist_frame_address(BpfProg *p);
 

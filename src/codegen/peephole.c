@@ -87,6 +87,13 @@ void compact(BpfProg *p, const bool *seen) {
         p->globals[ng++] = to[p->globals[k]];
       }
     p->nglobals = ng;
+    int nv = 0;
+    for (int k = 0; k < p->nvar_frames; k++)
+      if (seen[p->var_starts[k]]) {
+        p->var_slots[nv] = p->var_slots[k];
+        p->var_starts[nv++] = to[p->var_starts[k]];
+      }
+    p->nvar_frames = nv;
   }
   free(to);
 }
@@ -210,6 +217,8 @@ static bool writes_reg(const struct bpf_insn *in, int r) {
   return false;
 }
 
+enum { LOOK_AHEAD = 64 };   /* instructions dead_from may look at */
+
 /* Whether register d, from instruction j on, is written again (or the
  * program leaves) before anything reads it, on every path: forward jumps
  * are followed, a backward jump says no, and so does running out of
@@ -237,14 +246,47 @@ static bool dead_from(const BpfProg *p, const bool *keep, int j, int d,
   return false;
 }
 
+/* What dead_after knows of a program: what is live after each
+ * instruction (regs_live_after's, computed when first asked), and
+ * whether that is worth computing (-1: not decided yet). */
+typedef struct Liveness {
+  uint64_t *live;
+  int exact;
+} Liveness;
+
+/* Whether nothing reads register r after instruction i (on any path):
+ * dead_from's look ahead first; where that cannot tell, what is live
+ * after i, in programs where the look ahead falls short: those that
+ * jump back (loops), and those with variables, whose registers hold
+ * values for long (promote_vars). A pass may ask this after changing a
+ * few instructions: those it drops stay in p until it compacts, and only
+ * make more registers live. */
+static bool dead_after(const BpfProg *p, const bool *keep, int i, int r,
+                       Liveness *lv) {
+  const struct bpf_insn *in = &p->insns[i];
+  int budget = LOOK_AHEAD;
+  bool jump = is_jump(in), ja = jump && BPF_OP(in->code) == BPF_JA;
+  if (in->code == (BPF_JMP | BPF_EXIT)) return true;
+  if ((ja || dead_from(p, keep, i + (is_ld_imm64(in) ? 2 : 1), r, &budget)) &&
+      (!jump || (in->off >= 0 &&
+                 dead_from(p, keep, i + 1 + in->off, r, &budget))))
+    return true;
+  if (lv->exact < 0) {
+    lv->exact = p->nvar_frames > 0;
+    for (int k = 0; k < p->ninsns && !lv->exact; k++)
+      lv->exact = is_jump(&p->insns[k]) && p->insns[k].off < 0;
+  }
+  if (!lv->exact) return false;
+  if (!lv->live) lv->live = regs_live_after(p);
+  return !(lv->live[i] >> r & 1);
+}
+
 /* A keep[] for compact() that keeps every instruction of p. */
 static bool *keep_all(const BpfProg *p) {
   bool *keep = malloc(sizeof(bool) * ((size_t)p->ninsns + 1));
   for (int i = 0; i < p->ninsns; i++) keep[i] = true;
   return keep;
 }
-
-enum { LOOK_AHEAD = 64 };   /* instructions dead_from may look at */
 
 /* Removes a move or a reload of a stack slot whose register is written
  * again, or the program leaves, before anything reads it (what the
@@ -296,12 +338,15 @@ static bool *jump_targets(const BpfProg *p) {
  * buffer) stores rS itself: `r0 >>= 32; w6 = w0; *(u64 *)(r10 - 48) = r6`
  * (pid, kept out of r0 in case a call came first) becomes
  * `r0 >>= 32; *(u64 *)(r10 - 48) = r0`; likewise a conditional jump
- * right after that tests rD (`if r6 != 1234`) tests rS. A 32-bit copy qualifies when a
- * shift right by 32 or more just emptied rS's upper half. */
+ * right after that tests rD (`if r6 != 1234`) tests rS, and an operation
+ * or a jump right after that takes rD as its operand takes rS (`r7 = r9;
+ * r6 += r7`, a variable in r9: `r6 += r9`). A 32-bit copy qualifies when
+ * a shift right by 32 or more just emptied rS's upper half. */
 void forward_copies(BpfProg *p) {
   int n = p->ninsns;
   bool *keep = keep_all(p);
   bool *target = jump_targets(p);
+  Liveness lv = {NULL, -1};
   bool dropped = false;
   for (int i = 0; i + 1 < n; i++) {
     struct bpf_insn *in = &p->insns[i], *st = &p->insns[i + 1];
@@ -316,7 +361,7 @@ void forward_copies(BpfProg *p) {
       copy = sh->code == (BPF_ALU64 | BPF_RSH | BPF_K) &&
              sh->dst_reg == in->src_reg && sh->imm >= 32;
     }
-    int d = in->dst_reg, s = in->src_reg, budget = LOOK_AHEAD;
+    int d = in->dst_reg, s = in->src_reg;
     if (!copy || d == s || d == BPF_REG_10 || target[i + 1]) continue;
     bool store = BPF_CLASS(st->code) == BPF_STX &&
                  BPF_MODE(st->code) == BPF_MEM && st->src_reg == d &&
@@ -324,10 +369,20 @@ void forward_copies(BpfProg *p) {
     bool test = is_jump(st) && BPF_OP(st->code) != BPF_JA &&
                 st->dst_reg == d && st->off >= 0 &&
                 (BPF_SRC(st->code) == BPF_K || st->src_reg != d);
-    if (!(store || test) || !dead_from(p, keep, i + 2, d, &budget) ||
-        (test && !dead_from(p, keep, i + 2 + st->off, d, &budget)))
+    /* `r7 = r9; r6 += r7` (a variable in r9): `r6 += r9` */
+    bool cls_alu = BPF_CLASS(st->code) == BPF_ALU64 ||
+                   BPF_CLASS(st->code) == BPF_ALU;
+    bool operand = BPF_SRC(st->code) == BPF_X && st->src_reg == d &&
+                   st->dst_reg != d &&
+                   ((cls_alu && BPF_OP(st->code) != BPF_END &&
+                     BPF_OP(st->code) != BPF_NEG) ||
+                    (is_jump(st) && BPF_OP(st->code) != BPF_JA &&
+                     st->off >= 0));
+    /* and nothing reads d after, on any path (the copies already
+     * dropped only make more registers live) */
+    if (!(store || test || operand) || !dead_after(p, keep, i + 1, d, &lv))
       continue;
-    if (store)
+    if (store || operand)
       st->src_reg = (uint8_t)s;
     else
       st->dst_reg = (uint8_t)s;
@@ -337,6 +392,7 @@ void forward_copies(BpfProg *p) {
   if (dropped) compact(p, keep);
   free(keep);
   free(target);
+  free(lv.live);
 }
 
 /* Whether `in` gives its destination a value without reading it, so
@@ -357,18 +413,19 @@ void coalesce_copies(BpfProg *p) {
   int n = p->ninsns;
   bool *keep = keep_all(p);
   bool *target = jump_targets(p);
+  Liveness lv = {NULL, -1};
   bool dropped = false;
   for (int i = 0; i + 1 < n; i++) {
     struct bpf_insn *in = &p->insns[i];
     int next = i + (is_ld_imm64(in) ? 2 : 1);
     if (next >= n) break;
     const struct bpf_insn *cp = &p->insns[next];
-    int s = in->dst_reg, d = cp->dst_reg, budget = LOOK_AHEAD;
+    int s = in->dst_reg, d = cp->dst_reg;
     if (produces(in) && cp->code == (BPF_ALU64 | BPF_MOV | BPF_X) &&
         cp->src_reg == s && d != s && d != BPF_REG_10 &&
         s != BPF_REG_10 && !target[next] &&
         !(in->code == (BPF_ALU64 | BPF_MOV | BPF_X) && in->src_reg == d) &&
-        dead_from(p, keep, next + 1, s, &budget)) {
+        dead_after(p, keep, next, s, &lv)) {
       in->dst_reg = (uint8_t)d;
       keep[next] = false;
       dropped = true;
@@ -380,6 +437,82 @@ void coalesce_copies(BpfProg *p) {
   if (dropped) compact(p, keep);
   free(keep);
   free(target);
+  free(lv.live);
+}
+
+static bool callee_saved(int r) { return r >= BPF_REG_6 && r <= BPF_REG_9; }
+
+/* The registers `in` names, t renamed r (an ld_imm64's src is not one). */
+static void rename_reg(struct bpf_insn *in, int t, int r) {
+  int cls = BPF_CLASS(in->code);
+  if (in->dst_reg == t) in->dst_reg = (uint8_t)r;
+  bool src_is_reg = cls == BPF_LDX || cls == BPF_STX ||
+                    ((cls == BPF_ALU || cls == BPF_ALU64 || is_jump(in)) &&
+                     BPF_SRC(in->code) == BPF_X);
+  if (src_is_reg && in->src_reg == t) in->src_reg = (uint8_t)r;
+}
+
+/* The first instruction of the straight stretch before the copy at j,
+ * `r = t`, that computes t for it: the last one before j that gives t a
+ * value without reading it, when nothing from there to j jumps, is
+ * jumped to (but the first), reads or changes r (but the first, which
+ * may read it), or changes t otherwise. -1 if there is none. */
+static int chain_start(const BpfProg *p, const bool *keep,
+                       const bool *target, int j, int r, int t) {
+  for (int k = j - 1; k >= 0 && j - k <= LOOK_AHEAD; k--) {
+    if (target[k + 1]) return -1;
+    if (k >= 1 && is_ld_imm64(&p->insns[k - 1])) continue;   /* 2nd half */
+    const struct bpf_insn *in = &p->insns[k];
+    if (!keep[k]) continue;
+    if (writes_reg(in, t)) return k;
+    int cls = BPF_CLASS(in->code);
+    bool writes_r = in->dst_reg == r &&
+                    (cls == BPF_ALU || cls == BPF_ALU64 || cls == BPF_LDX ||
+                     is_ld_imm64(in));
+    if (is_jump(in) || in->code == (BPF_JMP | BPF_EXIT) ||
+        BPF_MODE(in->code) == BPF_ATOMIC || reads_reg(in, r) || writes_r)
+      return -1;
+  }
+  return -1;
+}
+
+/* A value computed in one callee-saved register only to be copied into
+ * another, `r6 = r9; r6 += 1; r9 = r6` ($d++ with $d in r9, see
+ * promote_vars), is computed in the other: `r9 += 1`, when the stretch
+ * is straight, nothing in it uses the other's old value after its first
+ * instruction, and nothing reads the first register after the copy. */
+void compute_in_place(BpfProg *p) {
+  int n = p->ninsns;
+  bool *keep = keep_all(p);
+  bool *target = jump_targets(p);
+  Liveness lv = {NULL, -1};
+  bool dropped = false;
+  for (int j = 0; j < n; j++) {
+    struct bpf_insn *cp = &p->insns[j];
+    if (is_ld_imm64(cp)) {
+      j++;
+      continue;
+    }
+    int r = cp->dst_reg, t = cp->src_reg;
+    if (cp->code != (BPF_ALU64 | BPF_MOV | BPF_X) || r == t ||
+        !callee_saved(r) || !callee_saved(t))
+      continue;
+    int d = chain_start(p, keep, target, j, r, t);
+    if (d < 0) continue;
+    if (!dead_after(p, keep, j, t, &lv)) continue;
+    for (int k = d; k < j; k++) {
+      if (keep[k]) rename_reg(&p->insns[k], t, r);
+      if (is_ld_imm64(&p->insns[k])) k++;
+    }
+    const struct bpf_insn self = I_MOV64_REG(r, r);
+    if (!memcmp(&p->insns[d], &self, sizeof self)) keep[d] = false;
+    keep[j] = false;
+    dropped = true;
+  }
+  if (dropped) compact(p, keep);
+  free(keep);
+  free(target);
+  free(lv.live);
 }
 
 /* r0 = 0; exit at insns[i]: a return. */

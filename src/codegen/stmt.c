@@ -467,6 +467,7 @@ void gen_callback(Gen *g, int pending) {
     g->scratch_top = pd.scratch_at;
   }
   place_vars(g, g->probe);
+  note_var_frame(g, start);
   g->ctx_slot = 0;
   if (loop_ctx_layout(g, n)) {
     g->ctx_slot = stack_alloc(g, 8);
@@ -676,4 +677,20 @@ void place_vars(Gen *g, Probe *p) {
     else
       v->stack_off = stack_alloc(g, 8);
   }
+}
+
+void note_var_frame(Gen *g, int start) {
+  uint64_t slots = 0;
+  for (VarSym *v = g->probe->vars; v; v = v->next) {
+    int k = -v->stack_off / 8 - 1;
+    if (v->frame == g->frame && !is_buffer(v->type) && k >= 0 && k < 64)
+      slots |= (uint64_t)1 << k;
+  }
+  if (!slots) return;
+  BpfProg *p = g->p;
+  size_t n = (size_t)p->nvar_frames + 1;
+  p->var_starts = realloc(p->var_starts, sizeof(int) * n);
+  p->var_slots = realloc(p->var_slots, sizeof(uint64_t) * n);
+  p->var_starts[p->nvar_frames] = start;
+  p->var_slots[p->nvar_frames++] = slots;
 }

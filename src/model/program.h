@@ -164,6 +164,12 @@ typedef struct BpfProg {
                               (prog_btf.c) */
   int *global_args;        /* how many arguments each takes (1 or 2) */
   int nglobals;
+  int *var_starts;         /* codegen's own, for its last passes: where
+                              each frame with variables starts (the
+                              probe's code, each callback) */
+  uint64_t *var_slots;     /* and the stack slots of its scalar variables:
+                              bit k is the 8 bytes at r10 - 8 * (k + 1) */
+  int nvar_frames;
   int cap;
   char name[16];           /* kernel-visible name, e.g. "tp_sys_enter_ope" */
   int syscall_group;       /* SYSCALL_ENTER or SYSCALL_EXIT: a raw
