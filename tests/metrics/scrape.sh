@@ -135,14 +135,19 @@ a=$("$LOUPE" -d -e "$HIST" 2>&1 | sed -n 's/.*(tracepoint, \([0-9]*\) insns)/\1/
 b=$("$LOUPE" -d --metrics "127.0.0.1:$PORT" -e "$HIST" 2>&1 | sed -n 's/.*(tracepoint, \([0-9]*\) insns)/\1/p')
 [ -n "$a" ] && [ "$b" = $((a + 4)) ] || fail "hist() with --metrics: $a and $b instructions"
 
-# a port in use fails before anything is loaded; so does a bad address
+# a port in use fails before anything is loaded; so does a bad address.
+# The holder says when it listens (beside a CPU hog, Python took more than
+# the half second this test once slept, loupe took the port and ran on).
 python3 -c 'import socket, time, sys
 s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1); time.sleep(30)' "$PORT" &
+s.bind(("127.0.0.1", int(sys.argv[1]))); s.listen(1)
+print("listening", flush=True); time.sleep(60)' "$PORT" >"$WORK/holder.out" 2>&1 &
 HOLDER=$!
 _PIDS+=("$HOLDER")
-sleep 0.5
-"$LOUPE" --metrics "127.0.0.1:$PORT" -e "$SCRIPT" >"$WORK/busy.out" 2>"$WORK/busy.err"
+for _ in $(seq 300); do grep -q listening "$WORK/holder.out" && break; sleep 0.1; done
+grep -q listening "$WORK/holder.out" ||
+  { fail "the port holder did not listen: $(cat "$WORK/holder.out")"; exit 1; }
+timeout 20 "$LOUPE" --metrics "127.0.0.1:$PORT" -e "$SCRIPT" >"$WORK/busy.out" 2>"$WORK/busy.err"
 status=$?
 [ $status = 1 ] || fail "a port in use: exit status $status"
 grep -q "cannot listen there: Address already in use" "$WORK/busy.err" ||
