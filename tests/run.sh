@@ -351,7 +351,7 @@ main() {
     # the harnesses' build first, outside the time limit (a failed build
     # is reported by the timed run, which builds again)
     LOUPE_FUZZ_BUILD_ONLY=1 "$file" >/dev/null 2>&1
-    run_script_test "$file" 600
+    run_script_test "$file" 900   # 1-2 minutes alone, 6 beside a CPU hog
   fi
   file=$ROOT/tests/differential/run.sh   # its fixed corpus
   if [ $# -eq 0 ] || matches_filter "$file" "$@"; then
