@@ -459,12 +459,12 @@ static __attribute__((noreturn)) void too_large(Lexer *lx, Span at) {
   lex_error(lx, at,
             "integer literal '%.*s' is too large (the largest is "
             "18446744073709551615)",
-            at.end_col - at.col, lx->line_start + at.col - 1);
+            lx->literal_len, lx->literal);
 }
 
 static __attribute__((noreturn)) void bad_literal(Lexer *lx, Span at) {
-  lex_error(lx, at, "invalid integer literal '%.*s'", at.end_col - at.col,
-            lx->line_start + at.col - 1);
+  lex_error(lx, at, "invalid integer literal '%.*s'", lx->literal_len,
+            lx->literal);
 }
 
 /* The "e6" of "1e6": v times ten to the decimal exponent in [d, end). */
@@ -527,6 +527,8 @@ static void lex_number(Lexer *lx, Token *t) {
   while (is_ident_char((unsigned char)*p)) p++;
   Span at = span_from(lx, start, p);
   const char *after = p;
+  lx->literal = start;
+  lx->literal_len = (int)(p - start);
   uint64_t scale;
   strip_suffix(start, &p, &scale);
   int len = (int)(p - start);
@@ -556,7 +558,7 @@ static void lex_number(Lexer *lx, Token *t) {
   if (ndigits == 0 && base != 8) bad_literal(lx, at);
   if (v > UINT64_MAX / scale)
     lex_error(lx, at, "duration '%.*s' is too large (the largest is "
-              "18446744073709551615 ns)", at.end_col - at.col, start);
+              "18446744073709551615 ns)", lx->literal_len, lx->literal);
   t->kind = TK_INT;
   t->ival = v * scale;
   t->span = at;

@@ -61,6 +61,10 @@ typedef struct Lexer {
   const char *pos;
   int line;
   const char *line_start;
+  /* The number literal being read and its length, for its errors: a
+   * #define's text is not on the line its use's span names. */
+  const char *literal;
+  int literal_len;
   jmp_buf *on_error;   /* longjmp'd to after a lexical error is reported */
   Defines *defines;
   /* Lexing the text of #defines used in the script, one inside another:
